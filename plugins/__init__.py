@@ -1,0 +1,1 @@
+"""Example plugins for the demo experiments in evals.yaml."""

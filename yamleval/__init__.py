@@ -1,0 +1,45 @@
+"""yamleval: evaluate LLM applications and agents from YAML.
+
+The public API is re-exported here and loaded on first use, so that
+``import yamleval`` stays light for plugins that only need ``Score``.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "ConfigError": "yamleval.errors",
+    "ExperimentResult": "yamleval.types",
+    "Item": "yamleval.types",
+    "ItemResult": "yamleval.types",
+    "Project": "yamleval.config.loader",
+    "RunnerResult": "yamleval.types",
+    "Score": "yamleval.types",
+    "Usage": "yamleval.types",
+    "YamlevalError": "yamleval.errors",
+    "load_experiments": "yamleval.api",
+    "load_project": "yamleval.config.loader",
+    "run": "yamleval.api",
+    "run_experiment": "yamleval.api",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from yamleval.api import load_experiments, run, run_experiment
+    from yamleval.config.loader import Project, load_project
+    from yamleval.errors import ConfigError, YamlevalError
+    from yamleval.types import ExperimentResult, Item, ItemResult, RunnerResult, Score, Usage
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'yamleval' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,3 @@
+from yamleval.cli import main
+
+main()

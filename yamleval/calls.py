@@ -1,0 +1,102 @@
+"""Plugins bound to their ``with:`` arguments, ready to be called once per item.
+
+Binding happens once, when an experiment is prepared: the signature is read, the
+arguments are checked, templates are compiled. Per item only a dict is built.
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from typing import Any, Callable, Mapping
+
+from yamleval import plugins, templating
+from yamleval.config.model import PluginSpec
+from yamleval.errors import raise_all
+
+RUNNER_CONTEXT = ("item", "input", "expected", "context", "metadata", "vars")
+SCORER_CONTEXT = ("output", "expected", "input", "item", "context", "assertions", "metadata", "trace", "vars")
+
+_local = threading.local()
+
+
+def run_awaitable(awaitable: Any) -> Any:
+    """Run a coroutine to completion on this thread's own event loop."""
+    loop = getattr(_local, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = _local.loop = asyncio.new_event_loop()
+    return loop.run_until_complete(awaitable)
+
+
+class BoundCall:
+    """A plugin function with its options fixed and its context names known."""
+
+    __slots__ = ("function", "wanted", "static", "templated", "is_async", "requires_expected")
+
+    def __init__(self, function: Callable, wanted: tuple[str, ...], static: Mapping[str, Any],
+                 templated: Mapping[str, Callable] | None, is_async: bool, requires_expected: bool):
+        self.function = function
+        self.wanted = wanted
+        self.static = dict(static)
+        self.templated = templated or None
+        self.is_async = is_async
+        self.requires_expected = requires_expected
+
+    def __call__(self, context: Mapping[str, Any]) -> Any:
+        kwargs = {name: context[name] for name in self.wanted}
+        if self.static:
+            kwargs.update(self.static)
+        if self.templated:
+            for key, render in self.templated.items():
+                kwargs[key] = render(context)
+        result = self.function(**kwargs)
+        if self.is_async or inspect.isawaitable(result):
+            result = run_awaitable(result)
+        return result
+
+
+def bind(spec: PluginSpec, kind: str, reserved: tuple[str, ...], context: str | None = None,
+         instantiate: bool = True) -> BoundCall | None:
+    """Resolve ``spec``, check its ``with:`` keys, compile its templates; raise ConfigErrors.
+
+    With ``instantiate=False`` (for ``validate``) a class plugin is checked but not created,
+    and None is returned for it.
+    """
+    target = plugins.resolve(spec, kind, context)
+    constructor, function = plugins.unwrap_class(target)
+    if not callable(function):
+        raise spec.error(f"'{spec.uses}' is a {type(function).__name__}, not a function or class",
+                         context=context)
+    sig = plugins.signature_of(constructor or function, () if constructor else reserved)
+    errors = plugins.check_arguments(spec, sig, spec.with_, kind, context)
+    static, templated = {}, {}
+    for key, value in spec.with_.items():
+        if not templating.has_templates(value):
+            static[key] = value
+        elif constructor is not None:
+            errors.append(spec.error("templates are not rendered for a class plugin: its `with:` goes to "
+                                     "the constructor once", sub=("with", key), context=context))
+        else:
+            try:
+                templated[key] = templating.compile_value(value)
+            except templating.TemplateProblem as exc:
+                errors.append(spec.error(str(exc), sub=("with", key), context=context))
+    raise_all(errors)
+    if constructor is None:
+        return BoundCall(function, sig.wanted, static, templated, sig.is_async, _requires_expected(function))
+    if not instantiate:
+        return None
+    try:
+        instance = constructor(**spec.with_)
+    except Exception as exc:
+        raise spec.error(f"creating '{spec.uses}' raised {type(exc).__name__}: {exc}", context=context) from None
+    call_sig = plugins.signature_of(instance, reserved)
+    return BoundCall(instance, call_sig.wanted, {}, None, call_sig.is_async, _requires_expected(instance))
+
+
+def _requires_expected(function: Callable) -> bool:
+    try:
+        parameter = inspect.signature(function).parameters.get("expected")
+    except (TypeError, ValueError):
+        return False
+    return parameter is not None and parameter.default is parameter.empty

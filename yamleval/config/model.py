@@ -1,0 +1,160 @@
+"""Typed experiment records built from a validated, expanded config mapping.
+
+Each record keeps the JSON path it came from and the file's source map, so the
+checks that run after the schema (plugins, templates, datasets) report at the
+same YAML coordinates.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from yamleval.config.yaml_source import Path, SourceMap
+
+DEFAULTS = {"concurrency": 8, "timeout": 60.0, "retries": 2}
+
+
+@dataclass(frozen=True)
+class PluginSpec:
+    """A ``uses:`` reference with its ``with:`` arguments."""
+
+    uses: str
+    with_: Mapping[str, Any]
+    path: Path
+    source: SourceMap = field(repr=False, compare=False)
+
+    def error(self, message: str, *, sub: Path = (), key: bool = False, hint: str | None = None,
+              context: str | None = None):
+        return self.source.error(self.path + sub, message, key=key, hint=hint, context=context)
+
+
+@dataclass(frozen=True)
+class ScorerSpec:
+    id: str
+    name: str
+    plugin: PluginSpec
+    threshold: float | None = None
+    negate: bool = False
+    has_value: bool = False
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class CriterionSpec:
+    type: str
+    min: float
+    scorer: str | None = None
+    label: str | None = None
+    severity: str = "error"
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    path: Path
+    source: SourceMap = field(repr=False, compare=False)
+    base_dir: str = "."
+    items: list | None = None
+    file: str | None = None
+    format: str | None = None
+    plugin: PluginSpec | None = None
+    name: str | None = None
+    fields: Mapping[str, str] = field(default_factory=dict)
+    limit: int | None = None
+
+    def error(self, message: str, *, sub: Path = (), hint: str | None = None):
+        return self.source.error(self.path + sub, message, hint=hint)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One experiment as written, with inherited defaults applied."""
+
+    id: str
+    dataset: DatasetSpec
+    runner: PluginSpec
+    scorers: tuple[ScorerSpec, ...]
+    pass_criteria: tuple[CriterionSpec, ...]
+    path: Path
+    source: SourceMap = field(repr=False, compare=False)
+    base_dir: str = "."
+    label: str | None = None
+    description: str | None = None
+    tags: tuple[str, ...] = ()
+    metadata: Mapping[str, Any] | None = None
+    vars: Mapping[str, Any] = field(default_factory=dict)
+    concurrency: int = DEFAULTS["concurrency"]
+    timeout: float = DEFAULTS["timeout"]
+    retries: int = DEFAULTS["retries"]
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def context(self, scorer: str | None = None) -> str:
+        """``experiment 'x' › scorer 'y'``, for messages."""
+        text = f"experiment '{self.id}'"
+        return text + (f" › scorer '{scorer}'" if scorer else "")
+
+
+def _plugin(value: Any, path: Path, source: SourceMap) -> PluginSpec:
+    if isinstance(value, str):
+        return PluginSpec(value, {}, path, source)
+    return PluginSpec(value["uses"], value.get("with") or {}, path, source)
+
+
+def _scorer_name(uses: str) -> str:
+    return uses.rpartition(":")[2].rpartition(".")[2] if ":" in uses else uses
+
+
+def build_scorers(entries: list, path: Path, source: SourceMap) -> tuple[ScorerSpec, ...]:
+    out = []
+    for index, entry in enumerate(entries):
+        at = path + (index,)
+        plugin = _plugin(entry, at, source)
+        entry = entry if isinstance(entry, dict) else {}
+        default_id = _scorer_name(plugin.uses)
+        out.append(ScorerSpec(
+            id=entry.get("id", default_id),
+            name=entry.get("name", entry.get("id", default_id)),
+            plugin=plugin,
+            threshold=entry.get("threshold"),
+            negate=entry.get("negate", False),
+            has_value="value" in entry,
+            value=entry.get("value"),
+        ))
+    return tuple(out)
+
+
+def build_dataset(data: Mapping[str, Any], path: Path, source: SourceMap, base_dir: str) -> DatasetSpec:
+    plugin = _plugin({"uses": data["uses"], "with": data.get("with")}, path, source) if "uses" in data else None
+    return DatasetSpec(
+        path=path, source=source, base_dir=base_dir,
+        items=data.get("items"), file=data.get("file"), format=data.get("format"),
+        plugin=plugin, name=data.get("name"), fields=data.get("fields") or {},
+        limit=data.get("limit"),
+    )
+
+
+def build_experiment(data: Mapping[str, Any], raw: Mapping[str, Any], path: Path, source: SourceMap,
+                     base_dir: str, defaults: Mapping[str, Any], project_vars: Mapping[str, Any]) -> Experiment:
+    """The typed experiment at ``path``; ``raw`` is the same mapping before ``${VAR}`` expansion."""
+    settings = {**DEFAULTS, **defaults, **{k: data[k] for k in DEFAULTS if k in data}}
+    runner = _plugin(data["runner"], path + ("runner",), source)
+    if isinstance(data["runner"], dict) and "timeout" in data["runner"]:
+        settings["timeout"] = data["runner"]["timeout"]
+    return Experiment(
+        id=data["id"],
+        dataset=build_dataset(data["dataset"], path + ("dataset",), source, base_dir),
+        runner=runner,
+        scorers=build_scorers(data.get("scorers") or [], path + ("scorers",), source),
+        pass_criteria=tuple(
+            CriterionSpec(type=c["type"], min=c["min"], scorer=c.get("scorer"), label=c.get("label"),
+                          severity=c.get("severity", "error"), description=c.get("description"))
+            for c in data.get("pass_criteria") or []
+        ),
+        path=path, source=source, base_dir=base_dir,
+        label=data.get("label"), description=data.get("description"),
+        tags=tuple(dict.fromkeys(t.strip() for t in data.get("tags") or [] if t.strip())),
+        metadata=data.get("metadata"),
+        vars={**project_vars, **(data.get("vars") or {})},
+        concurrency=settings["concurrency"], timeout=float(settings["timeout"]), retries=settings["retries"],
+        raw=raw,
+    )

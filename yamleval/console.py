@@ -1,0 +1,126 @@
+"""What ``yamleval run`` prints: progress while it runs, then a summary per experiment."""
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+from yamleval.types import ExperimentResult, ItemResult
+
+MARKS = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "-"}
+SHOWN_PROBLEMS = 10
+
+
+def _number(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{value * 100:.1f}%"
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.0f} ms" if value >= 10 else f"{value:.2f} ms"
+
+
+class Progress:
+    """A bar redrawn in place on a terminal; a plain line every few seconds elsewhere."""
+
+    def __init__(self, experiment_id: str, stream: TextIO | None = None, interval: float | None = None):
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.interval = interval if interval is not None else (0.1 if self.tty else 5.0)
+        self.experiment_id = experiment_id
+        self.counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
+        self.last = time.monotonic()
+        self.completed = 0
+        self.total: int | None = None
+
+    def on_item(self, result: ItemResult) -> None:
+        self.counts[result.status] += 1
+
+    def on_progress(self, completed: int, total: int | None) -> None:
+        self.completed, self.total = completed, total
+        now = time.monotonic()
+        if now - self.last >= self.interval:
+            self.last = now
+            self.draw()
+
+    def _text(self) -> str:
+        c = self.counts
+        of = f"/{self.total}" if self.total else ""
+        return (f"{self.experiment_id}: {self.completed}{of} items · {c['passed']} passed · {c['failed']} failed · "
+                f"{c['error']} errors")
+
+    def draw(self) -> None:
+        if self.tty:
+            bar = ""
+            if self.total:
+                filled = int(20 * self.completed / self.total)
+                bar = "[" + "#" * filled + "." * (20 - filled) + "] "
+            self.stream.write("\r\x1b[2K" + bar + self._text())
+        else:
+            self.stream.write(self._text() + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty:
+            self.stream.write("\r\x1b[2K")
+            self.stream.flush()
+
+
+def _problem_line(result: ItemResult) -> str:
+    head = f"    {MARKS[result.status]} {result.item.id} {result.status}"
+    if result.error:
+        return f"{head}: {result.error}"
+    misses = [f"{sid} {_number(s.score)}" + (f" < {s.threshold:g}" if s.threshold is not None else "")
+              + (f" ({s.reason})" if s.reason else "")
+              for sid, s in result.scores.items() if s.passed is False]
+    return f"{head}: {'; '.join(misses)}"
+
+
+def summary_text(result: ExperimentResult) -> str:
+    s = result.summary
+    title = result.experiment_id + (f" — {result.label}" if result.label else "")
+    lines = [title,
+             f"  items       {s.total} total · {s.passed} passed · {s.failed} failed · {s.errored} errors"
+             + (f" · {s.skipped} skipped" if s.skipped else ""),
+             f"  mean score  {_number(s.mean_score)}    pass rate {_percent(s.pass_rate)}    "
+             f"latency p50 {_ms(s.latency_ms.p50)}, p95 {_ms(s.latency_ms.p95)}    "
+             f"duration {s.duration_ms / 1000:.2f} s"]
+    if s.tokens.total_tokens:
+        lines.append(f"  tokens      {s.tokens.total_tokens} ({s.tokens.prompt_tokens} prompt, "
+                     f"{s.tokens.completion_tokens} completion)")
+    if s.scorers:
+        width = max(10, *(len(sid) for sid in s.scorers))
+        lines.append(f"  {'scorer':<{width}}  {'mean':>6} {'min':>6} {'max':>6} {'pass rate':>10}  "
+                     "passed/failed/errors/skipped")
+        for sid, sc in s.scorers.items():
+            threshold = f"  (threshold {sc.threshold:g})" if sc.threshold is not None else ""
+            lines.append(f"  {sid:<{width}}  {_number(sc.mean):>6} {_number(sc.min):>6} {_number(sc.max):>6} "
+                         f"{_percent(sc.pass_rate):>10}  {sc.passed}/{sc.failed}/{sc.errored}/{sc.skipped}"
+                         f"{threshold}")
+    if s.criteria:
+        lines.append("  criteria")
+        for c in s.criteria:
+            name = c.label or (f"{c.type}({c.scorer})" if c.scorer else c.type)
+            warn = " (warn)" if c.severity == "warn" else ""
+            lines.append(f"    {'✓' if c.passed else '✗'} {name} ≥ {c.min:g}: {_number(c.actual)}{warn}")
+    problems = [r for r in result.items if r.status in ("failed", "error")]
+    if problems:
+        lines.append("  not passed")
+        lines.extend(_problem_line(r) for r in problems[:SHOWN_PROBLEMS])
+        if len(problems) > SHOWN_PROBLEMS:
+            lines.append(f"    … and {len(problems) - SHOWN_PROBLEMS} more (see the report)")
+    for warning in result.warnings:
+        lines.append(f"  warning: {warning}")
+    if result.aborted:
+        verdict = "STOPPED (dataset error)"
+    elif result.interrupted:
+        verdict = "INTERRUPTED"
+    else:
+        verdict = "PASSED" if result.passed else "FAILED"
+    lines.append(f"  {verdict}")
+    return "\n".join(lines)

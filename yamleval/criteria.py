@@ -1,0 +1,42 @@
+"""Pass criteria and the experiment's verdict (DESIGN §4)."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable
+
+from yamleval.config.model import CriterionSpec
+from yamleval.types import CriterionResult, Summary
+
+
+def actual_value(criterion: CriterionSpec, summary: Summary) -> float | None:
+    if criterion.scorer is None:
+        return summary.mean_score if criterion.type == "mean_score" else summary.pass_rate
+    scorer = summary.scorers.get(criterion.scorer)
+    if scorer is None:
+        return None
+    return scorer.mean if criterion.type == "mean_score" else scorer.pass_rate
+
+
+def evaluate(criteria: Iterable[CriterionSpec], summary: Summary) -> tuple[CriterionResult, ...]:
+    """Each criterion against the summary; a missing value (no scores at all) fails."""
+    results = []
+    for c in criteria:
+        actual = actual_value(c, summary)
+        results.append(CriterionResult(type=c.type, min=c.min, actual=actual,
+                                       passed=actual is not None and actual >= c.min,
+                                       severity=c.severity, scorer=c.scorer, label=c.label))
+    return tuple(results)
+
+
+def verdict(summary: Summary, has_criteria: bool) -> bool:
+    """Passes when no item errored and every error-severity criterion holds;
+    without criteria, when no item failed or errored."""
+    if summary.errored:
+        return False
+    if not has_criteria:
+        return summary.failed == 0
+    return all(c.passed for c in summary.criteria if c.severity == "error")
+
+
+def with_criteria(summary: Summary, criteria: Iterable[CriterionSpec]) -> Summary:
+    return dataclasses.replace(summary, criteria=evaluate(criteria, summary))

@@ -1,0 +1,163 @@
+"""Drive every item of one prepared experiment through its runner and scorers.
+
+Orchestration only: the executor runs items, ``scoring`` judges them, the
+aggregator counts them, ``criteria`` gives the verdict.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from yamleval import criteria
+from yamleval.aggregate import Aggregator
+from yamleval.executor import LocalExecutor, Slot
+from yamleval.plan import Prepared
+from yamleval.scoring import describe_exception, error_result, item_status, score_output
+from yamleval.types import ExperimentResult, Item, ItemResult, RunnerResult, Usage
+
+ItemCallback = Callable[[ItemResult], Any]
+ProgressCallback = Callable[[int, "int | None"], Any]
+
+_PLAIN = (str, int, bool, type(None))
+
+
+class JunkOutput(Exception):
+    """An output that cannot be stored as JSON."""
+
+
+def _storable(value: Any, depth: int = 0) -> Any:
+    """``value`` if JSON can hold it (tuples become lists), else JunkOutput."""
+    if isinstance(value, _PLAIN):
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        raise JunkOutput(f"the number {value!r}")
+    if depth > 64:
+        raise JunkOutput("a value nested more than 64 levels deep")
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            raise JunkOutput("a dict with keys that are not strings")
+        return {k: _storable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_storable(v, depth + 1) for v in value]
+    raise JunkOutput(f"a {type(value).__name__}")
+
+
+def _usage(value: Any) -> Usage | None:
+    if value is None or isinstance(value, Usage):
+        return value
+    if isinstance(value, dict):
+        prompt = value.get("prompt_tokens", value.get("prompt", 0)) or 0
+        completion = value.get("completion_tokens", value.get("completion", 0)) or 0
+        if isinstance(prompt, int) and isinstance(completion, int):
+            return Usage(prompt, completion)
+    raise JunkOutput(f"usage {value!r}; give prompt_tokens and completion_tokens as whole numbers")
+
+
+class _ItemProcessor:
+    """Runs one item: runner, output checks, scorers, status."""
+
+    def __init__(self, prepared: Prepared):
+        self.runner = prepared.runner
+        self.scorers = prepared.scorers
+        self.vars = prepared.experiment.vars
+
+    def __call__(self, item: Item, slot: Slot) -> ItemResult:
+        context = {"item": item, "input": item.input, "expected": item.expected, "context": item.context,
+                   "assertions": item.assertions, "metadata": item.metadata, "vars": self.vars}
+        started = time.perf_counter()
+        try:
+            returned = self.runner(context)
+        except BaseException as exc:  # a plugin calling sys.exit() must not end a worker
+            return error_result(item, f"runner raised {describe_exception(exc)}",
+                                (time.perf_counter() - started) * 1000.0)
+        latency_ms = (time.perf_counter() - started) * 1000.0
+        metadata = usage = trace = None
+        try:
+            if isinstance(returned, RunnerResult):
+                output = _storable(returned.output)
+                metadata = _storable(dict(returned.metadata)) if returned.metadata else None
+                usage = _usage(returned.usage)
+                trace = _storable(returned.trace) if returned.trace is not None else None
+            else:
+                output = _storable(returned)
+        except JunkOutput as exc:
+            return error_result(item, f"runner returned {exc}, which cannot be stored; return text, "
+                                      "numbers, booleans, None, lists or dicts", latency_ms)
+        slot.phase = "scoring"
+        context["output"] = output
+        context["trace"] = trace
+        scores = score_output(self.scorers, context) if self.scorers else {}
+        status, error = item_status(scores)
+        return ItemResult(item=item, status=status, output=output, error=error, latency_ms=latency_ms,
+                          usage=usage, scores=scores, metadata=metadata, trace=trace)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit: int | None = None,
+                   on_item: ItemCallback | None = None, on_progress: ProgressCallback | None = None,
+                   stop: threading.Event | None = None, abandon: threading.Event | None = None,
+                   ) -> ExperimentResult:
+    """Run one experiment and return its result, items in dataset order.
+
+    ``stop`` set: start no new items, finish those running. ``abandon`` set: stop waiting
+    for them too. An exception in a callback is reported in ``warnings``, never fatal.
+    Dataset errors met mid-run end the run early; they are in ``aborted``.
+    """
+    experiment = prepared.experiment
+    dataset = prepared.open_dataset(limit)
+    aggregator = Aggregator({s.id: (s.spec.name, s.spec.threshold) for s in prepared.scorers})
+    results: list[ItemResult] = []
+    warnings: list[str] = []
+    executor = LocalExecutor(concurrency or experiment.concurrency, experiment.timeout)
+
+    def warn_callback(name: str, exc: BaseException) -> None:
+        if len(warnings) < 20:
+            warnings.append(f"{name} callback raised {describe_exception(exc)}")
+
+    def record(result: ItemResult) -> None:
+        results.append(result)
+        aggregator.add(result)
+        if on_item is not None:
+            try:
+                on_item(result)
+            except Exception as exc:
+                warn_callback("on_item", exc)
+        if on_progress is not None:
+            try:
+                on_progress(aggregator.completed, dataset.total)
+            except Exception as exc:
+                warn_callback("on_progress", exc)
+
+    def wait(done: threading.Event) -> None:
+        while not done.wait(0.05):
+            if abandon is not None and abandon.is_set():
+                executor.abandon()
+            elif stop is not None and stop.is_set():
+                executor.cancel()
+
+    started_at, started = _now(), time.perf_counter()
+    executor.run(iter(dataset), _ItemProcessor(prepared), record,
+                 error_result, wait)
+    with executor.lock:
+        finished = sorted(results, key=lambda r: r.item.index)
+        summary = aggregator.summary((time.perf_counter() - started) * 1000.0, dataset.total)
+    summary = criteria.with_criteria(summary, experiment.pass_criteria)
+    interrupted = bool(stop is not None and stop.is_set())
+    aborted = None
+    if executor.failure is not None:
+        failure = executor.failure
+        aborted = getattr(failure, "format_message", lambda: f"dataset: {describe_exception(failure)}")()
+    return ExperimentResult(
+        experiment_id=experiment.id, label=experiment.label,
+        passed=criteria.verdict(summary, bool(experiment.pass_criteria)) and not interrupted and aborted is None,
+        summary=summary, items=finished, started_at=started_at, completed_at=_now(),
+        interrupted=interrupted, warnings=tuple(warnings), aborted=aborted,
+    )

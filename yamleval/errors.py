@@ -1,0 +1,113 @@
+"""Errors a user sees, each knowing its exit code and how to show itself.
+
+    YamlevalError(message)                 exit 3, something went wrong inside
+    ├─ UsageError                           exit 2, the command line is wrong
+    └─ ConfigError(message, location)       exit 2, a file the user wrote is wrong
+         └─ ConfigErrors(errors)            several at once, sorted by position
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class ExitCode(enum.IntEnum):
+    OK = 0
+    FAILED = 1
+    CONFIG_ERROR = 2
+    INTERNAL_ERROR = 3
+    INTERRUPTED = 130
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where in a user's file something stands: 1-based line and column, JSON path."""
+
+    file: str
+    line: int | None = None
+    col: int | None = None
+    path: str = ""
+
+    def prefix(self) -> str:
+        where = self.file
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.col is not None:
+                where += f":{self.col}"
+        return f"{where}: {self.path}: " if self.path else f"{where}: "
+
+    def sort_key(self) -> tuple:
+        return (self.file, self.line or 0, self.col or 0, self.path)
+
+
+class YamlevalError(Exception):
+    exit_code = ExitCode.INTERNAL_ERROR
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+    def format_message(self) -> str:
+        return self.message
+
+    def __str__(self) -> str:
+        return self.format_message()
+
+
+class UsageError(YamlevalError):
+    exit_code = ExitCode.CONFIG_ERROR
+
+    def format_message(self) -> str:
+        return f"error: {self.message}"
+
+
+class ConfigError(YamlevalError):
+    """A mistake in a config or dataset file, pointing at where it is."""
+
+    exit_code = ExitCode.CONFIG_ERROR
+
+    def __init__(self, message: str, location: Location | None = None,
+                 hint: str | None = None, context: str | None = None,
+                 source_line: str | None = None):
+        super().__init__(message)
+        self.location = location
+        self.hint = hint
+        self.context = context
+        self.source_line = source_line
+
+    def format_message(self) -> str:
+        head = (self.location.prefix() if self.location else "") + "error: " + self.message
+        if self.hint:
+            head += f" ({self.hint})"
+        lines = [head]
+        if self.context:
+            lines.append(f"  in {self.context}")
+        loc = self.location
+        if self.source_line is not None and loc and loc.line is not None:
+            number = str(loc.line)
+            lines.append(f"  {number} | {self.source_line}")
+            if loc.col is not None:
+                lines.append(f"  {' ' * len(number)} | {' ' * (loc.col - 1)}^")
+        return "\n".join(lines)
+
+
+class ConfigErrors(ConfigError):
+    """Every error found in one pass, reported together, in file order."""
+
+    def __init__(self, errors: list[ConfigError]):
+        self.errors = sorted(errors, key=lambda e: e.location.sort_key() if e.location else ())
+        super().__init__(f"{len(self.errors)} errors")
+
+    def format_message(self) -> str:
+        body = "\n".join(e.format_message() for e in self.errors)
+        if len(self.errors) > 1:
+            body += f"\n{len(self.errors)} errors"
+        return body
+
+
+def raise_all(errors: list[ConfigError]) -> None:
+    """Raise the collected errors: one as itself, several together."""
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise ConfigErrors(errors)

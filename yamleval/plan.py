@@ -1,0 +1,96 @@
+"""Turn a loaded experiment into one ready to run: plugins bound, dataset openable.
+
+``check`` does every load-time check without running anything (``yamleval validate``);
+``prepare`` does the same and keeps the bound plugins.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Callable
+
+from yamleval import calls, plugins
+from yamleval.config.model import DatasetSpec, Experiment
+from yamleval.datasets import Dataset, open_dataset
+from yamleval.errors import ConfigError, raise_all
+from yamleval.scoring import Scorer
+
+
+@dataclass(frozen=True)
+class Prepared:
+    experiment: Experiment
+    runner: calls.BoundCall
+    scorers: tuple[Scorer, ...]
+
+    def open_dataset(self, limit: int | None = None) -> Dataset:
+        return open_dataset(self.experiment.dataset, limit, _dataset_plugin)
+
+
+def _importable(experiment: Experiment) -> None:
+    """The config file's folder is importable, so ``plugins.mod:fn`` works next to it."""
+    if experiment.base_dir not in sys.path:
+        sys.path.insert(0, experiment.base_dir)
+
+
+def _dataset_plugin(spec: DatasetSpec) -> Callable:
+    if spec.plugin is not None:
+        return plugins.resolve(spec.plugin, "datasets")
+    from yamleval.config.model import PluginSpec
+
+    named = PluginSpec(spec.name, {}, spec.path + ("name",), spec.source)
+    return plugins.resolve(named, "datasets")
+
+
+def _check_dataset(spec: DatasetSpec, context: str, read_rows: bool) -> list[ConfigError]:
+    if spec.plugin is not None or spec.name is not None:
+        try:
+            function = _dataset_plugin(spec)
+        except ConfigError as exc:
+            return [exc]
+        if spec.plugin is not None:
+            sig = plugins.signature_of(function, ("limit",))
+            return plugins.check_arguments(spec.plugin, sig, spec.plugin.with_, "datasets", context)
+        return []
+    try:
+        dataset = open_dataset(spec)
+        if read_rows:
+            for _ in dataset:
+                pass
+    except ConfigError as exc:
+        return [exc]
+    return []
+
+
+def _bind_all(experiment: Experiment, instantiate: bool) -> tuple[list, list, list[ConfigError]]:
+    _importable(experiment)
+    errors: list[ConfigError] = []
+    bound_runner = []
+    try:
+        bound_runner.append(calls.bind(experiment.runner, "runners", calls.RUNNER_CONTEXT,
+                                       experiment.context(), instantiate))
+    except ConfigError as exc:
+        errors.extend(getattr(exc, "errors", [exc]))
+    scorers = []
+    for spec in experiment.scorers:
+        try:
+            bound = calls.bind(spec.plugin, "scorers", calls.SCORER_CONTEXT, experiment.context(spec.id),
+                               instantiate)
+            scorers.append(Scorer(spec, bound))
+        except ConfigError as exc:
+            errors.extend(getattr(exc, "errors", [exc]))
+    return bound_runner, scorers, errors
+
+
+def check(experiment: Experiment, read_rows: bool = True) -> list[ConfigError]:
+    """Every error ``prepare`` would raise, plus every bad dataset row, without running anything."""
+    _, _, errors = _bind_all(experiment, instantiate=False)
+    errors.extend(_check_dataset(experiment.dataset, experiment.context(), read_rows))
+    return errors
+
+
+def prepare(experiment: Experiment) -> Prepared:
+    """Bind the runner and scorers; raise every config error found."""
+    runner, scorers, errors = _bind_all(experiment, instantiate=True)
+    errors.extend(_check_dataset(experiment.dataset, experiment.context(), read_rows=False))
+    raise_all(errors)
+    return Prepared(experiment, runner[0], tuple(scorers))

@@ -1,0 +1,81 @@
+"""``results.json``: the whole run for machines, items in dataset order.
+
+Items are encoded one at a time with the C encoder and written as they go, so a
+large run needs no second copy of itself in memory.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict
+from typing import Any, Iterable, Mapping
+
+from yamleval.types import ExperimentResult, ItemResult, Summary
+
+FORMAT_VERSION = 1
+
+
+def summary_dict(summary: Summary) -> dict[str, Any]:
+    return {
+        "total": summary.total, "completed": summary.completed, "passed": summary.passed,
+        "failed": summary.failed, "errored": summary.errored, "skipped": summary.skipped,
+        "mean_score": summary.mean_score, "pass_rate": summary.pass_rate,
+        "duration_ms": round(summary.duration_ms, 3),
+        "latency_ms": asdict(summary.latency_ms),
+        "tokens": {"prompt": summary.tokens.prompt_tokens, "completion": summary.tokens.completion_tokens,
+                   "total": summary.tokens.total_tokens},
+        "scorers": {sid: {"name": s.name, "mean": s.mean, "min": s.min, "max": s.max, "pass_rate": s.pass_rate,
+                          "passed": s.passed, "failed": s.failed, "errored": s.errored, "skipped": s.skipped,
+                          "threshold": s.threshold}
+                    for sid, s in summary.scorers.items()},
+        "criteria": [{"type": c.type, "scorer": c.scorer, "min": c.min, "actual": c.actual, "passed": c.passed,
+                      "severity": c.severity, "label": c.label} for c in summary.criteria],
+    }
+
+
+def item_dict(result: ItemResult) -> dict[str, Any]:
+    item = result.item
+    out = {
+        "id": item.id, "index": item.index, "status": result.status, "input": item.input,
+        "expected": item.expected, "output": result.output, "latency_ms": round(result.latency_ms, 3),
+        "error": result.error,
+        "scores": {sid: {"score": s.score, "status": s.status, "threshold": s.threshold, "passed": s.passed,
+                         "reason": s.reason if s.error is None else s.error}
+                   for sid, s in result.scores.items()},
+    }
+    if item.label is not None:
+        out["label"] = item.label
+    if result.usage is not None:
+        out["tokens"] = {"prompt": result.usage.prompt_tokens, "completion": result.usage.completion_tokens}
+    if item.metadata:
+        out["metadata"] = item.metadata
+    if result.metadata:
+        out["output_metadata"] = result.metadata
+    return out
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def write(path: str, run: Mapping[str, Any], results: Iterable[ExperimentResult],
+          experiment_info: Mapping[str, Mapping[str, Any]]) -> str:
+    """Write the report to ``path`` atomically (a temporary file renamed over it)."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    temporary = f"{path}.tmp-{os.getpid()}"
+    with open(temporary, "w", encoding="utf-8") as out:
+        head = _dumps({"format_version": FORMAT_VERSION, **run})[:-1]
+        out.write(head + ',\n"experiments": [')
+        for number, result in enumerate(results):
+            entry = {"id": result.experiment_id, "label": result.label, "passed": result.passed,
+                     "interrupted": result.interrupted, "aborted": result.aborted,
+                     "started_at": result.started_at, "completed_at": result.completed_at,
+                     **experiment_info.get(result.experiment_id, {}),
+                     "warnings": list(result.warnings), "summary": summary_dict(result.summary)}
+            out.write(("," if number else "") + "\n" + _dumps(entry)[:-1] + ',\n"items": [')
+            for index, item in enumerate(result.items):
+                out.write(("," if index else "") + "\n" + _dumps(item_dict(item)))
+            out.write("]}")
+        out.write("]}\n")
+    os.replace(temporary, path)
+    return path

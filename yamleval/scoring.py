@@ -1,0 +1,115 @@
+"""Score one output with every scorer of an experiment and decide the item's status."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from yamleval.calls import BoundCall
+from yamleval.config.model import ScorerSpec
+from yamleval.types import Item, ItemResult, Score, ScoreResult
+
+
+@dataclass(frozen=True)
+class Scorer:
+    """A scorer entry bound to its function."""
+
+    spec: ScorerSpec
+    call: BoundCall
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+
+def describe_exception(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _finish(spec: ScorerSpec, score: float | None, verdict: bool | None, reason: str | None,
+            metadata: Mapping[str, Any] | None) -> ScoreResult:
+    if spec.negate:
+        score = None if score is None else 1.0 - score
+        verdict = None if verdict is None else not verdict
+    passed = verdict
+    if spec.threshold is not None and score is not None:
+        meets = score >= spec.threshold
+        passed = meets if passed is None else (passed and meets)
+    return ScoreResult(spec.id, "success", score, passed, spec.threshold, reason, None, metadata)
+
+
+def _error(spec: ScorerSpec, message: str) -> ScoreResult:
+    return ScoreResult(spec.id, "error", None, None, spec.threshold, None, message)
+
+
+def _skipped(spec: ScorerSpec, reason: str) -> ScoreResult:
+    return ScoreResult(spec.id, "skipped", None, None, spec.threshold, reason)
+
+
+def normalize(spec: ScorerSpec, value: Any) -> ScoreResult:
+    """A scorer's return value as a ScoreResult; anything unusable is that score's error."""
+    if value is True or value is False:
+        return _finish(spec, 1.0 if value else 0.0, value, None, None)
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+            return _error(spec, f"returned {value!r}; a score must be a number from 0 to 1")
+        return _finish(spec, float(value), None, None, None)
+    if isinstance(value, Score):
+        if value.skipped:
+            return _skipped(spec, value.reason or "skipped by the scorer")
+        score = value.score
+        if score is not None:
+            if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score) \
+                    or not 0.0 <= score <= 1.0:
+                return _error(spec, f"returned score {score!r}; a score must be a number from 0 to 1")
+            score = float(score)
+        elif value.passed is None:
+            return _skipped(spec, value.reason or "no score")
+        return _finish(spec, score, value.passed, value.reason, dict(value.metadata) if value.metadata else None)
+    if value is None:
+        return _skipped(spec, "no score")
+    return _error(spec, f"returned {type(value).__name__}; return a number from 0 to 1, a bool or yamleval.Score")
+
+
+def score_output(scorers: tuple[Scorer, ...], context: dict[str, Any]) -> dict[str, ScoreResult]:
+    """Run every scorer; an exception in one is that score's error, not the item's end."""
+    results: dict[str, ScoreResult] = {}
+    item_expected = context["expected"]
+    for scorer in scorers:
+        spec = scorer.spec
+        expected = spec.value if spec.has_value else item_expected
+        if expected is None and scorer.call.requires_expected:
+            results[spec.id] = _skipped(spec, "the item has no expected value")
+            continue
+        context["expected"] = expected
+        try:
+            results[spec.id] = normalize(spec, scorer.call(context))
+        except Exception as exc:
+            results[spec.id] = _error(spec, describe_exception(exc))
+    context["expected"] = item_expected
+    return results
+
+
+def item_status(scores: Mapping[str, ScoreResult]) -> tuple[str, str | None]:
+    """DESIGN §4: error, then failed, then skipped (every score skipped), else passed."""
+    if not scores:
+        return "passed", None
+    skipped = 0
+    failed = False
+    for score in scores.values():
+        if score.status == "error":
+            return "error", f"scorer '{score.scorer_id}': {score.error}"
+        if score.status == "skipped":
+            skipped += 1
+        elif score.passed is False:
+            failed = True
+    if failed:
+        return "failed", None
+    if skipped == len(scores):
+        return "skipped", None
+    return "passed", None
+
+
+def error_result(item: Item, message: str, latency_ms: float = 0.0) -> ItemResult:
+    return ItemResult(item=item, status="error", error=message, latency_ms=latency_ms)

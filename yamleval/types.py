@@ -1,0 +1,157 @@
+"""Typed records that cross module boundaries. No logic beyond derived properties."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping
+
+ItemStatus = Literal["passed", "failed", "error", "skipped"]
+ScoreStatus = Literal["success", "error", "skipped"]
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One dataset item, as runners and scorers receive it."""
+
+    id: str
+    index: int
+    input: Any
+    expected: Any = None
+    context: Any = None
+    assertions: Any = None
+    metadata: Mapping[str, Any] | None = None
+    label: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerResult:
+    """What a runner returns when it has more to say than the output itself.
+
+    Any other return value is taken as the output as it is (a dict with an
+    ``output`` key included): wrapping is always explicit.
+    """
+
+    output: Any
+    metadata: Mapping[str, Any] | None = None
+    usage: Usage | Mapping[str, int] | None = None
+    trace: list[Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    """What a scorer returns when a bare float or bool is not enough.
+
+    ``score`` is a number in [0, 1] or None; ``passed`` is the scorer's own verdict
+    (None: leave it to the threshold); ``skipped`` means there was nothing to judge.
+    """
+
+    score: float | None = None
+    passed: bool | None = None
+    reason: str | None = None
+    metadata: Mapping[str, Any] | None = None
+    skipped: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreResult:
+    """The outcome of one scorer on one item."""
+
+    scorer_id: str
+    status: ScoreStatus
+    score: float | None = None
+    passed: bool | None = None
+    threshold: float | None = None
+    reason: str | None = None
+    error: str | None = None
+    metadata: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ItemResult:
+    """One item after running and scoring."""
+
+    item: Item
+    status: ItemStatus
+    output: Any = None
+    error: str | None = None
+    latency_ms: float = 0.0
+    usage: Usage | None = None
+    scores: Mapping[str, ScoreResult] = field(default_factory=dict)
+    metadata: Mapping[str, Any] | None = None
+    trace: list[Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScorerSummary:
+    id: str
+    name: str
+    threshold: float | None
+    mean: float | None
+    min: float | None
+    max: float | None
+    pass_rate: float | None
+    passed: int
+    failed: int
+    errored: int
+    skipped: int
+
+
+@dataclass(frozen=True, slots=True)
+class LatencySummary:
+    mean: float | None = None
+    p50: float | None = None
+    p95: float | None = None
+    max: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CriterionResult:
+    type: str
+    min: float
+    actual: float | None
+    passed: bool
+    severity: str = "error"
+    scorer: str | None = None
+    label: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    total: int
+    completed: int
+    passed: int
+    failed: int
+    errored: int
+    skipped: int
+    mean_score: float | None
+    pass_rate: float | None
+    duration_ms: float
+    latency_ms: LatencySummary
+    tokens: Usage
+    scorers: Mapping[str, ScorerSummary]
+    criteria: tuple[CriterionResult, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ExperimentResult:
+    """A finished (or interrupted) run of one experiment."""
+
+    experiment_id: str
+    label: str | None
+    passed: bool
+    summary: Summary
+    items: list[ItemResult]
+    started_at: str
+    completed_at: str
+    interrupted: bool = False
+    warnings: tuple[str, ...] = ()
+    aborted: str | None = None
