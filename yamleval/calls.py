@@ -28,6 +28,14 @@ def run_awaitable(awaitable: Any) -> Any:
     return loop.run_until_complete(awaitable)
 
 
+def close_thread_loop() -> None:
+    """Close this thread's event loop, if async plugins made one (called as a worker ends)."""
+    loop = getattr(_local, "loop", None)
+    if loop is not None and not loop.is_closed():
+        loop.close()
+    _local.loop = None
+
+
 class BoundCall:
     """A plugin function with its options fixed and its context names known."""
 

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from yamleval import criteria
 from yamleval.aggregate import Aggregator
+from yamleval.calls import close_thread_loop
 from yamleval.executor import LocalExecutor, Slot
 from yamleval.plan import Prepared
 from yamleval.scoring import describe_exception, error_result, item_status, score_output
@@ -116,7 +117,7 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
     aggregator = Aggregator({s.id: (s.spec.name, s.spec.threshold) for s in prepared.scorers})
     results: list[ItemResult] = []
     warnings: list[str] = []
-    executor = LocalExecutor(concurrency or experiment.concurrency, experiment.timeout)
+    executor = LocalExecutor(concurrency or experiment.concurrency, experiment.timeout, close_thread_loop)
 
     def warn_callback(name: str, exc: BaseException) -> None:
         if len(warnings) < 20:

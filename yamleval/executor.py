@@ -37,8 +37,10 @@ class LocalExecutor:
     ``lost(item, why, elapsed_ms)`` makes the error result of an item that timed out or was abandoned.
     """
 
-    def __init__(self, concurrency: int, timeout: float | None):
+    def __init__(self, concurrency: int, timeout: float | None,
+                 thread_exit: Callable[[], None] | None = None):
         self.concurrency = max(1, int(concurrency))
+        self.thread_exit = thread_exit
         self.timeout = timeout
         self.lock = threading.Lock()
         self.done = threading.Event()
@@ -112,6 +114,8 @@ class LocalExecutor:
                     slot.item = None
                     item = self._next(slot)
         finally:
+            if self.thread_exit is not None:
+                self.thread_exit()
             with self.lock:
                 self._slots.discard(slot)
                 if not slot.abandoned:

@@ -138,7 +138,7 @@ def load_project(paths: list[str] | tuple[str, ...], environ: Mapping[str, str] 
     """Load every file named, with what they include; raise all config errors found at once."""
     loader = _Loader(os.environ if environ is None else environ)
     for path in paths:
-        loader.load(path, {}, {}, ())
+        loader.load(os.fspath(path), {}, {}, ())
     raise_all(loader.errors)
     raise_all(_check_ids(loader.experiments))
     settings = loader.settings

@@ -1,0 +1,1 @@
+"""Runners and scorers with known behaviour, for the tests."""

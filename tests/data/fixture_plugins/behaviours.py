@@ -1,0 +1,83 @@
+"""Runners and scorers that misbehave on purpose, item by item."""
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+
+from yamleval import RunnerResult, Score
+
+
+def per_item(input, item):
+    """Behave as the item's input says: ``raise``, ``hang``, ``junk``, ``exit``, ``slow``, else echo."""
+    if input == "raise":
+        raise RuntimeError("boom on purpose")
+    if input == "hang":
+        time.sleep(30)
+        return "too late"
+    if input == "junk":
+        return object()
+    if input == "nan":
+        return float("nan")
+    if input == "exit":
+        sys.exit(3)
+    if input == "slow":
+        time.sleep(0.3)
+    return item.expected if item.expected is not None else input
+
+
+def with_usage(input):
+    return RunnerResult(output=str(input), metadata={"seen": True},
+                        usage={"prompt_tokens": 3, "completion_tokens": 2}, trace=[{"tool": "x"}])
+
+
+def sleeper(input, seconds: float = 0.2):
+    time.sleep(seconds)
+    return input
+
+
+async def async_upper(input):
+    await asyncio.sleep(0.001)
+    return str(input).upper()
+
+
+class Prefixer:
+    """A class runner: ``with:`` goes to the constructor, each item to ``__call__``."""
+
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+
+    def __call__(self, input):
+        return self.prefix + str(input)
+
+
+def fixed(output, value=0.5):
+    """A scorer returning a fixed value, whatever it is (even junk)."""
+    return value
+
+
+def raising_scorer(output):
+    raise ValueError("scorer broke")
+
+
+def verdict(output, expected):
+    return Score(score=None, passed=output == expected, reason="compared")
+
+
+def skipping(output):
+    return Score(skipped=True, reason="nothing to judge")
+
+
+def countdown(limit=None):
+    """A dataset plugin: an endless generator; counts how many items were pulled."""
+    countdown.pulled = 0
+    n = 0
+    while True:
+        countdown.pulled += 1
+        n += 1
+        yield {"id": f"n{n}", "input": n, "expected": n}
+
+
+def broken_dataset():
+    yield {"input": 1}
+    raise RuntimeError("source went away")

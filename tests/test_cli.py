@@ -1,0 +1,181 @@
+"""The command line as a user runs it: exit codes, reports, interrupts."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, cli_env, run_cli
+
+PASSING = """
+    experiments:
+      - id: ok
+        dataset: {items: [{input: a, expected: a}, {input: b, expected: b}]}
+        runner: echo
+        scorers: [exact_match]
+"""
+FAILING = """
+    experiments:
+      - id: ok
+        dataset: {items: [{input: a, expected: a}]}
+        runner: echo
+      - id: bad
+        dataset: {items: [{input: a, expected: b}]}
+        runner: echo
+        scorers: [exact_match]
+"""
+
+
+def test_exit_0_when_every_experiment_passes(write_config, tmp_path):
+    write_config(PASSING)
+    done = run_cli("run", "--report-dir", "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "PASSED" in done.stdout
+    report = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert report["passed"] is True
+    assert report["experiments"][0]["summary"]["passed"] == 2
+
+
+def test_exit_1_when_an_experiment_fails(write_config, tmp_path):
+    write_config(FAILING)
+    done = run_cli("run", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    report = json.loads((tmp_path / "reports" / "results.json").read_text())
+    assert [e["passed"] for e in report["experiments"]] == [True, False]
+    assert "✗ item-1 failed: exact_match 0.000" in done.stdout
+
+
+def test_exit_2_for_bad_config_and_bad_usage(write_config, tmp_path):
+    write_config("experiments: [{id: x}]\n")
+    done = run_cli("run", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "evals.yaml:1:15: $.experiments[0]: error: missing required key 'dataset'" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "reports").exists(), "nothing runs when the config is invalid"
+    assert run_cli("run", "--concurrency", "0", cwd=tmp_path).returncode == 2
+    assert run_cli("frobnicate", cwd=tmp_path).returncode == 2
+    assert run_cli("run", "missing.yaml", cwd=tmp_path).returncode == 2
+
+
+def test_experiment_selection_and_limit(write_config, tmp_path):
+    write_config(FAILING)
+    done = run_cli("run", "-e", "ok", "--limit", "0", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "reports" / "results.json").read_text())
+    assert [e["id"] for e in report["experiments"]] == ["ok"]
+    assert report["experiments"][0]["summary"]["completed"] == 0
+    unknown = run_cli("run", "-e", "bda", cwd=tmp_path)
+    assert unknown.returncode == 2 and "did you mean 'bad'?" in unknown.stderr
+
+
+def test_quiet_prints_only_verdicts(write_config, tmp_path):
+    write_config(FAILING)
+    done = run_cli("run", "--quiet", cwd=tmp_path)
+    assert done.stdout.splitlines() == ["ok: PASSED (1/1 items passed)", "bad: FAILED (0/1 items passed)"]
+
+
+def test_progress_lines_when_not_a_terminal(write_config, tmp_path):
+    write_config(PASSING)
+    done = run_cli("run", cwd=tmp_path)
+    assert "Traceback" not in done.stderr
+    assert done.returncode == 0
+
+
+def test_validate(write_config, tmp_path):
+    write_config(PASSING)
+    done = run_cli("validate", cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.strip() == "ok: 1 experiment in evals.yaml"
+    assert not (tmp_path / "reports").exists()
+
+
+def test_schema_prints_the_shipped_schema(tmp_path):
+    done = run_cli("schema", cwd=tmp_path)
+    assert done.returncode == 0
+    assert json.loads(done.stdout) == json.loads((ROOT / "schema" / "yamleval.schema.json").read_text())
+
+
+SLOW = """
+    experiments:
+      - id: slow
+        concurrency: 2
+        dataset: {items: [%s]}
+        runner: {uses: fixture_plugins.behaviours:sleeper, with: {seconds: 0.25}}
+      - id: never-started
+        dataset: {items: [{input: x}]}
+        runner: echo
+""" % ", ".join(f"{{id: s{i}, input: {i}}}" for i in range(200))
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_writes_the_report_of_finished_items_and_exits_130(write_config, tmp_path, signum):
+    write_config(SLOW)
+    child = subprocess.Popen([sys.executable, "-m", "yamleval", "run", "--report-dir", "out"], cwd=tmp_path,
+                             env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)
+    child.send_signal(signum)
+    stdout, stderr = child.communicate(timeout=30)
+    assert child.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert "stopping: no new items start" in stderr
+    report = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert report["interrupted"] is True and report["passed"] is False
+    [experiment] = report["experiments"]
+    finished = experiment["items"]
+    assert 2 <= len(finished) < 200
+    assert all(item["status"] == "passed" for item in finished), "running items were let finish"
+    assert [i["index"] for i in finished] == sorted(i["index"] for i in finished)
+    assert "INTERRUPTED" in stdout
+
+
+def test_second_interrupt_stops_waiting(write_config, tmp_path):
+    write_config("""
+        experiments:
+          - id: stuck
+            timeout: 60
+            dataset: {items: [{id: a, input: 1}, {id: b, input: 2}]}
+            runner: {uses: fixture_plugins.behaviours:sleeper, with: {seconds: 30}}
+    """)
+    child = subprocess.Popen([sys.executable, "-m", "yamleval", "run"], cwd=tmp_path, env=cli_env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    child.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    child.send_signal(signal.SIGINT)
+    started = time.monotonic()
+    _, stderr = child.communicate(timeout=20)
+    assert child.returncode == 130, stderr
+    assert time.monotonic() - started < 10
+    report = json.loads((tmp_path / "reports" / "results.json").read_text())
+    items = report["experiments"][0]["items"]
+    assert [i["error"] for i in items] == ["cancelled before it finished"] * 2
+
+
+def test_main_job_from_the_repository_root(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "yamleval", "run", "evals.yaml", "--report-dir", str(tmp_path)],
+                          cwd=ROOT, capture_output=True, text=True, env=cli_env(), timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((tmp_path / "results.json").read_text())
+    for key in ("yamleval_version", "run_id", "started_at", "completed_at", "passed", "experiments"):
+        assert key in report
+    experiment = report["experiments"][0]
+    assert set(experiment) >= {"id", "label", "passed", "summary", "items"}
+    summary = experiment["summary"]
+    assert set(summary) >= {"total", "completed", "passed", "failed", "errored", "skipped", "mean_score",
+                            "pass_rate", "duration_ms", "latency_ms", "tokens", "scorers", "criteria"}
+    assert set(summary["latency_ms"]) == {"mean", "p50", "p95", "max"}
+    assert set(summary["tokens"]) == {"prompt", "completion", "total"}
+    for scorer in summary["scorers"].values():
+        assert set(scorer) >= {"name", "mean", "min", "max", "pass_rate", "passed", "failed", "errored",
+                               "skipped", "threshold"}
+    for criterion in summary["criteria"]:
+        assert set(criterion) >= {"type", "scorer", "min", "actual", "passed", "severity", "label"}
+    item = experiment["items"][0]
+    assert set(item) >= {"id", "index", "status", "input", "expected", "output", "latency_ms", "error", "scores"}
+    assert set(next(iter(item["scores"].values()))) >= {"score", "status", "threshold", "passed", "reason"}
+    partly_failing = [e for e in report["experiments"] if e["passed"] and e["summary"]["failed"]]
+    assert partly_failing, "the demo shows an experiment that passes its criteria with failing items"

@@ -1,0 +1,135 @@
+"""Project and experiment files: defaults, includes, ${VAR}, standalone experiment files."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import run_cli
+from yamleval.config.loader import load_project
+from yamleval.errors import ConfigError
+
+
+def test_defaults_are_inherited_and_overridden(write_config):
+    path = write_config("""
+        defaults: {concurrency: 3, timeout: 5}
+        experiments:
+          - id: inherits
+            dataset: {items: [{input: 1}]}
+            runner: echo
+          - id: overrides
+            concurrency: 7
+            dataset: {items: [{input: 1}]}
+            runner: {uses: echo, timeout: 2}
+    """)
+    inherits, overrides = load_project([path]).experiments
+    assert (inherits.concurrency, inherits.timeout, inherits.retries) == (3, 5.0, 2)
+    assert (overrides.concurrency, overrides.timeout) == (7, 2.0)
+
+
+def test_includes_globs_and_standalone_experiment_files(write_config, tmp_path):
+    write_config("""
+        id: from-file
+        dataset: {items: [{input: 1}]}
+        runner: echo
+    """, name="experiments/one.yaml")
+    write_config("""
+        experiments:
+          - id: nested
+            dataset: {items: [{input: 1}]}
+            runner: echo
+    """, name="experiments/two.yaml")
+    path = write_config("""
+        defaults: {concurrency: 2}
+        include: [experiments/*.yaml]
+        experiments:
+          - id: main
+            dataset: {items: [{input: 1}]}
+            runner: echo
+    """)
+    project = load_project([path])
+    assert [e.id for e in project.experiments] == ["main", "from-file", "nested"]
+    assert all(e.concurrency == 2 for e in project.experiments)
+    alone = load_project([tmp_path / "experiments" / "one.yaml"])
+    assert [e.id for e in alone.experiments] == ["from-file"]
+    assert alone.experiments[0].concurrency == 8
+
+
+def test_include_cycle_is_an_error(write_config, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_config("include: [b.yaml]\n", name="a.yaml")
+    write_config("include: [a.yaml]\n", name="b.yaml")
+    path = write_config("include: [a.yaml]\n")
+    with pytest.raises(ConfigError) as caught:
+        load_project([path])
+    assert "include cycle: a.yaml -> b.yaml -> a.yaml" in caught.value.format_message()
+
+
+def test_env_vars_and_defaults(write_config):
+    path = write_config("""
+        experiments:
+          - id: e
+            label: "${LABEL:-fallback}"
+            dataset: {items: [{input: "${WHO}"}]}
+            runner: {uses: echo, with: {output: "$${NOT_A_VAR}"}}
+    """)
+    [experiment] = load_project([path], environ={"WHO": "world"}).experiments
+    assert experiment.label == "fallback"
+    assert experiment.dataset.items[0]["input"] == "world"
+    assert experiment.runner.with_["output"] == "${NOT_A_VAR}"
+    with pytest.raises(ConfigError) as caught:
+        load_project([path], environ={})
+    assert "environment variable WHO is not set" in caught.value.format_message()
+
+
+def test_secrets_never_reach_the_report_or_messages(write_config, tmp_path):
+    secret = "sk-very-secret-value"
+    write_config("""
+        experiments:
+          - id: e
+            metadata: {key: "${API_KEY}"}
+            dataset: {items: [{input: hello, expected: hello}]}
+            runner: echo
+            scorers: [exact_match]
+    """)
+    done = run_cli("run", cwd=tmp_path, API_KEY=secret)
+    assert done.returncode == 0, done.stderr
+    assert secret not in (tmp_path / "reports" / "results.json").read_text()
+    assert secret not in done.stdout + done.stderr
+    write_config("""
+        defaults: {concurrency: "${API_KEY}"}
+        experiments: []
+    """, name="typed.yaml")
+    bad = run_cli("validate", "typed.yaml", cwd=tmp_path, API_KEY=secret)
+    assert bad.returncode == 2
+    assert secret not in bad.stderr and '"${API_KEY}"' in bad.stderr
+
+
+def test_duplicate_keys_and_all_errors_at_once_sorted_by_line(write_config):
+    path = write_config("""
+        experiments:
+          - id: e
+            labl: x
+            dataset: {items: [{input: 1}]}
+            runner: echo
+            scorers: [{uses: levenshtein, threshold: 2}]
+    """)
+    with pytest.raises(ConfigError) as caught:
+        load_project([path])
+    lines = [line.rpartition("/")[2] for line in caught.value.format_message().splitlines() if ": error: " in line]
+    assert lines == [
+        "evals.yaml:4:5: $.experiments[0].labl: error: unknown key 'labl' (did you mean 'label'?)",
+        "evals.yaml:7:46: $.experiments[0].scorers[0].threshold: error: must be between 0 and 1, got 2",
+    ]
+
+
+def test_report_config_paths_are_relative_to_the_file(write_config, tmp_path):
+    path = write_config("""
+        store: data/results.db
+        reports: {dir: out, formats: [json, html]}
+        experiments: []
+    """, name="sub/evals.yaml")
+    project = load_project([path])
+    assert project.reports_dir == str(tmp_path / "sub" / "out")
+    assert project.report_formats == ("json", "html")
+    assert json.loads(json.dumps(project.report_formats)) == ["json", "html"]

@@ -1,0 +1,403 @@
+"""Item status, isolation of failures, timeouts, callbacks, concurrency (DESIGN §4)."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+import yamleval
+
+
+def run(write_config, body: str, **options):
+    path = write_config(body)
+    [experiment] = yamleval.load_experiments(path)
+    return yamleval.run_experiment(experiment, **options)
+
+
+def by_id(result):
+    return {r.item.id: r for r in result.items}
+
+
+BAD_ITEMS = """
+    experiments:
+      - id: isolation
+        timeout: 1
+        concurrency: 4
+        dataset:
+          items:
+            - {id: ok-1, input: a, expected: a}
+            - {id: raises, input: raise, expected: a}
+            - {id: hangs, input: hang, expected: a}
+            - {id: junk, input: junk, expected: a}
+            - {id: nan, input: nan, expected: a}
+            - {id: exits, input: exit, expected: a}
+            - {id: ok-2, input: b, expected: b}
+        runner: fixture_plugins.behaviours:per_item
+        scorers: [exact_match]
+"""
+
+
+def test_a_bad_item_leaves_every_other_result_intact(write_config):
+    started = time.perf_counter()
+    result = run(write_config, BAD_ITEMS)
+    elapsed = time.perf_counter() - started
+    items = by_id(result)
+    assert [r.item.id for r in result.items] == ["ok-1", "raises", "hangs", "junk", "nan", "exits", "ok-2"]
+    assert items["ok-1"].status == "passed" and items["ok-1"].output == "a"
+    assert items["ok-2"].status == "passed" and items["ok-2"].output == "b"
+    assert items["raises"].error == "runner raised RuntimeError: boom on purpose"
+    assert items["hangs"].error == "timed out after 1s (in the runner)"
+    assert items["junk"].error.startswith("runner returned a object, which cannot be stored")
+    assert items["nan"].error.startswith("runner returned the number nan")
+    assert items["exits"].error == "runner raised SystemExit: 3"
+    for name in ("raises", "hangs", "junk", "nan", "exits"):
+        assert items[name].status == "error"
+        assert items[name].scores == {}, "scorers must not run after a runner error"
+    assert result.summary.errored == 5 and result.summary.passed == 2
+    assert result.passed is False
+    assert elapsed < 10, "a hanging item must not hold up the run past its timeout"
+
+
+def test_runner_error_means_error_and_no_scoring(write_config):
+    result = run(write_config, """
+        experiments:
+          - id: e
+            dataset: {items: [{input: raise, expected: x}]}
+            runner: fixture_plugins.behaviours:per_item
+            scorers: [{uses: fixture_plugins.behaviours:raising_scorer}]
+    """)
+    [item] = result.items
+    assert item.status == "error" and item.scores == {}
+    assert result.summary.scorers["raising_scorer"].errored == 0
+
+
+def test_scorer_error_makes_the_item_error_and_other_scorers_still_run(write_config):
+    result = run(write_config, """
+        experiments:
+          - id: e
+            dataset: {items: [{input: a, expected: a}]}
+            runner: echo
+            scorers:
+              - {uses: fixture_plugins.behaviours:raising_scorer, id: broken}
+              - exact_match
+    """)
+    [item] = result.items
+    assert item.status == "error"
+    assert item.error == "scorer 'broken': ValueError: scorer broke"
+    assert item.scores["broken"].status == "error"
+    assert item.scores["exact_match"].status == "success" and item.scores["exact_match"].score == 1.0
+    assert result.summary.scorers["broken"].errored == 1
+    assert result.passed is False
+
+
+@pytest.mark.parametrize("value, status, error", [
+    (1.5, "error", "returned 1.5; a score must be a number from 0 to 1"),
+    ("high", "error", "returned str; return a number from 0 to 1, a bool or yamleval.Score"),
+    (None, "skipped", None),
+    (0.2, "failed", None),
+    (0.9, "passed", None),
+])
+def test_scorer_return_values(write_config, value, status, error):
+    result = run(write_config, f"""
+        experiments:
+          - id: e
+            dataset: {{items: [{{input: a}}]}}
+            runner: echo
+            scorers: [{{uses: fixture_plugins.behaviours:fixed, threshold: 0.5, with: {{value: {value!r}}}}}]
+    """.replace("'", '"') if isinstance(value, str) else f"""
+        experiments:
+          - id: e
+            dataset: {{items: [{{input: a}}]}}
+            runner: echo
+            scorers: [{{uses: fixture_plugins.behaviours:fixed, threshold: 0.5, with: {{value: {'null' if value is None else value}}}}}]
+    """)
+    [item] = result.items
+    assert item.status == status
+    assert item.scores["fixed"].error == error
+
+
+def test_below_threshold_fails_and_at_threshold_passes(write_config):
+    result = run(write_config, """
+        experiments:
+          - id: e
+            dataset:
+              items:
+                - {id: same, input: abcd, expected: abcd}
+                - {id: three-quarters, input: abcd, expected: abcx}
+                - {id: half, input: abcd, expected: abxy}
+            runner: echo
+            scorers: [{uses: levenshtein, threshold: 0.75}]
+    """)
+    items = by_id(result)
+    assert items["same"].status == "passed"
+    assert items["three-quarters"].status == "passed", "threshold t passes when score >= t"
+    assert items["half"].status == "failed"
+    assert items["half"].scores["levenshtein"].passed is False
+    summary = result.summary.scorers["levenshtein"]
+    assert (summary.passed, summary.failed, summary.pass_rate) == (2, 1, pytest.approx(2 / 3))
+    assert result.passed is False, "without criteria, any failed item fails the experiment"
+
+
+def test_no_scorers_means_passed(write_config):
+    result = run(write_config, """
+        experiments:
+          - id: e
+            dataset: {items: [{input: a}, {input: b}]}
+            runner: echo
+    """)
+    assert [r.status for r in result.items] == ["passed", "passed"]
+    assert result.summary.mean_score is None and result.summary.pass_rate == 1.0
+    assert result.passed is True
+
+
+def test_own_verdict_negate_and_value(write_config):
+    result = run(write_config, """
+        experiments:
+          - id: e
+            dataset: {items: [{id: x, input: hello world, expected: other}]}
+            runner: echo
+            scorers:
+              - {uses: fixture_plugins.behaviours:verdict, id: own}
+              - {uses: contains, id: has-hello, value: hello}
+              - {uses: contains, id: no-bye, value: bye, negate: true}
+              - {uses: levenshtein, id: inverted, value: hello world, negate: true}
+    """)
+    scores = result.items[0].scores
+    assert scores["own"].passed is False and scores["own"].score is None
+    assert scores["has-hello"].passed is True and scores["has-hello"].score == 1.0
+    assert scores["no-bye"].passed is True and scores["no-bye"].score == 1.0
+    assert scores["inverted"].score == 0.0 and scores["inverted"].passed is None
+    assert result.items[0].status == "failed"
+
+
+def test_missing_expected_skips_scorers_that_need_it(write_config):
+    result = run(write_config, """
+        experiments:
+          - id: e
+            dataset: {items: [{id: no-expected, input: a}, {id: has, input: a, expected: a}]}
+            runner: echo
+            scorers: [exact_match, {uses: is_json}]
+    """)
+    items = by_id(result)
+    assert items["no-expected"].scores["exact_match"].status == "skipped"
+    assert items["no-expected"].scores["exact_match"].reason == "the item has no expected value"
+    assert items["no-expected"].status == "failed"  # is_json still judged "a"
+    assert items["has"].scores["exact_match"].passed is True
+
+
+def test_all_scores_skipped_makes_the_item_skipped(write_config):
+    result = run(write_config, """
+        experiments:
+          - id: e
+            dataset: {items: [{input: a}, {input: b, expected: b}]}
+            runner: echo
+            scorers: [exact_match]
+    """)
+    assert [r.status for r in result.items] == ["skipped", "passed"]
+    s = result.summary
+    assert (s.completed, s.passed, s.skipped) == (2, 1, 1)
+    assert s.pass_rate == 1.0, "pass rate counts judged items only"
+
+
+CRITERIA = """
+    experiments:
+      - id: e
+        dataset:
+          items:
+            - {input: a, expected: a}
+            - {input: a, expected: b}
+            - {input: c, expected: c}
+            - {input: d, expected: d}
+        runner: echo
+        scorers: [exact_match, {uses: fixture_plugins.behaviours:fixed, id: half, with: {value: 0.5}}]
+        pass_criteria:
+"""
+
+
+@pytest.mark.parametrize("criterion, actual, passed", [
+    ("{type: mean_score, min: 0.6}", (3 + 2) / 8, True),        # micro mean over all scores
+    ("{type: mean_score, min: 0.7}", (3 + 2) / 8, False),
+    ("{type: pass_rate, min: 0.75}", 0.75, True),               # item level
+    ("{type: pass_rate, min: 0.8}", 0.75, False),
+    ("{type: mean_score, scorer: half, min: 0.5}", 0.5, True),
+    ("{type: pass_rate, scorer: exact_match, min: 0.76}", 0.75, False),
+])
+def test_criteria_overall_and_per_scorer(write_config, criterion, actual, passed):
+    result = run(write_config, CRITERIA + f"          - {criterion}\n")
+    [c] = result.summary.criteria
+    assert c.actual == pytest.approx(actual)
+    assert c.passed is passed
+    assert result.passed is passed, "with criteria, failed items alone do not fail the experiment"
+
+
+def test_warn_criteria_are_reported_never_fatal(write_config):
+    result = run(write_config, CRITERIA + """
+          - {type: pass_rate, min: 0.5}
+          - {type: pass_rate, min: 0.99, severity: warn, label: stretch goal}
+    """)
+    hard, warn = result.summary.criteria
+    assert hard.passed and not warn.passed and warn.label == "stretch goal"
+    assert result.passed is True
+
+
+def test_an_errored_item_fails_the_experiment_even_when_criteria_pass(write_config):
+    result = run(write_config, """
+        experiments:
+          - id: e
+            dataset: {items: [{input: a}, {input: raise}, {input: b}, {input: c}]}
+            runner: fixture_plugins.behaviours:per_item
+            pass_criteria: [{type: pass_rate, min: 0.5}]
+    """)
+    assert result.summary.criteria[0].passed is True
+    assert result.passed is False
+
+
+def test_mean_score_criterion_with_no_scores_fails(write_config):
+    result = run(write_config, """
+        experiments:
+          - id: e
+            dataset: {items: [{input: a}]}
+            runner: echo
+            pass_criteria: [{type: mean_score, min: 0.1}]
+    """)
+    assert result.summary.criteria[0].actual is None
+    assert result.passed is False
+
+
+def test_runner_result_usage_metadata_and_trace(write_config):
+    result = run(write_config, """
+        experiments:
+          - id: e
+            dataset: {items: [{input: 1}, {input: 2}]}
+            runner: fixture_plugins.behaviours:with_usage
+    """)
+    item = result.items[0]
+    assert item.output == "1" and item.metadata == {"seen": True} and item.trace == [{"tool": "x"}]
+    assert result.summary.tokens.total_tokens == 10
+
+
+def test_dict_output_with_an_output_key_is_not_unwrapped(write_config):
+    result = run(write_config, """
+        experiments:
+          - id: e
+            dataset: {items: [{input: {output: inner, other: 1}}]}
+            runner: echo
+    """)
+    assert result.items[0].output == {"output": "inner", "other": 1}
+
+
+def test_async_and_class_runners(write_config):
+    result = run(write_config, """
+        experiments:
+          - id: e
+            dataset: {items: [{input: a}, {input: b}]}
+            runner: fixture_plugins.behaviours:async_upper
+          - id: f
+            dataset: {items: [{input: a}]}
+            runner: {uses: fixture_plugins.behaviours:Prefixer, with: {prefix: ">> "}}
+    """.replace("          - id: f", "#").split("#")[0])
+    assert [r.output for r in result.items] == ["A", "B"]
+    path = write_config("""
+        experiments:
+          - id: f
+            dataset: {items: [{input: a}]}
+            runner: {uses: fixture_plugins.behaviours:Prefixer, with: {prefix: ">> "}}
+    """, name="class.yaml")
+    [experiment] = yamleval.load_experiments(path)
+    assert yamleval.run_experiment(experiment).items[0].output == ">> a"
+
+
+def test_templates_in_with_are_rendered_per_item_and_data_is_not(write_config):
+    result = run(write_config, """
+        experiments:
+          - id: e
+            vars: {greeting: Hi}
+            dataset:
+              items:
+                - {input: "{{ 7 * 7 }}", expected: Bob}
+            runner:
+              uses: echo
+              with: {output: "{{ vars.greeting }} {{ expected }}, you said {{ input }}"}
+    """)
+    assert result.items[0].output == "Hi Bob, you said {{ 7 * 7 }}"
+
+
+def test_callbacks_see_every_item_and_their_errors_are_not_fatal(write_config):
+    seen, progress = [], []
+
+    def on_item(result):
+        seen.append(result.item.id)
+        raise RuntimeError("callback bug")
+
+    def on_progress(completed, total):
+        progress.append((completed, total))
+
+    result = run(write_config, """
+        experiments:
+          - id: e
+            dataset: {items: [{id: a, input: 1}, {id: b, input: 2}, {id: c, input: 3}]}
+            runner: echo
+    """, on_item=on_item, on_progress=on_progress)
+    assert sorted(seen) == ["a", "b", "c"]
+    assert sorted(progress) == [(1, 3), (2, 3), (3, 3)]
+    assert result.summary.completed == 3 and result.passed
+    assert result.warnings and "on_item callback raised RuntimeError: callback bug" in result.warnings[0]
+
+
+def test_concurrency_bounds_items_in_flight(write_config):
+    result = run(write_config, """
+        experiments:
+          - id: e
+            concurrency: 5
+            dataset: {items: [%s]}
+            runner: {uses: fixture_plugins.behaviours:sleeper, with: {seconds: 0.2}}
+    """ % ", ".join(f"{{input: {i}}}" for i in range(20)))
+    assert result.summary.completed == 20
+    # 20 items x 0.2 s on 5 workers: about 0.8 s; sequential would be 4 s, unbounded 0.2 s
+    assert 0.75 <= result.summary.duration_ms / 1000 < 3.0
+
+
+def test_stop_event_finishes_running_items_and_starts_no_more(write_config):
+    stop = threading.Event()
+    path = write_config("""
+        experiments:
+          - id: e
+            concurrency: 2
+            dataset: {items: [%s]}
+            runner: {uses: fixture_plugins.behaviours:sleeper, with: {seconds: 0.2}}
+    """ % ", ".join(f"{{input: {i}}}" for i in range(50)))
+    [experiment] = yamleval.load_experiments(path)
+    timer = threading.Timer(0.3, stop.set)
+    timer.start()
+    result = yamleval.run_experiment(experiment, stop=stop)
+    timer.join()
+    assert result.interrupted and not result.passed
+    assert 2 <= result.summary.completed <= 8
+    assert all(r.status == "passed" for r in result.items), "running items finish normally"
+
+
+def test_limit_reads_lazily_from_an_endless_source(write_config):
+    from fixture_plugins import behaviours
+
+    result = run(write_config, """
+        experiments:
+          - id: e
+            dataset: {uses: fixture_plugins.behaviours:countdown, limit: 5}
+            runner: echo
+            scorers: [exact_match]
+    """)
+    assert result.summary.completed == 5
+    assert behaviours.countdown.pulled == 5, "no item is read past the limit"
+
+
+def test_a_dataset_failure_mid_run_keeps_what_finished(write_config):
+    result = run(write_config, """
+        experiments:
+          - id: e
+            dataset: {uses: fixture_plugins.behaviours:broken_dataset}
+            runner: echo
+    """)
+    assert result.summary.completed == 1
+    assert result.aborted and "source went away" in result.aborted
+    assert result.passed is False
