@@ -1,0 +1,39 @@
+"""Streaming summary: counts, micro mean, per-scorer statistics, percentiles."""
+from __future__ import annotations
+
+import pytest
+
+from yamleval.aggregate import Aggregator
+from yamleval.types import Item, ItemResult, ScoreResult, Usage
+
+
+def result(index, status, latency, scores=(), usage=None):
+    item = Item(id=f"i{index}", index=index, input=index)
+    return ItemResult(item=item, status=status, latency_ms=latency, usage=usage,
+                      scores={s.scorer_id: s for s in scores})
+
+
+def test_summary_counts_means_and_percentiles():
+    agg = Aggregator({"a": ("A", 0.5), "b": ("b", None)})
+    agg.add(result(0, "passed", 10.0, [ScoreResult("a", "success", 1.0, True, 0.5),
+                                       ScoreResult("b", "success", 0.2)], Usage(3, 4)))
+    agg.add(result(1, "failed", 20.0, [ScoreResult("a", "success", 0.0, False, 0.5),
+                                       ScoreResult("b", "skipped")]))
+    agg.add(result(2, "error", 30.0, [ScoreResult("a", "error", error="x"), ScoreResult("b", "success", 0.4)]))
+    agg.add(result(3, "error", 40.0))
+    s = agg.summary(duration_ms=123.0)
+    assert (s.total, s.completed, s.passed, s.failed, s.errored, s.skipped) == (4, 4, 1, 1, 2, 0)
+    assert s.mean_score == pytest.approx((1.0 + 0.2 + 0.0 + 0.4) / 4)
+    assert s.pass_rate == 0.25
+    assert (s.latency_ms.mean, s.latency_ms.p50, s.latency_ms.max) == (25.0, 25.0, 40.0)
+    assert s.latency_ms.p95 == pytest.approx(38.5)
+    assert s.tokens == Usage(3, 4)
+    a, b = s.scorers["a"], s.scorers["b"]
+    assert (a.name, a.mean, a.min, a.max, a.pass_rate) == ("A", 0.5, 0.0, 1.0, 0.5)
+    assert (a.passed, a.failed, a.errored, a.skipped) == (1, 1, 1, 0)
+    assert (b.mean, b.pass_rate, b.skipped) == (pytest.approx(0.3), None, 1)
+
+
+def test_empty_summary():
+    s = Aggregator({}).summary(0.0, total=0)
+    assert (s.total, s.mean_score, s.pass_rate, s.latency_ms.p50) == (0, None, None, None)

@@ -1,0 +1,89 @@
+"""Dataset sources: inline, JSONL, JSON, YAML, CSV, plugins; fields, ids, lazy limits."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from yamleval.config.loader import load_project
+from yamleval.errors import ConfigError
+
+
+def items_of(write_config, dataset_yaml: str, limit=None):
+    path = write_config(f"""
+        experiments:
+          - id: e
+            dataset: {dataset_yaml}
+            runner: echo
+    """)
+    [experiment] = load_project([path]).experiments
+    from yamleval.plan import prepare
+
+    return list(prepare(experiment).open_dataset(limit))
+
+
+ROWS = [{"q": "one", "a": "1", "id": "first"}, {"q": "two", "a": "2"}, {"q": "three", "a": "3", "extra": True}]
+
+
+@pytest.mark.parametrize("name, text", [
+    ("data.jsonl", "\n".join(json.dumps(r) for r in ROWS) + "\n\n"),
+    ("data.json", json.dumps(ROWS)),
+    ("data.yaml", "- {q: one, a: '1', id: first}\n- {q: two, a: '2'}\n- {q: three, a: '3', extra: true}\n"),
+])
+def test_file_formats_and_field_mapping(write_config, tmp_path, name, text):
+    (tmp_path / name).write_text(text)
+    items = items_of(write_config, f"{{file: {name}, fields: {{input: q, expected: a}}}}")
+    assert [(i.id, i.index, i.input, i.expected) for i in items] == [
+        ("first", 0, "one", "1"), ("item-2", 1, "two", "2"), ("item-3", 2, "three", "3")]
+    assert items[2].metadata == {"extra": True}, "unmapped columns are kept as metadata"
+
+
+def test_csv_values_are_text(write_config, tmp_path):
+    (tmp_path / "d.csv").write_text('question,answer\n"Hi, there",2\nBye,3\n')
+    items = items_of(write_config, "{file: d.csv, fields: {input: question, expected: answer}}")
+    assert [(i.input, i.expected) for i in items] == [("Hi, there", "2"), ("Bye", "3")]
+
+
+def test_limit_from_config_and_command_line(write_config, tmp_path):
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps({"input": n}) + "\n" for n in range(10)))
+    assert len(items_of(write_config, "{file: d.jsonl, limit: 4}")) == 4
+    assert len(items_of(write_config, "{file: d.jsonl, limit: 4}", limit=2)) == 2
+    assert len(items_of(write_config, "{file: d.jsonl}", limit=0)) == 0
+
+
+def test_limit_reads_only_what_it_needs(write_config, tmp_path):
+    # a huge file whose tail is not even JSON: with a limit, reading stops before it
+    with open(tmp_path / "big.jsonl", "w") as out:
+        for n in range(5):
+            out.write(json.dumps({"input": n}) + "\n")
+        out.write("this line is never read\n" * 200_000)
+    items = items_of(write_config, "{file: big.jsonl, limit: 5}")
+    assert [i.input for i in items] == [0, 1, 2, 3, 4]
+
+
+def test_malformed_rows_name_file_and_line(write_config, tmp_path):
+    (tmp_path / "bad.jsonl").write_text('{"input": 1}\n{"input": 2,}\n')
+    with pytest.raises(ConfigError) as caught:
+        items_of(write_config, "{file: bad.jsonl}")
+    assert caught.value.format_message().startswith("bad.jsonl:2:")
+    (tmp_path / "bad.csv").write_text("input,expected\na,b\nc,d,e\n")
+    with pytest.raises(ConfigError) as caught:
+        items_of(write_config, "{file: bad.csv}")
+    assert caught.value.format_message().startswith("bad.csv:3:1: error: row has 3 fields but the header has 2")
+
+
+def test_duplicate_ids_and_missing_input(write_config, tmp_path):
+    (tmp_path / "dup.jsonl").write_text('{"id": "a", "input": 1}\n{"id": "a", "input": 2}\n')
+    with pytest.raises(ConfigError, match="duplicate item id 'a'"):
+        items_of(write_config, "{file: dup.jsonl}")
+    (tmp_path / "noinput.jsonl").write_text('{"question": 1}\n')
+    with pytest.raises(ConfigError, match="item has no 'input' field"):
+        items_of(write_config, "{file: noinput.jsonl}")
+
+
+def test_plugin_datasets_are_consumed_lazily(write_config):
+    from fixture_plugins import behaviours
+
+    items = items_of(write_config, "{uses: fixture_plugins.behaviours:countdown, limit: 3}")
+    assert [i.id for i in items] == ["n1", "n2", "n3"]
+    assert behaviours.countdown.pulled == 3
