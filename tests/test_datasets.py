@@ -61,7 +61,8 @@ def test_limit_reads_only_what_it_needs(write_config, tmp_path):
     assert [i.input for i in items] == [0, 1, 2, 3, 4]
 
 
-def test_malformed_rows_name_file_and_line(write_config, tmp_path):
+def test_malformed_rows_name_file_and_line(write_config, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     (tmp_path / "bad.jsonl").write_text('{"input": 1}\n{"input": 2,}\n')
     with pytest.raises(ConfigError) as caught:
         items_of(write_config, "{file: bad.jsonl}")

@@ -88,7 +88,7 @@ def bind(spec: PluginSpec, kind: str, reserved: tuple[str, ...], context: str | 
             try:
                 templated[key] = templating.compile_value(value)
             except templating.TemplateProblem as exc:
-                errors.append(spec.error(str(exc), sub=("with", key), context=context))
+                errors.append(_template_error(spec, key, value, exc, context))
     raise_all(errors)
     if constructor is None:
         return BoundCall(function, sig.wanted, static, templated, sig.is_async, _requires_expected(function))
@@ -97,9 +97,25 @@ def bind(spec: PluginSpec, kind: str, reserved: tuple[str, ...], context: str | 
     try:
         instance = constructor(**spec.with_)
     except Exception as exc:
-        raise spec.error(f"creating '{spec.uses}' raised {type(exc).__name__}: {exc}", context=context) from None
+        where = plugins.raised_at(exc)
+        raise spec.error(f"creating '{spec.uses}' raised {type(exc).__name__}: {exc}", context=context,
+                         hint=f"raised at {where}" if where else None) from None
     call_sig = plugins.signature_of(instance, reserved)
     return BoundCall(instance, call_sig.wanted, {}, None, call_sig.is_async, _requires_expected(instance))
+
+
+def _template_error(spec: PluginSpec, key: str, value: Any, problem: templating.TemplateProblem,
+                    context: str | None):
+    """The error at the template's own line when it is a ``|`` block, else at its value."""
+    path = spec.path + ("with", key)
+    message = str(problem)
+    line = None
+    if isinstance(value, str) and problem.line is not None:
+        line = spec.source.line_in_value(path, problem.line)
+        if line is None and "\n" in value.strip():
+            message += f", on line {problem.line} of the template"
+    return spec.source.error(path, message, context=context, line=line,
+                             hint="a template is made of {{ expression }} and {% statement %}")
 
 
 def _requires_expected(function: Callable) -> bool:

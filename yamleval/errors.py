@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import enum
+import os
 from dataclasses import dataclass
 
 
@@ -38,6 +39,12 @@ class Location:
 
     def sort_key(self) -> tuple:
         return (self.file, self.line or 0, self.col or 0, self.path)
+
+
+def display_path(path: str) -> str:
+    """A file path as messages show it: relative to the current directory when below it."""
+    rel = os.path.relpath(path)
+    return path if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
 
 
 class YamlevalError(Exception):
@@ -86,7 +93,7 @@ class ConfigError(YamlevalError):
         if self.source_line is not None and loc and loc.line is not None:
             number = str(loc.line)
             lines.append(f"  {number} | {self.source_line}")
-            if loc.col is not None:
+            if loc.col is not None and loc.col <= len(self.source_line) + 1:
                 lines.append(f"  {' ' * len(number)} | {' ' * (loc.col - 1)}^")
         return "\n".join(lines)
 

@@ -10,13 +10,15 @@ import asyncio
 import difflib
 import importlib
 import inspect
+import os
 import sys
+import traceback
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Iterable
 
 from yamleval.config.model import PluginSpec
-from yamleval.errors import ConfigError
+from yamleval.errors import ConfigError, display_path
 
 KINDS = ("runners", "scorers", "datasets")
 
@@ -36,13 +38,37 @@ def available(kind: str) -> list[str]:
     return sorted(entry_points(kind))
 
 
-def _import_attr(ref: str) -> Any:
-    module_name, _, attr = ref.partition(":")
-    module = importlib.import_module(module_name)
-    target: Any = module
-    for part in attr.split("."):
-        target = getattr(target, part)
-    return target
+def raised_at(exc: BaseException) -> str | None:
+    """``file:line`` where ``exc`` was raised: the innermost frame in the user's code (not the
+    standard library, an installed package or the import machinery), else the innermost one."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<")]
+    installed = tuple({os.path.join(p, "") for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+    own = [f for f in frames if not os.path.abspath(f.filename).startswith(installed)
+           and "importlib" not in f.filename.split(os.sep)]
+    frame = (own or frames or [None])[-1]
+    return f"{display_path(frame.filename)}:{frame.lineno}" if frame else None
+
+
+def _close_modules(module_name: str) -> list[str]:
+    """Modules next to a missing one whose names are close to it, as dotted names."""
+    import pkgutil
+
+    parent, _, name = module_name.rpartition(".")
+    try:
+        where = importlib.import_module(parent).__path__ if parent else sys.path
+    except Exception:
+        return []
+    names = [m.name for m in pkgutil.iter_modules(where) if not m.name.startswith("_")]
+    return [f"{parent}.{n}" if parent else n for n in difflib.get_close_matches(name, names, n=1, cutoff=0.7)]
+
+
+def _builtin_hint(kind: str, names: Iterable[str], spec: PluginSpec) -> str:
+    names = sorted(names)
+    if kind == "datasets" and spec.path[-1:] == ("name",):
+        listed = f"registered datasets: {', '.join(names)}" if names else "no datasets are registered"
+        return f"{listed}; or use `file:`, `items:` or `uses: package.module:function`"
+    listed = f"built-in {kind}: {', '.join(names)}" if names else f"no {kind} are registered"
+    return f"{listed}; or use package.module:function"
 
 
 def resolve(spec: PluginSpec, kind: str, context: str | None = None) -> Any:
@@ -54,34 +80,52 @@ def resolve(spec: PluginSpec, kind: str, context: str | None = None) -> Any:
         names = entry_points(kind)
         if ref not in names:
             close = difflib.get_close_matches(ref, list(names), n=1, cutoff=0.6)
-            hint = f"did you mean '{close[0]}'?" if close else (
-                f"built-in {kind}: {', '.join(sorted(names))}; or use package.module:function")
+            hint = f"did you mean '{close[0]}'?" if close else _builtin_hint(kind, names, spec)
             raise spec.error(f"unknown {singular} '{ref}'", sub=at, hint=hint, context=context)
         try:
             return names[ref].load()
         except Exception as exc:  # a broken third-party distribution
             raise spec.error(f"{singular} '{ref}' failed to load: {type(exc).__name__}: {exc}",
                              sub=at, context=context) from None
-    module_name = ref.partition(":")[0]
+    module_name, _, attr = ref.partition(":")
     try:
-        return _import_attr(ref)
+        module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
+            close = _close_modules(exc.name)
+            hint = (f"did you mean '{close[0]}{module_name[len(exc.name):]}:{attr}'?" if close
+                    else "module paths are relative to the config file's folder")
             raise spec.error(f"{singular} '{ref}': no module named '{exc.name}'", sub=at, context=context,
-                             hint="module paths are relative to the config file's folder") from None
-        raise spec.error(f"{singular} '{ref}': importing '{module_name}' failed: {exc}", sub=at,
-                         context=context) from None
-    except AttributeError:
-        module = sys.modules.get(module_name)
-        names = [n for n in dir(module) if not n.startswith("_")] if module else []
-        attr = ref.partition(":")[2]
-        close = difflib.get_close_matches(attr.split(".")[-1], names, n=1, cutoff=0.6)
-        hint = f"did you mean '{module_name}:{close[0]}'?" if close else None
-        raise spec.error(f"{singular} '{ref}': '{module_name}' has no attribute '{attr}'", sub=at,
-                         context=context, hint=hint) from None
+                             hint=hint) from None
+        where = raised_at(exc)
+        raise spec.error(f"{singular} '{ref}': importing '{module_name}' failed: no module named '{exc.name}'",
+                         sub=at, context=context,
+                         hint=f"{f'imported at {where}; ' if where else ''}install it, or fix the import") from None
     except Exception as exc:
+        where = raised_at(exc)
         raise spec.error(f"{singular} '{ref}': importing '{module_name}' raised {type(exc).__name__}: {exc}",
-                         sub=at, context=context, hint="fix the error in the plugin module") from None
+                         sub=at, context=context,
+                         hint=f"fix the error {f'at {where}' if where else 'in the plugin module'}") from None
+    target: Any = module
+    walked = module_name
+    parts = attr.split(".")
+    for index, part in enumerate(parts):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            names = [n for n in dir(target) if not n.startswith("_")]
+            close = difflib.get_close_matches(part, names, n=1, cutoff=0.6)
+            fixed = f"{module_name}:{'.'.join(parts[:index] + close[:1] + parts[index + 1:])}" if close else None
+            hint = f"did you mean '{fixed}'?" if fixed else (
+                f"it has: {', '.join(names[:10])}{', ...' if len(names) > 10 else ''}" if names else None)
+            owner = f"module '{walked}'" if target is module else f"'{walked}'"
+            raise spec.error(f"{singular} '{ref}': {owner} has no attribute '{part}'", sub=at,
+                             context=context, hint=hint) from None
+        except Exception as exc:  # a module-level __getattr__ that fails
+            raise spec.error(f"{singular} '{ref}': reading '{part}' from '{walked}' raised "
+                             f"{type(exc).__name__}: {exc}", sub=at, context=context) from None
+        walked += ("." if walked != module_name else ":") + part
+    return target
 
 
 @dataclass(frozen=True)
@@ -131,10 +175,12 @@ def check_arguments(spec: PluginSpec, sig: Signature, given: Iterable[str], kind
                 f"it takes: {', '.join(sig.options)}" if sig.options else "it takes no arguments")
             errors.append(spec.error(f"unexpected argument '{key}' for {kind[:-1]} '{spec.uses}'",
                                      sub=("with", key), key=True, hint=hint, context=context))
+    has_with = (spec.path + ("with",)) in spec.source.values
     for name in sig.required:
         if name not in given:
             errors.append(spec.error(f"{kind[:-1]} '{spec.uses}' needs the argument '{name}'",
-                                     hint=f"add it under `with:`", context=context))
+                                     sub=("with",) if has_with else (), key=has_with,
+                                     hint=f"add `{name}:` under `with:`", context=context))
     return errors
 
 

@@ -11,19 +11,35 @@ from typing import Any, Mapping
 from yamleval.config.yaml_source import SourceMap
 from yamleval.errors import ConfigError
 
-_REFERENCE = re.compile(r"\$(\$)?\{([^}]*)\}")
+_REFERENCE = re.compile(r"\$\$\{|\$\{([^}]*)\}|\$\{")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_SYNTAX_HINT = "write ${NAME} or ${NAME:-default}; $${ is a literal ${"
+
+
+class ReferenceSyntaxError(ValueError):
+    """A ``${`` that is not a valid reference: ``text`` as written, ``hint`` on how to write one."""
+
+    def __init__(self, message: str, text: str, hint: str = _SYNTAX_HINT):
+        super().__init__(message)
+        self.text = text
+        self.hint = hint
 
 
 def expand_text(text: str, environ: Mapping[str, str]) -> str:
-    """Expand the references in one string; raise ``KeyError(name)`` or ``ValueError``."""
+    """Expand the references in one string; raise ``KeyError(name)`` or ``ReferenceSyntaxError``."""
     def replace(match: re.Match) -> str:
-        if match.group(1):
-            return "${" + match.group(2) + "}"
-        body = match.group(2)
+        if match.group(0) == "$${":
+            return "${"
+        body = match.group(1)
+        if body is None:
+            rest = text[match.start():]
+            shown = rest if len(rest) <= 40 else rest[:37] + "..."
+            raise ReferenceSyntaxError(f"'{shown}' has no closing '}}'", match.group(0))
         name, sep, default = body.partition(":-")
         if not _NAME.match(name):
-            raise ValueError(f"'${{{body}}}' is not a valid reference; use ${{NAME}} or ${{NAME:-default}}")
+            fixed = name.strip() + (sep + default if sep else "")
+            hint = f"did you mean '${{{fixed}}}'?" if _NAME.match(name.strip()) else _SYNTAX_HINT
+            raise ReferenceSyntaxError(f"'${{{body}}}' is not a valid reference", match.group(0), hint)
         value = environ.get(name)
         if value is None or (sep and value == ""):
             if sep:
@@ -46,9 +62,10 @@ def expand(data: Any, source: SourceMap, environ: Mapping[str, str], path: tuple
                 return expand_text(value, environ)
             except KeyError as exc:
                 errors.append(source.error(at, f"environment variable {exc.args[0]} is not set",
-                                           hint=f"set it, or give a default: ${{{exc.args[0]}:-value}}"))
-            except ValueError as exc:
-                errors.append(source.error(at, str(exc)))
+                                           hint=f"set it, or give a default: ${{{exc.args[0]}:-value}}",
+                                           find=f"${{{exc.args[0]}}}"))
+            except ReferenceSyntaxError as exc:
+                errors.append(source.error(at, str(exc), hint=exc.hint, find=exc.text))
             return value
         if isinstance(value, dict):
             return {k: walk(v, at + (k,)) for k, v in value.items()}

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import glob
 import os
 from dataclasses import dataclass, field
@@ -10,7 +11,7 @@ from typing import Any, Mapping
 from yamleval.config import interpolate, schema, yaml_source
 from yamleval.config.model import Experiment, build_experiment
 from yamleval.config.yaml_source import SourceMap
-from yamleval.errors import ConfigError, Location, raise_all
+from yamleval.errors import ConfigError, Location, display_path, raise_all
 
 PROJECT_KEYS = {"models", "defaults", "store", "reports", "include", "experiments"}
 
@@ -31,9 +32,32 @@ def _is_project(data: Mapping[str, Any]) -> bool:
     return bool(PROJECT_KEYS & data.keys()) or not ({"id", "runner", "dataset"} & data.keys())
 
 
-def _display(path: str) -> str:
-    rel = os.path.relpath(path)
-    return rel if not rel.startswith("..") else path
+_display = display_path
+
+_SHAPE_HINT = "a project file has `experiments:`; an experiment file has `id:`, `dataset:` and `runner:`"
+
+
+def _not_a_mapping(raw: Any, source: SourceMap) -> ConfigError:
+    """The error for a file whose top level is empty, a list or a single value."""
+    if raw is None:
+        return ConfigError("the file is empty", Location(source.file, 1, 1, "$"), hint=_SHAPE_HINT)
+    if isinstance(raw, list):
+        message, hint = "the file holds a list, not a mapping of keys", (
+            "put a list of experiments under `experiments:`" if all(isinstance(e, dict) for e in raw)
+            else _SHAPE_HINT)
+    else:
+        message, hint = f"the file holds a single {type(raw).__name__} value, not a mapping of keys", _SHAPE_HINT
+    return source.error((), message, hint=hint)
+
+
+def _close_files(missing: str, pattern: str = "*") -> list[str]:
+    """Files next to a missing one whose names are close to its name, as they would be written."""
+    folder, name = os.path.split(missing)
+    try:
+        names = [n for n in os.listdir(folder or ".") if fnmatch.fnmatch(n, pattern)]
+    except OSError:
+        return []
+    return difflib.get_close_matches(name, names, n=1, cutoff=0.8)
 
 
 class _Loader:
@@ -57,13 +81,16 @@ class _Loader:
         except ConfigError as exc:
             if include_at and exc.location and exc.message == "file not found":
                 source, at = include_at
-                exc = source.error(at, f"included file not found: {_display(file_path)}", hint="check the path")
+                written = source.raw_value(at, "")
+                close = _close_files(file_path, "*.y*ml")
+                hint = (f"did you mean '{os.path.join(os.path.dirname(written), close[0])}'?" if close
+                        else "paths are relative to the including file's folder")
+                exc = source.error(at, f"included file not found: {_display(file_path)}", hint=hint)
             self.errors.append(exc)
             return
         self.files.append(_display(file_path))
         if not isinstance(raw, dict):
-            self.errors.append(ConfigError("the file must hold a mapping of keys (a project or an experiment)",
-                                           Location(source.file, 1, 1, "$")))
+            self.errors.append(_not_a_mapping(raw, source))
             return
         data, errors = interpolate.expand(raw, source, self.environ)
         source.raw = raw
@@ -118,9 +145,13 @@ def _check_ids(experiments: list[Experiment]) -> list[ConfigError]:
         scorer_ids: dict[str, int] = {}
         for index, scorer in enumerate(exp.scorers):
             if scorer.id in scorer_ids:
+                first = exp.scorers[scorer_ids[scorer.id]].plugin
+                line = first.source.locate(first.path).line
+                explicit = (scorer.plugin.path + ("id",)) in scorer.plugin.source.values
                 errors.append(scorer.plugin.error(
-                    f"duplicate scorer id '{scorer.id}'", context=exp.context(scorer.id),
-                    hint=f"scorer {scorer_ids[scorer.id] + 1} has it too; give one an `id:`"))
+                    f"duplicate scorer id '{scorer.id}'", sub=("id",) if explicit else (),
+                    context=exp.context(scorer.id),
+                    hint=f"the scorer on line {line} has it too; give one of them another `id:`"))
             else:
                 scorer_ids[scorer.id] = index
         for index, criterion in enumerate(exp.pass_criteria):
@@ -129,7 +160,7 @@ def _check_ids(experiments: list[Experiment]) -> list[ConfigError]:
                 hint = f"did you mean '{close[0]}'?" if close else (
                     f"scorer ids here: {', '.join(scorer_ids)}" if scorer_ids else "this experiment has no scorers")
                 errors.append(exp.source.error(exp.path + ("pass_criteria", index, "scorer"),
-                                               f"unknown scorer '{criterion.scorer}'", hint=hint,
+                                               f"no scorer with the id '{criterion.scorer}' in this experiment", hint=hint,
                                                context=exp.context()))
     return errors
 

@@ -25,7 +25,17 @@ class PluginSpec:
 
     def error(self, message: str, *, sub: Path = (), key: bool = False, hint: str | None = None,
               context: str | None = None):
-        return self.source.error(self.path + sub, message, key=key, hint=hint, context=context)
+        return self.source.error(self.path + sub, message, key=key, hint=hint,
+                                 context=context or experiment_context(self.source, self.path))
+
+
+def experiment_context(source: SourceMap, path: Path) -> str | None:
+    """``experiment 'x'`` for a path inside an experiment, read from the file as written."""
+    at = path[:2] if len(path) >= 2 and path[0] == "experiments" and isinstance(path[1], int) else ()
+    if at == () and path[:1] == ("experiments",):
+        return None
+    found = source.raw_value(at + ("id",), None)
+    return f"experiment '{found}'" if isinstance(found, str) else None
 
 
 @dataclass(frozen=True)
@@ -63,7 +73,11 @@ class DatasetSpec:
     limit: int | None = None
 
     def error(self, message: str, *, sub: Path = (), hint: str | None = None):
-        return self.source.error(self.path + sub, message, hint=hint)
+        return self.source.error(self.path + sub, message, hint=hint, context=self.context())
+
+    def context(self) -> str | None:
+        """``experiment 'x'``, for messages about this dataset."""
+        return experiment_context(self.source, self.path)
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -88,6 +89,43 @@ def _matching_branch_errors(error) -> list:
     return [s for s in subs if s.schema_path and s.schema_path[0] not in wrong_type]
 
 
+def _number_hint(value: Any, kinds: list[str]) -> str | None:
+    """For a number written as text (``"8"``, ``10s``): the plain number to write instead."""
+    if not isinstance(value, str) or not {"integer", "number"} & set(kinds):
+        return None
+    found = re.fullmatch(r"\s*(-?\d+(?:\.\d+)?)\s*([A-Za-z%]*)\s*", value)
+    if not found or ("number" not in kinds and "." in found.group(1)):
+        return None
+    if found.group(2):
+        return f"write a plain number without a unit: {found.group(1)}"
+    return f"write the number without quotes: {found.group(1)}"
+
+
+def _either(options: list[str]) -> str:
+    return ", ".join(options[:-1]) + " or " + options[-1] if len(options) > 1 else "".join(options)
+
+
+def _pattern_problem(pattern: str, value: Any, description: str) -> tuple[str, str | None]:
+    """Message and hint for a string that does not match; the two patterns YAML authors meet,
+    slugs and plugin references, get a corrected value."""
+    defs = _schema()["$defs"]
+    if isinstance(value, str) and pattern == defs["slug"]["pattern"]:
+        fixed = re.sub(r"[^A-Za-z0-9_.-]+", "-", value.strip()).strip("-_.")
+        hint = f"did you mean '{fixed}'?" if fixed and re.match(pattern, fixed) else None
+        return (f"{_show(value)} is not a valid id: use letters, digits, '_', '.' and '-', "
+                "starting with a letter or digit"), hint
+    if isinstance(value, str) and pattern == defs["plugin_ref"]["pattern"]:
+        module, sep, attr = value.strip().partition(":")
+        module = re.sub(r"\.py$", "", module).replace("\\", "/").strip("/").replace("/", ".")
+        fixed = module + sep + attr
+        if fixed != value and re.match(pattern, fixed):
+            hint = f"did you mean '{fixed}'? a module is named with dots, without '.py'"
+        else:
+            hint = "use a built-in name such as exact_match, or package.module:function"
+        return f"{_show(value)} is not a valid plugin reference", hint
+    return f"{_show(value)} is not valid here: {description}", None
+
+
 def _messages(error, source: SourceMap, path: tuple) -> list[ConfigError]:
     """One or more located errors for one jsonschema error."""
     v, value = error.validator, error.validator_value
@@ -107,13 +145,17 @@ def _messages(error, source: SourceMap, path: tuple) -> list[ConfigError]:
         return out
     if v == "required":
         missing = [k for k in value if k not in instance]
-        return [source.error(path, f"missing required key '{k}'") for k in missing]
+        return [source.error(path, f"missing required key '{k}'", key=True) for k in missing]
     if v == "type":
-        wanted = " or ".join(_TYPE_NAMES.get(t, t) for t in _expected_types(error.schema))
-        return [source.error(path, f"expected {wanted}, got {_TYPE_NAMES.get(_type_of(instance), 'a value')} {_show(instance)}")]
+        kinds = _expected_types(error.schema)
+        wanted = " or ".join(_TYPE_NAMES.get(t, t) for t in kinds)
+        return [source.error(path, f"expected {wanted}, got {_TYPE_NAMES.get(_type_of(instance), 'a value')} {_show(instance)}",
+                             hint=_number_hint(instance, kinds))]
     if v == "enum":
         allowed = ", ".join(_show(x) for x in value)
-        close = difflib.get_close_matches(str(instance), [str(x) for x in value], n=1, cutoff=0.6)
+        options = [str(x) for x in value]
+        close = difflib.get_close_matches(str(instance), options, n=1, cutoff=0.6) or [
+            x for x in options if isinstance(instance, str) and instance and x.startswith(instance)][:1]
         hint = f"did you mean '{close[0]}'?" if close else None
         return [source.error(path, f"{_show(instance)} is not one of {allowed}", hint=hint)]
     if v == "const":
@@ -123,21 +165,26 @@ def _messages(error, source: SourceMap, path: tuple) -> list[ConfigError]:
                 "exclusiveMaximum": "less than"}[v]
         low, high = error.schema.get("minimum"), error.schema.get("maximum")
         if low is not None and high is not None:
-            return [source.error(path, f"must be between {low} and {high}, got {_show(instance)}")]
+            hint = None
+            if ((low, high) == (0, 1) and _type_of(instance) in ("integer", "number") and 10 <= instance <= 100
+                    and instance == int(instance)):
+                hint = f"a share from 0 to 1: write {instance / 100:g} for {instance:g}%"
+            return [source.error(path, f"must be between {low} and {high}, got {_show(instance)}", hint=hint)]
         return [source.error(path, f"must be {word} {value}, got {_show(instance)}")]
     if v == "pattern":
-        what = error.schema.get("description", f"must match {value}")
-        return [source.error(path, f"{_show(instance)} is not valid here: {what}")]
+        message, hint = _pattern_problem(value, instance, error.schema.get("description", f"must match {value}"))
+        return [source.error(path, message, hint=hint)]
     if v == "minLength":
         return [source.error(path, "must not be empty")]
     if v == "uniqueItems":
         return [source.error(path, "must not list the same value twice")]
     if v == "oneOf" and all(sub.validator == "required" for sub in error.context or ()):
         options = [branch["required"][0] for branch in value]
-        given = [k for k in options if k in instance]
+        given = [k for k in instance if k in options]
         if given:
-            return [source.error(path, f"give only one of {', '.join(options)}; found {', '.join(given)}")]
-        return [source.error(path, f"needs one of {', '.join(options)}")]
+            return [source.error(path, f"give only one of {_either(options)}; found {' and '.join(given)}",
+                                 key=True)]
+        return [source.error(path, f"needs one of {_either(options)}", key=True)]
     if v in ("anyOf", "oneOf"):
         subs = _matching_branch_errors(error)
         if subs:

@@ -6,6 +6,8 @@ every JSON path maps to a line and column.
 """
 from __future__ import annotations
 
+import difflib
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +45,8 @@ class SourceMap:
     values: dict = field(default_factory=dict)
     keys: dict = field(default_factory=dict)
     raw: Any = None
+    literal_blocks: set = field(default_factory=set)
+    _lines: list | None = field(default=None, repr=False, compare=False)
 
     def raw_value(self, path: Path, default: Any) -> Any:
         """The value at ``path`` as written (before ``${VAR}`` expansion), else ``default``."""
@@ -67,14 +71,34 @@ class SourceMap:
     def line_text(self, line: int | None) -> str | None:
         if line is None:
             return None
-        lines = self.text.splitlines()
-        return lines[line - 1] if 0 < line <= len(lines) else None
+        if self._lines is None:
+            self._lines = self.text.splitlines()
+        return self._lines[line - 1] if 0 < line <= len(self._lines) else None
+
+    def line_in_value(self, path: Path, number: int) -> int | None:
+        """The file line of line ``number`` (1-based) of a ``|`` block scalar's text, else None."""
+        if path not in self.literal_blocks:
+            return None
+        return self.values[path][0] + number
 
     def error(self, path: Path, message: str, *, key: bool = False, hint: str | None = None,
-              context: str | None = None) -> ConfigError:
+              context: str | None = None, find: str | None = None, line: int | None = None) -> ConfigError:
+        """A located error. With ``find``, the caret moves to that text when the value's line holds
+        it; with ``line``, to that file line (within a block scalar)."""
         loc = self.locate(path, key=key)
-        return ConfigError(message, loc, hint=hint, context=context,
-                           source_line=self.line_text(loc.line))
+        if line is not None and self.line_text(line) is not None:
+            text = self.line_text(line)
+            loc = Location(loc.file, line, len(text) - len(text.lstrip()) + 1, loc.path)
+        text = self.line_text(loc.line)
+        if find and text is not None and loc.col is not None:
+            at = text.find(find, loc.col - 1)
+            if at >= 0:
+                loc = Location(loc.file, loc.line, at + 1, loc.path)
+        return ConfigError(message, loc, hint=hint, context=context, source_line=text)
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_PLAIN_TAGS = {"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"}
 
 
 def _mark(node) -> tuple[int, int]:
@@ -88,24 +112,97 @@ class _Builder:
 
     def build(self, node, path: Path) -> Any:
         self.source.values[path] = _mark(node)
+        if not isinstance(node, yaml.ScalarNode) and node.tag not in _PLAIN_TAGS:
+            raise self._tag_error(node, path)
         if isinstance(node, yaml.MappingNode):
+            own = sum(1 for key_node, _ in node.value if key_node.tag != _MERGE_TAG)
             self.loader.flatten_mapping(node)  # resolves `<<: *anchor` merge keys
+            merged = len(node.value) - own  # merged pairs come first; the mapping's own keys override them
             out: dict = {}
-            for key_node, value_node in node.value:
+            own_keys: set = set()
+            for index, (key_node, value_node) in enumerate(node.value):
+                if not isinstance(key_node, yaml.ScalarNode):
+                    kind = "a list" if isinstance(key_node, yaml.SequenceNode) else "a mapping"
+                    line, col = _mark(key_node)
+                    raise ConfigError(f"a key must be plain text, not {kind}", Location(self.source.file, line, col,
+                                      format_path(path)), source_line=self.source.line_text(line))
                 key = self.loader.construct_object(key_node)
                 key = key if isinstance(key, str) else str(key)
                 child = path + (key,)
-                if key in out:
-                    first = self.source.keys.get(child, (None, None))[0]
-                    self.source.keys[child] = _mark(key_node)
-                    raise self.source.error(child, f"duplicate key '{key}' (first defined on line {first})",
-                                            key=True, hint="remove one of them")
+                if index >= merged:
+                    if key in own_keys:
+                        first = self.source.keys.get(child, (None, None))[0]
+                        self.source.keys[child] = _mark(key_node)
+                        raise self.source.error(child, f"duplicate key '{key}'", key=True,
+                                                hint=f"it is already set on line {first}; remove one of them")
+                    own_keys.add(key)
                 self.source.keys[child] = _mark(key_node)
                 out[key] = self.build(value_node, child)
             return out
         if isinstance(node, yaml.SequenceNode):
             return [self.build(child, path + (i,)) for i, child in enumerate(node.value)]
-        return self.loader.construct_object(node)
+        if isinstance(node, yaml.ScalarNode) and node.style == "|":
+            self.source.literal_blocks.add(path)
+        try:
+            return self.loader.construct_object(node)
+        except yaml.constructor.ConstructorError as exc:
+            if "constructor for the tag" not in (exc.problem or ""):
+                raise
+            raise self._tag_error(node, path) from None
+
+    def _tag_error(self, node, path: Path) -> ConfigError:
+        tag = node.tag.replace("tag:yaml.org,2002:", "!!", 1)
+        line, col = _mark(node)
+        return ConfigError(f"the YAML tag '{tag}' is not allowed", Location(self.source.file, line, col,
+                           format_path(path)), hint="yamleval reads plain YAML only; remove the tag",
+                           source_line=self.source.line_text(line))
+
+
+_OPENED_BY = {
+    "while parsing a flow sequence": "the [...] list",
+    "while parsing a flow mapping": "the {...} mapping",
+    "while parsing a block mapping": "the mapping",
+    "while parsing a block collection": "the list",
+    "while scanning a simple key": "the key",
+}
+
+
+def _syntax_problem(exc: yaml.MarkedYAMLError, text: str) -> tuple[str, str]:
+    """What PyYAML found, and a hint naming where the construct it was reading starts."""
+    problem = exc.problem or exc.context or "invalid YAML"
+    problem_mark = exc.problem_mark
+    lines = text.splitlines()
+    if problem_mark is not None and problem_mark.line < len(lines) and \
+            lines[problem_mark.line][problem_mark.column:problem_mark.column + 1] == "\t":
+        return "a tab character where YAML expects spaces", "indent with spaces; YAML does not allow tabs there"
+    hint = "check indentation and quoting"
+    if exc.context == "expected a single document in the stream":
+        return "a second document ('---') in the file", "a config file holds one YAML document; remove the '---' line"
+    if problem == "found undefined alias" and problem_mark is not None:
+        alias = re.match(r"\*([^\s,\[\]{}]+)", lines[problem_mark.line][problem_mark.column:]) \
+            if problem_mark.line < len(lines) else None
+        if alias:
+            name = alias.group(1)
+            before = "\n".join(lines[:problem_mark.line])
+            anchors = re.findall(r"&([^\s,\[\]{}]+)", before)
+            close = difflib.get_close_matches(name, anchors, n=1, cutoff=0.6)
+            hint = f"did you mean *{close[0]}?" if close else f"define &{name} on a value above this line"
+            return f"the alias *{name} has no anchor &{name} before it", hint
+        return "an alias (*name) whose anchor is not defined", "define &name on a value before using *name"
+    start = exc.context_mark
+    if exc.problem and exc.context and start is not None and (
+            problem_mark is None or (start.line, start.column) != (problem_mark.line, problem_mark.column)):
+        what = _OPENED_BY.get(exc.context, exc.context.removeprefix("while parsing ").removeprefix("while scanning "))
+        where = f"line {start.line + 1}, column {start.column + 1}"
+        if exc.context == "while scanning a quoted scalar":
+            hint = f"the quote at {where} is never closed"
+        elif exc.context == "while parsing a block mapping":
+            hint = f"in {what} that starts at {where}: its keys must be indented alike"
+        elif exc.context == "while parsing a block collection":
+            hint = f"in {what} that starts at {where}: its items must be indented alike"
+        else:
+            hint = f"in {what} that starts at {where}; check indentation and quoting"
+    return problem, hint
 
 
 def parse(text: str, file: str) -> tuple[Any, SourceMap]:
@@ -118,9 +215,16 @@ def parse(text: str, file: str) -> tuple[Any, SourceMap]:
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
-            problem = exc.problem or exc.context or "invalid YAML"
+            problem, hint = _syntax_problem(exc, text)
             loc = Location(file, line, col)
-            raise ConfigError(f"YAML syntax: {problem}", loc, hint="check indentation and quoting",
+            raise ConfigError(f"YAML syntax: {problem}", loc, hint=hint,
+                              source_line=source.line_text(line)) from None
+        except yaml.reader.ReaderError as exc:
+            line = text.count("\n", 0, exc.position) + 1
+            col = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+            code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+            raise ConfigError(f"YAML syntax: character #x{code:04x} is not allowed", Location(file, line, col),
+                              hint=f"{exc.reason}; remove it, or write it as an escape in double quotes",
                               source_line=source.line_text(line)) from None
         except yaml.YAMLError as exc:
             raise ConfigError(f"YAML syntax: {exc}", Location(file)) from None
@@ -140,10 +244,28 @@ def load(file_path: str, display: str | None = None) -> tuple[Any, SourceMap]:
     """Read and parse a YAML file; ``display`` is the name used in messages."""
     name = display or file_path
     try:
-        with open(file_path, encoding="utf-8") as handle:
-            text = handle.read()
+        with open(file_path, "rb") as handle:
+            data = handle.read()
     except FileNotFoundError:
         raise ConfigError("file not found", Location(name), hint="check the path") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read the file: {exc}", Location(name)) from None
+    except IsADirectoryError:
+        raise ConfigError("this is a folder, not a file", Location(name)) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read the file: {exc.strerror or exc}", Location(name)) from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise not_utf8(data, exc, name) from None
     return parse(text, name)
+
+
+def not_utf8(data: bytes, exc: UnicodeDecodeError, name: str) -> ConfigError:
+    """The error for bytes that are not UTF-8, at the line and column of the first bad byte."""
+    line_start = data.rfind(b"\n", 0, exc.start) + 1
+    line = data.count(b"\n", 0, exc.start) + 1
+    col = len(data[line_start:exc.start].decode("utf-8", "replace")) + 1
+    line_end = data.find(b"\n", exc.start)
+    shown = data[line_start:line_end if line_end >= 0 else len(data)].decode("utf-8", "replace").rstrip("\r")
+    return ConfigError(f"the file is not UTF-8 text: byte 0x{data[exc.start]:02x} cannot be read here",
+                       Location(name, line, col), hint=f"{exc.reason}; save the file as UTF-8",
+                       source_line=shown[:200])

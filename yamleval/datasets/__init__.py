@@ -1,14 +1,15 @@
 """Dataset items from inline lists, files, plugins and registered names, streamed lazily."""
 from __future__ import annotations
 
+import difflib
 import inspect
 import itertools
 import os
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from yamleval.config.model import DatasetSpec
-from yamleval.datasets.files import detect_format, read_rows
-from yamleval.errors import ConfigError, Location
+from yamleval.datasets.files import Row, detect_format, read_rows
+from yamleval.errors import ConfigError, Location, display_path
 from yamleval.types import Item
 
 ITEM_FIELDS = ("id", "label", "input", "expected", "context", "assertions", "metadata")
@@ -26,24 +27,46 @@ class Dataset:
         return self.items
 
 
-def _item_from_row(row: Any, index: int, where: Location, fields: Mapping[str, str]) -> Item:
-    if isinstance(row, Item):
-        return row
-    if not isinstance(row, dict):
-        raise ConfigError(f"an item must be a mapping, got {type(row).__name__}", where)
+_KINDS = {dict: "a mapping", list: "a list", str: "a string", int: "a number", float: "a number", bool: "true or false"}
+_LIKELY_INPUTS = ("question", "prompt", "query", "text", "message", "problem", "instruction", "request")
+
+
+def _missing_input(row: Row, fields: Mapping[str, str]) -> ConfigError:
+    """No input column: name the columns there are and the `fields:` line that would fix it."""
+    value = row.value
+    column = fields.get("input", "input")
+    columns = [str(c) for c in value]
+    taken = {v for k, v in fields.items() if k != "input"}
+    free = [c for c in columns if c not in taken]
+    if "input" in fields:
+        close = difflib.get_close_matches(column, free, n=1, cutoff=0.6)
+        hint = (f"did you mean `fields: {{input: {close[0]}}}`?" if close
+                else f"its fields are: {', '.join(columns) or 'none'}")
+    else:
+        likely = next((c for c in free if c.lower() in _LIKELY_INPUTS), free[0] if free else None)
+        listed = f"its fields are: {', '.join(columns)}" if columns else "it has no fields"
+        hint = f"{listed}; map one with `fields: {{input: {likely or '<field>'}}}`"
+    named = ", which `fields:` names as its input" if "input" in fields else ""
+    return row.error(f"{row.what} has no '{column}' field{named}", hint=hint)
+
+
+def _item_from_row(row: Row, index: int, fields: Mapping[str, str]) -> Item:
+    value = row.value
+    if isinstance(value, Item):
+        return value
+    if not isinstance(value, dict):
+        kind = _KINDS.get(type(value), "null" if value is None else type(value).__name__)
+        raise row.error(f"{row.what} must be a mapping of fields (input, expected, ...), got {kind}")
     values: dict[str, Any] = {}
     used = set()
     for name in ITEM_FIELDS:
         column = fields.get(name, name)
-        if column in row:
-            values[name] = row[column]
+        if column in value:
+            values[name] = value[column]
             used.add(column)
     if "input" not in values:
-        column = fields.get("input", "input")
-        columns = ", ".join(map(str, row)) or "none"
-        raise ConfigError(f"item has no '{column}' field", where,
-                          hint=f"its fields are: {columns}; map one with `fields: {{input: <field>}}`")
-    extra = {k: v for k, v in row.items() if k not in used}
+        raise _missing_input(row, fields)
+    extra = {k: v for k, v in value.items() if k not in used}
     metadata = values.get("metadata")
     if extra:
         metadata = {**extra, **metadata} if isinstance(metadata, dict) else extra
@@ -56,25 +79,57 @@ def _item_from_row(row: Any, index: int, where: Location, fields: Mapping[str, s
     )
 
 
-def _items(rows: Iterable[tuple[Any, Location]], fields: Mapping[str, str]) -> Iterator[Item]:
+def _first_use(first: Location, here: Location) -> str:
+    if first.line is None:
+        return first.path or first.file
+    return f"line {first.line}" if first.file == here.file else f"{first.file}:{first.line}"
+
+
+def _items(rows: Iterable[Row], fields: Mapping[str, str], context: str | None) -> Iterator[Item]:
     seen: dict[str, Location] = {}
-    for index, (row, where) in enumerate(rows):
-        item = _item_from_row(row, index, where, fields)
-        if item.id in seen:
-            first = seen[item.id]
-            raise ConfigError(f"duplicate item id '{item.id}'", where,
-                              hint=f"first used at {first.prefix().rstrip(': ')}; ids must be unique")
-        seen[item.id] = where
-        yield item
+    try:
+        for index, row in enumerate(rows):
+            item = _item_from_row(row, index, fields)
+            if item.id in seen:
+                raise row.error(f"duplicate item id '{item.id}'", field=fields.get("id", "id"),
+                                hint=f"first used on {_first_use(seen[item.id], row.where)}; ids must be unique")
+            seen[item.id] = row.where
+            yield item
+    except ConfigError as exc:
+        if exc.context is None:
+            exc.context = context
+        raise
 
 
-def _plugin_rows(result: Any, spec: DatasetSpec) -> Iterator[tuple[Any, Location]]:
-    where = spec.source.locate(spec.path + ("uses",) if spec.plugin else spec.path + ("name",))
+def _plugin_rows(result: Any, spec: DatasetSpec) -> Iterator[Row]:
+    at = spec.path + ("uses",) if spec.plugin else spec.path + ("name",)
+    where = spec.source.locate(at)
     if result is None or isinstance(result, (str, bytes, dict)) or not isinstance(result, Iterable):
-        raise ConfigError(f"dataset plugin returned {type(result).__name__}; it must return an iterable "
-                          "(list or generator) of items", where)
+        raise spec.error(f"dataset plugin returned {type(result).__name__}; it must return an iterable "
+                         "(list or generator) of items", sub=at[-1:])
+    text = spec.source.line_text(where.line)
     for index, row in enumerate(result):
-        yield row, Location(where.file, where.line, where.col, f"{where.path} item {index + 1}")
+        yield Row(row, where, text, what=f"item {index + 1} from the dataset plugin")
+
+
+def _inline_row(spec: DatasetSpec, index: int, value: Any) -> Row:
+    path = spec.path + ("items", index)
+    return Row(value, spec.source.locate(path), None, spec.source, path)
+
+
+def _missing_file_hint(spec: DatasetSpec, path: str) -> str:
+    """A close file name in the folder the path names, else where paths are taken from."""
+    folder, name = os.path.split(path)
+    try:
+        names = [n for n in os.listdir(folder) if os.path.isfile(os.path.join(folder, n))]
+    except OSError:
+        names = []
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.8)
+    if close:
+        return f"did you mean '{os.path.join(os.path.dirname(spec.file), close[0])}'?"
+    shown = display_path(path)
+    looked = f"looked for {shown}; " if shown != spec.file else ""
+    return f"{looked}paths are relative to the config file's folder"
 
 
 def open_dataset(spec: DatasetSpec, limit: int | None = None,
@@ -83,7 +138,7 @@ def open_dataset(spec: DatasetSpec, limit: int | None = None,
     limits = [n for n in (spec.limit, limit) if n is not None]
     cap = min(limits) if limits else None
     if spec.items is not None:
-        rows = ((row, spec.source.locate(spec.path + ("items", i))) for i, row in enumerate(spec.items))
+        rows = (_inline_row(spec, i, row) for i, row in enumerate(spec.items))
         total = len(spec.items) if cap is None else min(cap, len(spec.items))
         description = f"{len(spec.items)} inline items"
     elif spec.file is not None:
@@ -93,9 +148,8 @@ def open_dataset(spec: DatasetSpec, limit: int | None = None,
             raise spec.error(f"cannot tell the format of '{spec.file}'", sub=("file",),
                              hint="use a .jsonl, .json, .yaml or .csv file, or set `format:`")
         if not os.path.isfile(path):
-            raise spec.error(f"dataset file not found: {spec.file}", sub=("file",),
-                             hint=f"paths are relative to the config file's folder ({spec.base_dir})")
-        rows = read_rows(path, fmt, spec.file)
+            raise spec.error(f"dataset file not found: {spec.file}", sub=("file",), hint=_missing_file_hint(spec, path))
+        rows = read_rows(path, fmt, display_path(path))
         total = None
         description = spec.file
     else:
@@ -107,12 +161,16 @@ def open_dataset(spec: DatasetSpec, limit: int | None = None,
         try:
             result = function(**arguments)
         except Exception as exc:
+            from yamleval.plugins import raised_at
+
+            where = raised_at(exc)
             raise spec.error(f"dataset plugin '{spec.plugin.uses if spec.plugin else spec.name}' raised "
-                             f"{type(exc).__name__}: {exc}") from None
+                             f"{type(exc).__name__}: {exc}", sub=("uses",) if spec.plugin else ("name",),
+                             hint=f"raised at {where}" if where else None) from None
         rows = _plugin_rows(result, spec)
         total = None
         description = spec.plugin.uses if spec.plugin else f"dataset '{spec.name}'"
-    items = _items(rows, spec.fields)
+    items = _items(rows, spec.fields, spec.context())
     if cap is not None:
         items = itertools.islice(items, cap)
     return Dataset(items, total, description)

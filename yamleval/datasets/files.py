@@ -8,14 +8,32 @@ from __future__ import annotations
 import csv
 import json
 import os
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 from yamleval.config import yaml_source
+from yamleval.config.yaml_source import Path, SourceMap
 from yamleval.errors import ConfigError, Location
 
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".yaml": "yaml", ".yml": "yaml", ".csv": "csv"}
+_SHOWN = 200  # characters of a source line shown under a message
 
-Row = tuple[Any, Location]
+
+class Row(NamedTuple):
+    """One raw row and where it is: ``text`` is its source line; rows read from YAML also
+    carry their file's source map and path, so a message can point at one of their fields."""
+
+    value: Any
+    where: Location
+    text: str | None = None
+    source: SourceMap | None = None
+    path: Path = ()
+    what: str = "the item"
+
+    def error(self, message: str, *, hint: str | None = None, field: str | None = None) -> ConfigError:
+        if self.source is not None:
+            has_field = field is not None and isinstance(self.value, dict) and field in self.value
+            return self.source.error(self.path + (field,) if has_field else self.path, message, hint=hint)
+        return ConfigError(message, self.where, hint=hint, source_line=self.text)
 
 
 def detect_format(path: str, given: str | None) -> str | None:
@@ -27,55 +45,95 @@ def _jsonl(path: str, shown: str) -> Iterator[Row]:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
+            text = line.rstrip("\r\n")[:_SHOWN]
             try:
                 value = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ConfigError(f"line is not valid JSON: {exc.msg}", Location(shown, number, exc.colno),
                                   hint="each line of a .jsonl file must be one JSON object",
-                                  source_line=line.rstrip("\n")[:200]) from None
-            yield value, Location(shown, number, 1)
+                                  source_line=text) from None
+            yield Row(value, Location(shown, number, 1), text)
+
+
+_JSON_SPACE = " \t\n\r"
 
 
 def _json(path: str, shown: str) -> Iterator[Row]:
     with open(path, encoding="utf-8") as handle:
         text = handle.read()
+    lines = text.splitlines()
+    # offset reached, its line, the offset of the last newline before it: each character is counted once
+    counted = [0, 1, -1]
+
+    def position(offset: int) -> tuple[int, int]:
+        done, line, newline = counted if offset >= counted[0] else (0, 1, -1)
+        line += text.count("\n", done, offset)
+        last = text.rfind("\n", done, offset)
+        newline = last if last >= 0 else newline
+        counted[:] = [offset, line, newline]
+        return line, offset - newline
+
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"not valid JSON: {exc.msg}", Location(shown, exc.lineno, exc.colno),
-                          source_line=text.splitlines()[exc.lineno - 1][:200] if text else None) from None
+                          source_line=lines[exc.lineno - 1][:_SHOWN] if exc.lineno <= len(lines) else None) from None
     if not isinstance(data, list):
-        raise ConfigError("a .json dataset must be an array of objects", Location(shown, 1, 1, "$"))
-    for index, value in enumerate(data):
-        yield value, Location(shown, None, None, f"$[{index}]")
+        start = len(text) - len(text.lstrip(_JSON_SPACE))
+        line, col = position(start)
+        raise ConfigError("a .json dataset must be an array of objects", Location(shown, line, col, "$"),
+                          source_line=lines[line - 1][:_SHOWN] if line <= len(lines) else None)
+    # Find where each element starts: the text is valid JSON, so this walk cannot fail.
+    decoder = json.JSONDecoder()
+    offset = text.index("[") + 1
+    for index in range(len(data)):
+        while text[offset] in _JSON_SPACE + ",":
+            offset += 1
+        line, col = position(offset)
+        yield Row(data[index], Location(shown, line, col, f"$[{index}]"), lines[line - 1][:_SHOWN])
+        offset = decoder.raw_decode(text, offset)[1]
 
 
 def _yaml(path: str, shown: str) -> Iterator[Row]:
     data, source = yaml_source.load(path, shown)
     if not isinstance(data, list):
-        raise ConfigError("a YAML dataset must be a list of mappings", Location(shown, 1, 1, "$"))
+        raise source.error((), "a YAML dataset must be a list of mappings")
     for index, value in enumerate(data):
-        yield value, source.locate((index,))
+        yield Row(value, source.locate((index,)), None, source, (index,))
+
+
+def _line_at(path: str, number: int) -> str | None:
+    """Line ``number`` of a file as a csv reader counts lines, read again to show it."""
+    with open(path, encoding="utf-8", newline="") as handle:
+        for count, line in enumerate(handle, 1):
+            if count == number:
+                return line.rstrip("\r\n")[:_SHOWN]
+    return None
 
 
 def _csv(path: str, shown: str) -> Iterator[Row]:
     with open(path, encoding="utf-8", newline="") as handle:
         reader = csv.reader(handle)
+        start = 1
         try:
             header = next(reader, None)
             if header is None:
                 return
             width = len(header)
-            for row in reader:
+            while True:
+                start = reader.line_num + 1
+                row = next(reader, None)
+                if row is None:
+                    return
                 if not row:
                     continue
+                where = Location(shown, start, 1)
                 if len(row) != width:
-                    raise ConfigError(f"row has {len(row)} fields but the header has {width}",
-                                      Location(shown, reader.line_num, 1),
-                                      hint="quote values that contain commas")
-                yield dict(zip(header, row)), Location(shown, reader.line_num, 1)
+                    raise ConfigError(f"row has {len(row)} fields but the header has {width}", where,
+                                      hint="quote values that contain commas", source_line=_line_at(path, start))
+                yield Row(dict(zip(header, row)), where)
         except csv.Error as exc:
-            raise ConfigError(f"CSV: {exc}", Location(shown, reader.line_num, 1)) from None
+            raise ConfigError(f"CSV: {exc}", Location(shown, start, 1), source_line=_line_at(path, start)) from None
 
 
 READERS = {"jsonl": _jsonl, "json": _json, "yaml": _yaml, "csv": _csv}

@@ -1,0 +1,1 @@
+"""Plugin modules used by the invalid-config cases; each is named after its case."""

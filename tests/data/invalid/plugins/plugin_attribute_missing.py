@@ -1,0 +1,2 @@
+def politeness(output):
+    return 1.0

@@ -1,0 +1,1 @@
+ANSWERS = {"hello": "hello"}
