@@ -44,7 +44,7 @@ class Progress:
     def on_progress(self, completed: int, total: int | None) -> None:
         self.completed, self.total = completed, total
         now = time.monotonic()
-        if now - self.last >= self.interval:
+        if now - self.last >= self.interval or (self.tty and completed == total):
             self.last = now
             self.draw()
 
