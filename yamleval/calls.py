@@ -18,6 +18,7 @@ RUNNER_CONTEXT = ("item", "input", "expected", "context", "metadata", "vars")
 SCORER_CONTEXT = ("output", "expected", "input", "item", "context", "assertions", "metadata", "trace", "vars")
 
 _local = threading.local()
+_NEVER_AWAITABLE = frozenset({bool, int, float, str, type(None), dict, list, tuple})
 
 
 def run_awaitable(awaitable: Any) -> Any:
@@ -58,7 +59,7 @@ class BoundCall:
             for key, render in self.templated.items():
                 kwargs[key] = render(context)
         result = self.function(**kwargs)
-        if self.is_async or inspect.isawaitable(result):
+        if self.is_async or (type(result) not in _NEVER_AWAITABLE and inspect.isawaitable(result)):
             result = run_awaitable(result)
         return result
 

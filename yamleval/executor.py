@@ -1,29 +1,45 @@
 """Run items on a bounded pool of local threads, with per-item timeouts and cancellation.
 
-Workers pull the next item themselves, so there is no per-item future or queue hop.
+One coordinator thread reads the dataset a little ahead into a queue and records the
+results that workers hand back through a second queue; workers only take an item, run
+it and hand its result over. No lock is shared by the workers on their way through an
+item: with a shared lock, threads that are quick (an instant runner) end up handing the
+lock and the GIL to each other on every item, which costs more than the item itself.
+
 A watchdog thread times out items that run too long: it records them as errors and
 starts a replacement worker, leaving the stuck call to finish (and be ignored) on
 its own thread, since Python cannot kill a thread.
 """
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from typing import Callable, Iterator
 
 from yamleval.types import Item, ItemResult
 
+_END = object()    # in the item queue: no more items (each worker puts it back for the next)
+_EXIT = object()   # in the result queue: a worker holding a seat has ended
+_WAKE = object()   # in the result queue: look at ``cancelled`` again
+_STOP = object()   # in the result queue: ``run`` is returning; record what came before, then end
+
 
 class Slot:
-    """What one worker is doing now; ``phase`` says where an item hangs."""
+    """What one worker is doing now; ``phase`` says where an item hangs.
 
-    __slots__ = ("item", "started", "phase", "abandoned")
+    ``guard`` makes the end of an item and its timing out (or abandonment) exclusive:
+    exactly one of them records the item.
+    """
+
+    __slots__ = ("item", "started", "phase", "abandoned", "guard")
 
     def __init__(self):
         self.item: Item | None = None
         self.started = 0.0
         self.phase = ""
         self.abandoned = False
+        self.guard = threading.Lock()
 
 
 Process = Callable[[Item, Slot], ItemResult]
@@ -35,6 +51,7 @@ class LocalExecutor:
 
     ``record`` is called once per item, under one lock, in completion order.
     ``lost(item, why, elapsed_ms)`` makes the error result of an item that timed out or was abandoned.
+    Items are read at most ``ahead`` before they start (never past the iterator's end or a limit).
     """
 
     def __init__(self, concurrency: int, timeout: float | None,
@@ -42,86 +59,126 @@ class LocalExecutor:
         self.concurrency = max(1, int(concurrency))
         self.thread_exit = thread_exit
         self.timeout = timeout
+        self.ahead = max(64, 2 * self.concurrency)
         self.lock = threading.Lock()
         self.done = threading.Event()
         self.cancelled = False
         self.failure: BaseException | None = None
         self._slots: set[Slot] = set()
         self._seats = 0
+        self._todo: queue.SimpleQueue = queue.SimpleQueue()
+        self._finished: queue.SimpleQueue = queue.SimpleQueue()
 
     def cancel(self) -> None:
         """Start no new items; those running finish or time out."""
-        self.cancelled = True
+        if not self.cancelled:
+            self.cancelled = True
+            self._finished.put(_WAKE)
 
     def run(self, items: Iterator[Item], process: Process, record: Callable[[ItemResult], None],
             lost: Lost, wait: Callable[[threading.Event], None] | None = None) -> None:
         self._items, self._process, self._record, self._lost = items, process, record, lost
         with self.lock:
             self._seats = self.concurrency
+        coordinator = threading.Thread(target=self._coordinate, name="yamleval-coordinator", daemon=True)
+        coordinator.start()
         for _ in range(self.concurrency):
             self._start_worker()
-        watchdog = None
         if self.timeout:
-            watchdog = threading.Thread(target=self._watch, name="yamleval-watchdog", daemon=True)
-            watchdog.start()
+            threading.Thread(target=self._watch, name="yamleval-watchdog", daemon=True).start()
         if wait is None:
             self.done.wait()
         else:
             wait(self.done)
         self.done.set()
+        self._finished.put(_STOP)
+        coordinator.join()  # it records what finished before the stop, then ends
 
     def abandon(self) -> None:
         """Stop waiting: record every running item as cancelled and return from ``run``."""
         with self.lock:
             self.cancelled = True
             for slot in list(self._slots):
-                if slot.item is not None and not slot.abandoned:
-                    slot.abandoned = True
-                    elapsed = (time.monotonic() - slot.started) * 1000.0
-                    self._record(self._lost(slot.item, "cancelled before it finished", elapsed))
+                with slot.guard:
+                    if slot.item is not None and not slot.abandoned:
+                        slot.abandoned = True
+                        elapsed = (time.monotonic() - slot.started) * 1000.0
+                        self._record(self._lost(slot.item, "cancelled before it finished", elapsed))
             self.done.set()
+        self._todo.put(_END)
 
     def _start_worker(self) -> None:
         threading.Thread(target=self._work, name="yamleval-worker", daemon=True).start()
 
-    def _next(self, slot: Slot) -> Item | None:
-        """The next item, or None when there is none or the run stops. Called under the lock."""
-        if self.cancelled:
-            return None
+    def _coordinate(self) -> None:
+        """Keep the item queue filled and record results as they come, until every worker has ended."""
+        todo, finished, record, ahead = self._todo, self._finished, self._record, self.ahead
+        exhausted = False
         try:
-            item = next(self._items)
-        except StopIteration:
-            return None
-        except BaseException as exc:  # a broken dataset row or plugin: stop the run, keep what finished
-            self.failure = exc
+            while True:
+                while not exhausted and todo.qsize() < ahead:
+                    if self.cancelled:
+                        exhausted = True
+                    else:
+                        try:
+                            todo.put(next(self._items))
+                            continue
+                        except StopIteration:
+                            exhausted = True
+                        except BaseException as exc:  # a broken dataset row or plugin: stop reading;
+                            self.failure = exc        # what was read still runs, what finished is kept
+                            exhausted = True
+                    todo.put(_END)
+                entry = finished.get()
+                with self.lock:
+                    while True:
+                        if entry is _STOP:
+                            return
+                        if entry is _EXIT:
+                            self._seats -= 1
+                            if self._seats == 0:
+                                self.done.set()
+                        elif entry is not _WAKE:
+                            record(entry)
+                        try:
+                            entry = finished.get_nowait()
+                        except queue.Empty:
+                            break
+        except BaseException:  # a bug here must not leave ``run`` or the workers waiting forever
             self.cancelled = True
-            return None
-        slot.item, slot.started, slot.phase = item, time.monotonic(), "runner"
-        return item
+            self.done.set()
+            todo.put(_END)
+            raise
 
     def _work(self) -> None:
         slot = Slot()
+        todo, finished, process, guard = self._todo, self._finished, self._process, slot.guard
         with self.lock:
             self._slots.add(slot)
-            item = self._next(slot)
         try:
-            while item is not None:
-                result = self._process(item, slot)
-                with self.lock:
-                    if slot.abandoned:
+            while True:
+                item = todo.get()
+                if item is _END:
+                    todo.put(_END)
+                    return
+                with guard:
+                    if self.cancelled:
                         return
-                    self._record(result)
+                    slot.started, slot.phase, slot.item = time.monotonic(), "runner", item
+                result = process(item, slot)
+                with guard:
+                    if slot.abandoned:  # timed out or abandoned: recorded already, and its seat taken over
+                        return
                     slot.item = None
-                    item = self._next(slot)
+                    finished.put(result)
         finally:
             if self.thread_exit is not None:
                 self.thread_exit()
             with self.lock:
                 self._slots.discard(slot)
+            with guard:
                 if not slot.abandoned:
-                    self._seats -= 1
-                    if self._seats == 0:
-                        self.done.set()
+                    finished.put(_EXIT)
 
     def _watch(self) -> None:
         interval = min(0.05, self.timeout / 10)
@@ -129,9 +186,10 @@ class LocalExecutor:
             now = time.monotonic()
             with self.lock:
                 for slot in list(self._slots):
-                    if slot.item is None or slot.abandoned or now - slot.started < self.timeout:
-                        continue
-                    slot.abandoned = True
+                    with slot.guard:
+                        if slot.item is None or slot.abandoned or now - slot.started < self.timeout:
+                            continue
+                        slot.abandoned = True
                     self._slots.discard(slot)
                     where = "in the runner" if slot.phase == "runner" else f"while {slot.phase}"
                     elapsed = (now - slot.started) * 1000.0

@@ -5,6 +5,7 @@ large run needs no second copy of itself in memory.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from dataclasses import asdict
@@ -54,8 +55,9 @@ def item_dict(result: ItemResult) -> dict[str, Any]:
     return out
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+# json.dumps(value, ensure_ascii=False, default=str) without building an encoder per call
+_dumps = json.JSONEncoder(ensure_ascii=False, default=str).encode
+_CHUNK = 1000  # items joined into one write
 
 
 def write(path: str, run: Mapping[str, Any], results: Iterable[ExperimentResult],
@@ -73,8 +75,10 @@ def write(path: str, run: Mapping[str, Any], results: Iterable[ExperimentResult]
                      **experiment_info.get(result.experiment_id, {}),
                      "warnings": list(result.warnings), "summary": summary_dict(result.summary)}
             out.write(("," if number else "") + "\n" + _dumps(entry)[:-1] + ',\n"items": [')
-            for index, item in enumerate(result.items):
-                out.write(("," if index else "") + "\n" + _dumps(item_dict(item)))
+            items, separator = iter(result.items), "\n"
+            while chunk := [_dumps(item_dict(item)) for item in itertools.islice(items, _CHUNK)]:
+                out.write(separator + ",\n".join(chunk))
+                separator = ",\n"
             out.write("]}")
         out.write("]}\n")
     os.replace(temporary, path)
