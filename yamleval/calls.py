@@ -5,7 +5,6 @@ arguments are checked, templates are compiled. Per item only a dict is built.
 """
 from __future__ import annotations
 
-import asyncio
 import inspect
 import threading
 from typing import Any, Callable, Mapping
@@ -25,6 +24,8 @@ def run_awaitable(awaitable: Any) -> Any:
     """Run a coroutine to completion on this thread's own event loop."""
     loop = getattr(_local, "loop", None)
     if loop is None or loop.is_closed():
+        import asyncio  # only when a plugin is async: asyncio is slow to import
+
         loop = _local.loop = asyncio.new_event_loop()
     return loop.run_until_complete(awaitable)
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import difflib
+import gc
 import os
 import signal
 import subprocess
@@ -98,6 +99,9 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, quiet):
     project = _load(paths)
     experiments = _select(project, experiment_ids)
     prepared = [plan.prepare(e) for e in experiments]
+    # Results are long-lived and acyclic: collecting them over and over is wasted work.
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
     out_dir = report_dir or project.reports_dir or "reports"
     run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
     results = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 import os
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
 class ExitCode(enum.IntEnum):
@@ -20,9 +20,11 @@ class ExitCode(enum.IntEnum):
     INTERRUPTED = 130
 
 
-@dataclass(frozen=True)
-class Location:
-    """Where in a user's file something stands: 1-based line and column, JSON path."""
+class Location(NamedTuple):
+    """Where in a user's file something stands: 1-based line and column, JSON path.
+
+    A named tuple, not a dataclass: datasets make one per row, so it must be cheap.
+    """
 
     file: str
     line: int | None = None

@@ -6,7 +6,6 @@ A reference is ``package.module:attr`` (imported; the config file's folder is on
 """
 from __future__ import annotations
 
-import asyncio
 import difflib
 import importlib
 import inspect
@@ -157,7 +156,7 @@ def signature_of(func: Callable, reserved: Iterable[str]) -> Signature:
                 if p.default is p.empty:
                     required.append(p.name)
     target = func.__call__ if not inspect.isroutine(func) and callable(func) else func
-    is_async = asyncio.iscoroutinefunction(func) or asyncio.iscoroutinefunction(target)
+    is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(target)
     if any_keyword:
         wanted = list(reserved)
     return Signature(tuple(wanted), tuple(options), tuple(required), any_keyword, is_async)

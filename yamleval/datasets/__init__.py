@@ -50,33 +50,36 @@ def _missing_input(row: Row, fields: Mapping[str, str]) -> ConfigError:
     return row.error(f"{row.what} has no '{column}' field{named}", hint=hint)
 
 
-def _item_from_row(row: Row, index: int, fields: Mapping[str, str]) -> Item:
-    value = row.value
-    if isinstance(value, Item):
-        return value
-    if not isinstance(value, dict):
-        kind = _KINDS.get(type(value), "null" if value is None else type(value).__name__)
-        raise row.error(f"{row.what} must be a mapping of fields (input, expected, ...), got {kind}")
-    values: dict[str, Any] = {}
-    used = set()
-    for name in ITEM_FIELDS:
-        column = fields.get(name, name)
-        if column in value:
-            values[name] = value[column]
-            used.add(column)
-    if "input" not in values:
-        raise _missing_input(row, fields)
-    extra = {k: v for k, v in value.items() if k not in used}
-    metadata = values.get("metadata")
-    if extra:
-        metadata = {**extra, **metadata} if isinstance(metadata, dict) else extra
-    given_id = values.get("id")
-    return Item(
-        id=f"item-{index + 1}" if given_id is None or given_id == "" else str(given_id),
-        index=index, input=values["input"], expected=values.get("expected"),
-        context=values.get("context"), assertions=values.get("assertions"),
-        metadata=metadata, label=values.get("label"),
-    )
+class _RowToItem:
+    """Builds items from source rows with one ``fields:`` mapping, worked out once."""
+
+    def __init__(self, fields: Mapping[str, str]):
+        self.fields = fields
+        self.columns = tuple(fields.get(name, name) for name in ITEM_FIELDS)
+        self.known = frozenset(self.columns)
+
+    def __call__(self, row: Row, index: int) -> Item:
+        value = row.value
+        if type(value) is not dict:
+            if isinstance(value, Item):
+                return value
+            if not isinstance(value, dict):
+                kind = _KINDS.get(type(value), "null" if value is None else type(value).__name__)
+                raise row.error(f"{row.what} must be a mapping of fields (input, expected, ...), got {kind}")
+        id_col, label_col, input_col, expected_col, context_col, assertions_col, metadata_col = self.columns
+        if input_col not in value:
+            raise _missing_input(row, self.fields)
+        get = value.get
+        metadata = get(metadata_col)
+        if not self.known.issuperset(value):  # columns that map to no field are kept as metadata
+            extra = {k: v for k, v in value.items() if k not in self.known}
+            metadata = {**extra, **metadata} if isinstance(metadata, dict) else extra
+        given_id = get(id_col)
+        return Item(
+            id=f"item-{index + 1}" if given_id is None or given_id == "" else str(given_id),
+            index=index, input=value[input_col], expected=get(expected_col), context=get(context_col),
+            assertions=get(assertions_col), metadata=metadata, label=get(label_col),
+        )
 
 
 def _first_use(first: Location, here: Location) -> str:
@@ -87,9 +90,10 @@ def _first_use(first: Location, here: Location) -> str:
 
 def _items(rows: Iterable[Row], fields: Mapping[str, str], context: str | None) -> Iterator[Item]:
     seen: dict[str, Location] = {}
+    to_item = _RowToItem(fields)
     try:
         for index, row in enumerate(rows):
-            item = _item_from_row(row, index, fields)
+            item = to_item(row, index)
             if item.id in seen:
                 raise row.error(f"duplicate item id '{item.id}'", field=fields.get("id", "id"),
                                 hint=f"first used on {_first_use(seen[item.id], row.where)}; ids must be unique")

@@ -33,7 +33,8 @@ class Row(NamedTuple):
         if self.source is not None:
             has_field = field is not None and isinstance(self.value, dict) and field in self.value
             return self.source.error(self.path + (field,) if has_field else self.path, message, hint=hint)
-        return ConfigError(message, self.where, hint=hint, source_line=self.text)
+        shown = self.text.rstrip("\r\n")[:_SHOWN] if self.text is not None else None
+        return ConfigError(message, self.where, hint=hint, source_line=shown)
 
 
 def detect_format(path: str, given: str | None) -> str | None:
@@ -45,14 +46,13 @@ def _jsonl(path: str, shown: str) -> Iterator[Row]:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
-            text = line.rstrip("\r\n")[:_SHOWN]
             try:
                 value = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ConfigError(f"line is not valid JSON: {exc.msg}", Location(shown, number, exc.colno),
                                   hint="each line of a .jsonl file must be one JSON object",
-                                  source_line=text) from None
-            yield Row(value, Location(shown, number, 1), text)
+                                  source_line=line.rstrip("\r\n")[:_SHOWN]) from None
+            yield Row(value, Location(shown, number, 1), line)
 
 
 _JSON_SPACE = " \t\n\r"
