@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 import click
 
 from yamleval import __version__
-from yamleval.errors import ExitCode, UsageError, YamlevalError
+from yamleval.errors import ExitCode, UsageError, YamlevalError, display_path
 
 DEFAULT_CONFIG = "evals.yaml"
 
@@ -136,7 +136,7 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, quiet):
         "interrupted": interrupted, "config_files": list(project.files),
         "git_commit": _git_commit(os.path.dirname(os.path.abspath(project.files[0])) if project.files else "."),
     }, results, info)
-    click.echo(f"report: {report}", err=quiet)
+    click.echo(f"report: {display_path(report)}", err=quiet)
     if interrupted:
         sys.exit(ExitCode.INTERRUPTED)
     aborted = [r for r in results if r.aborted]

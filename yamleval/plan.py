@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from yamleval import calls, plugins
-from yamleval.config.model import DatasetSpec, Experiment
+from yamleval.config.model import DatasetSpec, Experiment, PluginSpec
 from yamleval.datasets import Dataset, open_dataset
 from yamleval.errors import ConfigError, raise_all
 from yamleval.scoring import Scorer
@@ -35,8 +35,6 @@ def _importable(experiment: Experiment) -> None:
 def _dataset_plugin(spec: DatasetSpec) -> Callable:
     if spec.plugin is not None:
         return plugins.resolve(spec.plugin, "datasets")
-    from yamleval.config.model import PluginSpec
-
     named = PluginSpec(spec.name, {}, spec.path + ("name",), spec.source)
     return plugins.resolve(named, "datasets")
 
