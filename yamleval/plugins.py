@@ -33,10 +33,6 @@ def entry_points(kind: str) -> dict[str, Any]:
     return found
 
 
-def available(kind: str) -> list[str]:
-    return sorted(entry_points(kind))
-
-
 def raised_at(exc: BaseException) -> str | None:
     """``file:line`` where ``exc`` was raised: the innermost frame in the user's code (not the
     standard library, an installed package or the import machinery), else the innermost one."""

@@ -61,12 +61,3 @@ def compile_value(value: Any) -> Callable[[Mapping[str, Any]], Any]:
         return template.render(names)
 
     return render
-
-
-def render_error(exc: Exception) -> str:
-    """A one-line description of a failure while rendering, for the item's error."""
-    from jinja2 import UndefinedError
-
-    if isinstance(exc, UndefinedError):
-        return f"template: {exc.message}"
-    return f"template: {type(exc).__name__}: {exc}"

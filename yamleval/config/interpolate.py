@@ -74,14 +74,3 @@ def expand(data: Any, source: SourceMap, environ: Mapping[str, str], path: tuple
         return value
 
     return walk(data, path), errors
-
-
-def references(data: Any) -> bool:
-    """Whether any string in ``data`` holds a ``${`` reference (so there is something to hide)."""
-    if isinstance(data, str):
-        return "${" in data
-    if isinstance(data, dict):
-        return any(references(v) for v in data.values())
-    if isinstance(data, list):
-        return any(references(v) for v in data)
-    return False
