@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 import click
 
 from yamleval import __version__
+from yamleval.types import RunInfo
 from yamleval.errors import ExitCode, UsageError, YamlevalError, display_path
 
 DEFAULT_CONFIG = "evals.yaml"
@@ -44,6 +45,10 @@ def _git_commit(folder: str) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return found.stdout.strip() or None if found.returncode == 0 else None
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class _Interrupts:
@@ -124,18 +129,15 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, quiet):
             else:
                 click.echo(summary_text(result) + "\n")
     interrupted = interrupts.stop.is_set()
-    info = {p.experiment.id: {"description": p.experiment.description, "tags": list(p.experiment.tags),
-                              "runner": p.experiment.runner.uses, "dataset": _dataset_name(p.experiment),
-                              "scorers": [s.spec.plugin.uses for s in p.scorers]}
-            for p in prepared}
-    report = json_report.write(os.path.join(out_dir, "results.json"), {
-        "yamleval_version": __version__, "run_id": run_id,
-        "started_at": results[0].started_at if results else None,
-        "completed_at": results[-1].completed_at if results else None,
-        "passed": bool(results) and all(r.passed for r in results) and not interrupted,
-        "interrupted": interrupted, "config_files": list(project.files),
-        "git_commit": _git_commit(os.path.dirname(os.path.abspath(project.files[0])) if project.files else "."),
-    }, results, info)
+    run_info = RunInfo(
+        run_id=run_id, status="interrupted" if interrupted else "completed",
+        started_at=results[0].started_at if results else _now(),
+        completed_at=results[-1].completed_at if results else _now(),
+        passed=bool(results) and all(r.passed for r in results) and not interrupted,
+        yamleval_version=__version__, config_files=tuple(project.files),
+        git_commit=_git_commit(os.path.dirname(os.path.abspath(project.files[0])) if project.files else "."),
+    )
+    report = json_report.write(os.path.join(out_dir, "results.json"), run_info, results)
     click.echo(f"report: {display_path(report)}", err=quiet)
     if interrupted:
         sys.exit(ExitCode.INTERRUPTED)
@@ -145,15 +147,6 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, quiet):
             click.echo(r.aborted, err=True)
         sys.exit(ExitCode.CONFIG_ERROR)
     sys.exit(ExitCode.OK if all(r.passed for r in results) else ExitCode.FAILED)
-
-
-def _dataset_name(experiment) -> str:
-    spec = experiment.dataset
-    if spec.file:
-        return spec.file
-    if spec.items is not None:
-        return f"{len(spec.items)} inline items"
-    return spec.plugin.uses if spec.plugin else f"registered dataset '{spec.name}'"
 
 
 @cli.command()

@@ -155,3 +155,26 @@ class ExperimentResult:
     interrupted: bool = False
     warnings: tuple[str, ...] = ()
     aborted: str | None = None
+    description: str | None = None
+    tags: tuple[str, ...] = ()
+    runner: str | None = None
+    dataset: str | None = None
+    scorers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """One invocation of ``yamleval run``, as stored: what ran, where, with what."""
+
+    run_id: str
+    status: Literal["running", "completed", "interrupted", "crashed"]
+    started_at: str
+    completed_at: str | None = None
+    passed: bool | None = None
+    yamleval_version: str = ""
+    python_version: str = ""
+    host: str = ""
+    config_files: tuple[str, ...] = ()
+    config_hash: str = ""
+    git_commit: str | None = None
+    git_dirty: bool | None = None

@@ -75,6 +75,14 @@ class DatasetSpec:
     def error(self, message: str, *, sub: Path = (), hint: str | None = None):
         return self.source.error(self.path + sub, message, hint=hint, context=self.context())
 
+    def describe(self) -> str:
+        """What the dataset is, in a few words, for reports."""
+        if self.file:
+            return self.file
+        if self.items is not None:
+            return f"{len(self.items)} inline items"
+        return self.plugin.uses if self.plugin else f"registered dataset '{self.name}'"
+
     def context(self) -> str | None:
         """``experiment 'x'``, for messages about this dataset."""
         return experiment_context(self.source, self.path)

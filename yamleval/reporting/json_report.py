@@ -11,7 +11,7 @@ import os
 from dataclasses import asdict
 from typing import Any, Iterable, Mapping
 
-from yamleval.types import ExperimentResult, ItemResult, Summary
+from yamleval.types import ExperimentResult, ItemResult, RunInfo, Summary
 
 FORMAT_VERSION = 1
 
@@ -60,20 +60,34 @@ _dumps = json.JSONEncoder(ensure_ascii=False, default=str).encode
 _CHUNK = 1000  # items joined into one write
 
 
-def write(path: str, run: Mapping[str, Any], results: Iterable[ExperimentResult],
-          experiment_info: Mapping[str, Mapping[str, Any]]) -> str:
+def run_dict(run: RunInfo) -> dict[str, Any]:
+    return {"format_version": FORMAT_VERSION, "yamleval_version": run.yamleval_version, "run_id": run.run_id,
+            "status": run.status, "started_at": run.started_at, "completed_at": run.completed_at,
+            "passed": run.passed, "interrupted": run.status == "interrupted",
+            "config_files": list(run.config_files), "config_hash": run.config_hash,
+            "git_commit": run.git_commit, "git_dirty": run.git_dirty, "host": run.host,
+            "python_version": run.python_version}
+
+
+def experiment_dict(result: ExperimentResult) -> dict[str, Any]:
+    """An experiment's entry without its items."""
+    return {"id": result.experiment_id, "label": result.label, "passed": result.passed,
+            "interrupted": result.interrupted, "aborted": result.aborted,
+            "started_at": result.started_at, "completed_at": result.completed_at,
+            "description": result.description, "tags": list(result.tags), "runner": result.runner,
+            "dataset": result.dataset, "scorers": list(result.scorers),
+            "warnings": list(result.warnings), "summary": summary_dict(result.summary)}
+
+
+def write(path: str, run: RunInfo, results: Iterable[ExperimentResult]) -> str:
     """Write the report to ``path`` atomically (a temporary file renamed over it)."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     temporary = f"{path}.tmp-{os.getpid()}"
     with open(temporary, "w", encoding="utf-8") as out:
-        head = _dumps({"format_version": FORMAT_VERSION, **run})[:-1]
+        head = _dumps(run_dict(run))[:-1]
         out.write(head + ',\n"experiments": [')
         for number, result in enumerate(results):
-            entry = {"id": result.experiment_id, "label": result.label, "passed": result.passed,
-                     "interrupted": result.interrupted, "aborted": result.aborted,
-                     "started_at": result.started_at, "completed_at": result.completed_at,
-                     **experiment_info.get(result.experiment_id, {}),
-                     "warnings": list(result.warnings), "summary": summary_dict(result.summary)}
+            entry = experiment_dict(result)
             out.write(("," if number else "") + "\n" + _dumps(entry)[:-1] + ',\n"items": [')
             items, separator = iter(result.items), "\n"
             while chunk := [_dumps(item_dict(item)) for item in itertools.islice(items, _CHUNK)]:
