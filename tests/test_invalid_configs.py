@@ -80,7 +80,7 @@ def test_golden_starts_with_file_line_and_path(case):
 
 @pytest.mark.parametrize("case", CASES)
 def test_run_stops_with_exit_2(case, tmp_path):
-    done = _yamleval("run", "--report-dir", str(tmp_path / "reports"), case)
+    done = _yamleval("run", "--report-dir", str(tmp_path / "reports"), "--store", str(tmp_path / "r.db"), case)
     assert "Traceback" not in done.stderr, done.stderr
     assert done.returncode == 2, done.stdout + done.stderr
     golden = _golden(case)

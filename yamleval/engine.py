@@ -9,7 +9,7 @@ import math
 import threading
 import time
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from yamleval import criteria
 from yamleval.aggregate import Aggregator
@@ -105,12 +105,14 @@ def _now() -> str:
 def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit: int | None = None,
                    on_item: ItemCallback | None = None, on_progress: ProgressCallback | None = None,
                    stop: threading.Event | None = None, abandon: threading.Event | None = None,
-                   ) -> ExperimentResult:
+                   previous: Sequence[ItemResult] = ()) -> ExperimentResult:
     """Run one experiment and return its result, items in dataset order.
 
     ``stop`` set: start no new items, finish those running. ``abandon`` set: stop waiting
     for them too. An exception in a callback is reported in ``warnings``, never fatal.
     Dataset errors met mid-run end the run early; they are in ``aborted``.
+    ``previous`` are results of items finished earlier (a resumed run): they count, and
+    items with their ids are not run again.
     """
     experiment = prepared.experiment
     dataset = prepared.open_dataset(limit)
@@ -144,8 +146,15 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
             elif stop is not None and stop.is_set():
                 executor.cancel()
 
+    for result in previous:
+        results.append(result)
+        aggregator.add(result)
+    items = iter(dataset)
+    if previous:
+        done = {r.item.id for r in previous}
+        items = (item for item in items if item.id not in done)
     started_at, started = _now(), time.perf_counter()
-    executor.run(iter(dataset), _ItemProcessor(prepared), record,
+    executor.run(items, _ItemProcessor(prepared), record,
                  error_result, wait)
     with executor.lock:
         finished = sorted(results, key=lambda r: r.item.index)

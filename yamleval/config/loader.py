@@ -25,7 +25,7 @@ class Project:
     models: Mapping[str, Any] = field(default_factory=dict)
     store: str | None = None
     reports_dir: str | None = None
-    report_formats: tuple[str, ...] = ("json",)
+    report_formats: tuple[str, ...] = ("html", "junit", "json", "markdown")
 
 
 def _is_project(data: Mapping[str, Any]) -> bool:
@@ -181,5 +181,5 @@ def load_project(paths: list[str] | tuple[str, ...], environ: Mapping[str, str] 
         models=settings.get("models") or {},
         store=os.path.join(base, settings["store"]) if "store" in settings else None,
         reports_dir=os.path.join(base, reports["dir"]) if "dir" in reports else None,
-        report_formats=tuple(reports.get("formats") or ("json",)),
+        report_formats=tuple(reports.get("formats") or ("html", "junit", "json", "markdown")),
     )

@@ -1,0 +1,27 @@
+"""Reports rendered from a run: each format is a module with ``write(path, run, results)``."""
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Sequence
+
+from yamleval.types import ExperimentResult, RunInfo
+
+# format -> (module, file name in the report folder)
+FORMATS = {
+    "html": ("yamleval.reporting.html", "report.html"),
+    "junit": ("yamleval.reporting.junit", "junit.xml"),
+    "json": ("yamleval.reporting.json_report", "results.json"),
+    "markdown": ("yamleval.reporting.markdown", "summary.md"),
+}
+ALL_FORMATS = tuple(FORMATS)
+
+
+def write_reports(directory: str, formats: Sequence[str], run: RunInfo,
+                  results: Sequence[ExperimentResult]) -> list[str]:
+    """Write each format into ``directory``; return the paths written, in the order asked."""
+    paths = []
+    for name in dict.fromkeys(formats):
+        module, file_name = FORMATS[name]
+        paths.append(importlib.import_module(module).write(os.path.join(directory, file_name), run, results))
+    return paths

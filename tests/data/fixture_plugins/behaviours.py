@@ -81,3 +81,13 @@ def countdown(limit=None):
 def broken_dataset():
     yield {"input": 1}
     raise RuntimeError("source went away")
+
+
+def counting(input, item, log: str, seconds: float = 0.002):
+    """Sleep a little, then note this process and the item in ``log``: who ran what, how often."""
+    time.sleep(seconds)
+    import os
+
+    with open(log, "a") as handle:
+        handle.write(f"{os.getpid()} {item.id}\n")
+    return input if int(item.id.split("-")[1]) % 3 else "wrong"

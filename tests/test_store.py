@@ -1,0 +1,207 @@
+"""The results database: what a run stores, resuming after a crash, re-rendering, listing."""
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import cli_env, run_cli
+from yamleval.store import SCHEMA_VERSION, Store
+
+BIG = """
+    store: results.db
+    reports: {dir: out, formats: [json]}
+    experiments:
+      - id: big
+        concurrency: 4
+        dataset: {file: items.jsonl}
+        runner: {uses: fixture_plugins.behaviours:counting, with: {log: LOG}}
+        scorers: [exact_match, {uses: levenshtein, threshold: 0.5}]
+        pass_criteria: [{type: pass_rate, min: 0.5}]
+"""
+
+
+def _dataset(tmp_path, n):
+    with open(tmp_path / "items.jsonl", "w") as out:
+        for i in range(n):
+            out.write(json.dumps({"id": f"i-{i}", "input": f"answer {i}", "expected": f"answer {i}"}) + "\n")
+
+
+def _stored_ids(db):
+    with sqlite3.connect(db) as con:
+        return [row[0] for row in con.execute("SELECT item_id FROM items")]
+
+
+def _calls(log):
+    calls = [line.split() for line in log.read_text().splitlines()]
+    return [(int(pid), item) for pid, item in calls]
+
+
+def test_sigkill_then_resume_finishes_without_rerunning_finished_items(write_config, tmp_path):
+    _dataset(tmp_path, 2000)
+    log = tmp_path / "calls.log"
+    write_config(BIG.replace("LOG", str(log)))
+    child = subprocess.Popen([sys.executable, "-m", "yamleval", "run", "-q"], cwd=tmp_path, env=cli_env(),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not log.exists() or len(log.read_text().splitlines()) < 1000):
+        time.sleep(0.05)
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=10)
+    before = set(_stored_ids(tmp_path / "results.db"))
+    assert 0 < len(before) < 2000, "killed halfway"
+
+    listed = run_cli("runs", "--store", "results.db", cwd=tmp_path)
+    assert " crashed " in listed.stdout
+
+    resumed = run_cli("run", "-q", "--resume", cwd=tmp_path, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    after = _stored_ids(tmp_path / "results.db")
+    assert len(after) == 2000 and len(set(after)) == 2000
+    first_pid = child.pid
+    rerun = {item for pid, item in _calls(log) if pid != first_pid}
+    assert not rerun & before, "items stored before the crash must not run again"
+
+    # the same data run without interruption gives the same summary
+    log2 = tmp_path / "calls2.log"
+    write_config(BIG.replace("LOG", str(log2)).replace("results.db", "fresh.db").replace("dir: out", "dir: out2"))
+    fresh = run_cli("run", "-q", cwd=tmp_path, timeout=120)
+    assert fresh.returncode == 0, fresh.stderr
+    one = json.loads((tmp_path / "out" / "results.json").read_text())["experiments"][0]
+    two = json.loads((tmp_path / "out2" / "results.json").read_text())["experiments"][0]
+    for key in ("total", "completed", "passed", "failed", "errored", "skipped", "mean_score", "pass_rate",
+                "scorers", "criteria"):
+        assert one["summary"][key] == two["summary"][key], key
+    assert [i["id"] for i in one["items"]] == [i["id"] for i in two["items"]]
+
+
+def test_resume_refuses_a_changed_config_unless_forced(write_config, tmp_path):
+    _dataset(tmp_path, 50)
+    log = tmp_path / "calls.log"
+    config = BIG.replace("LOG", f"{log}, seconds: 0.05")
+    write_config(config)
+    child = subprocess.Popen([sys.executable, "-m", "yamleval", "run", "-q"], cwd=tmp_path, env=cli_env(),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (not log.exists() or len(log.read_text().splitlines()) < 4):
+        time.sleep(0.02)
+    child.send_signal(signal.SIGINT)
+    assert child.wait(timeout=30) == 130
+    write_config(config.replace("min: 0.5", "min: 0.6"))
+    refused = run_cli("run", "--resume", cwd=tmp_path)
+    assert refused.returncode == 2
+    assert "the config files changed" in refused.stderr and "--force" in refused.stderr
+    forced = run_cli("run", "-q", "--resume", "--force", cwd=tmp_path)
+    assert forced.returncode in (0, 1), forced.stderr
+    assert len(_stored_ids(tmp_path / "results.db")) == 50
+
+
+def test_run_records_provenance_and_no_secret(write_config, tmp_path):
+    secret = "sk-live-0123456789"
+    write_config("""
+        store: r.db
+        reports: {dir: out, formats: [json]}
+        experiments:
+          - id: e
+            metadata: {token: "${TOKEN}"}
+            dataset: {items: [{input: a, expected: a}, {input: "${TOKEN}", expected: x}]}
+            runner: echo
+            scorers: [exact_match]
+    """)
+    done = run_cli("run", cwd=tmp_path, TOKEN=secret)
+    assert done.returncode == 1
+    store = Store(str(tmp_path / "r.db"))
+    [info] = store.runs()
+    assert info.status == "completed" and info.passed is False
+    assert info.config_files == ("evals.yaml",) and len(info.config_hash) == 64
+    assert info.host and info.python_version.startswith("CPython")
+    assert "${TOKEN}" in store.run_detail(info.run_id, "config_text")["evals.yaml"]
+    assert store.run_detail(info.run_id, "plugin_versions") == {"echo": "yamleval 0.1.0",
+                                                                "exact_match": "yamleval 0.1.0"}
+    [result] = store.results(info.run_id)
+    assert [r.status for r in result.items] == ["passed", "failed"]
+    store.close()
+    with sqlite3.connect(tmp_path / "r.db") as con:
+        assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_report_rerenders_byte_identically(write_config, tmp_path):
+    write_config("""
+        store: r.db
+        reports: {dir: out, formats: [json]}
+        experiments:
+          - id: e
+            dataset: {items: [{input: a, expected: a}, {input: b, expected: c, label: tricky}]}
+            runner: fixture_plugins.behaviours:with_usage
+            scorers: [exact_match, {uses: levenshtein, threshold: 0.5}]
+            pass_criteria: [{type: mean_score, min: 0.1, severity: warn}]
+    """)
+    assert run_cli("run", "-q", cwd=tmp_path).returncode == 0  # the only criterion is a warning
+    again = run_cli("report", "latest", "--store", "r.db", "--format", "json", "--report-dir", "again",
+                    cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "again" / "results.json").read_bytes() == (tmp_path / "out" / "results.json").read_bytes()
+
+
+def test_compare_lists_flips_and_fails_on_regression(write_config, tmp_path):
+    config = """
+        store: r.db
+        reports: {dir: out, formats: [json]}
+        experiments:
+          - id: e
+            dataset: {items: [{id: a, input: x, expected: x}, {id: b, input: y, expected: EXPECTED_B}]}
+            runner: echo
+            scorers: [exact_match]
+    """
+    write_config(config.replace("EXPECTED_B", "y"))
+    run_cli("run", "-q", cwd=tmp_path)
+    write_config(config.replace("EXPECTED_B", "z"))
+    run_cli("run", "-q", cwd=tmp_path)
+    store = Store(str(tmp_path / "r.db"))
+    runs = store.runs()
+    store.close()
+    base, candidate = runs[1].run_id, runs[0].run_id
+    done = run_cli("compare", base[:20], candidate, "--store", "r.db", cwd=tmp_path)
+    assert done.returncode == 0
+    assert "b: passed → failed (regressed)" in done.stdout
+    gate = run_cli("compare", base, "latest", "--store", "r.db", "--fail-on-regression", "--format", "json",
+                   cwd=tmp_path)
+    assert gate.returncode == 1
+    data = json.loads(gate.stdout)
+    assert data["regressions"] == 1
+    assert data["experiments"][0]["flips"] == [{"item": "b", "before": "passed", "after": "failed",
+                                                "regression": True}]
+
+
+def test_unknown_run_and_ambiguous_prefix(write_config, tmp_path):
+    write_config(PASSING := """
+        store: r.db
+        reports: {dir: out, formats: [json]}
+        experiments:
+          - id: e
+            dataset: {items: [{input: a}]}
+            runner: echo
+    """)
+    del PASSING
+    run_cli("run", "-q", cwd=tmp_path)
+    missing = run_cli("show", "nope", "--store", "r.db", cwd=tmp_path)
+    assert missing.returncode == 2 and "no run 'nope'" in missing.stderr
+    assert run_cli("show", "--store", "r.db", cwd=tmp_path).returncode == 0
+    nothing = run_cli("runs", "--store", "elsewhere.db", cwd=tmp_path)
+    assert nothing.returncode == 2 and "no results database" in nothing.stderr
+
+
+@pytest.mark.parametrize("version", [SCHEMA_VERSION + 1])
+def test_a_newer_database_is_refused(tmp_path, version):
+    with sqlite3.connect(tmp_path / "new.db") as con:
+        con.execute(f"PRAGMA user_version = {version}")
+    from yamleval.errors import UsageError
+
+    with pytest.raises(UsageError, match="newer yamleval"):
+        Store(str(tmp_path / "new.db"))

@@ -1,0 +1,42 @@
+"""The ``yamleval`` command. One module per group of commands:
+
+    running   run (with --resume)
+    history   runs, show, report, compare
+    here      validate, schema
+"""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from yamleval import __version__
+from yamleval.errors import ExitCode, YamlevalError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="yamleval")
+def cli():
+    """Evaluate LLM applications and agents from YAML."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: yamleval errors are shown without a traceback, with their exit code."""
+    try:
+        cli.main(args=argv, prog_name="yamleval", standalone_mode=False)
+    except YamlevalError as exc:
+        click.echo(exc.format_message(), err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("interrupted", err=True)
+        sys.exit(ExitCode.INTERRUPTED)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(ExitCode.CONFIG_ERROR)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(ExitCode.INTERRUPTED)
+    sys.exit(ExitCode.OK)
+
+
+from yamleval.cli import here, history, running  # noqa: E402,F401  (they add their commands to ``cli``)

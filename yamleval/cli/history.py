@@ -1,0 +1,115 @@
+"""Commands over stored runs: runs, show, report, compare."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from yamleval.cli import cli
+from yamleval.cli.common import store_path
+from yamleval.errors import ExitCode, display_path
+
+STORE_OPTION = click.option("--store", "store_file", type=click.Path(dir_okay=False),
+                            help="The results database [./evals.yaml `store:`, else .yamleval/results.db].")
+
+
+def _open(store_file):
+    import os
+
+    from yamleval.errors import UsageError
+    from yamleval.store import Store
+
+    path = store_path(store_file)
+    if not os.path.isfile(path):
+        raise UsageError(f"no results database at {path}; run `yamleval run` first, or give --store")
+    return Store(path)
+
+
+def _rate(results) -> str:
+    judged = sum(r.summary.completed - r.summary.skipped for r in results)
+    passed = sum(r.summary.passed for r in results)
+    return f"{passed / judged * 100:.1f}%" if judged else "–"
+
+
+def _mean(results) -> str:
+    scores = [(r.summary.mean_score, r.summary.completed) for r in results if r.summary.mean_score is not None]
+    weight = sum(n for _, n in scores)
+    return f"{sum(m * n for m, n in scores) / weight:.3f}" if weight else "–"
+
+
+@cli.command()
+@STORE_OPTION
+@click.option("-n", "--limit", default=20, show_default=True, help="How many runs to list.")
+def runs(store_file, limit):
+    """List recent runs: id, start, experiments, status, pass rate, mean score."""
+    store = _open(store_file)
+    rows = []
+    for info in store.runs(limit):
+        results = store.results(info.run_id)
+        ids = store.run_detail(info.run_id, "experiment_ids") or []
+        rows.append((info.run_id, info.started_at[:19].replace("T", " "), ",".join(ids), info.status,
+                     _rate(results), _mean(results)))
+    if not rows:
+        click.echo("no runs yet")
+        return
+    header = ("run", "started (UTC)", "experiments", "status", "pass rate", "mean score")
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        click.echo("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip())
+
+
+@cli.command()
+@click.argument("run_ref", metavar="RUN", default="latest")
+@STORE_OPTION
+def show(run_ref, store_file):
+    """The summary of a stored RUN (id, unique prefix or `latest`) and its failing items."""
+    from yamleval.console import summary_text
+
+    store = _open(store_file)
+    info = store.find_run(run_ref)
+    click.echo(f"run {info.run_id} · {info.status} · started {info.started_at}"
+               + (f" · git {info.git_commit[:12]}{' (dirty)' if info.git_dirty else ''}" if info.git_commit else ""))
+    click.echo("")
+    for result in store.results(info.run_id):
+        click.echo(summary_text(result) + "\n")
+
+
+@cli.command()
+@click.argument("run_ref", metavar="RUN", default="latest")
+@STORE_OPTION
+@click.option("--format", "formats", default="html,junit,json,markdown", show_default=True,
+              help="Comma-separated: html, junit, json, markdown.")
+@click.option("--report-dir", default="reports", show_default=True, type=click.Path(file_okay=False))
+def report(run_ref, store_file, formats, report_dir):
+    """Render the reports of a stored RUN again (id, unique prefix or `latest`)."""
+    from yamleval.errors import UsageError
+    from yamleval.reporting import FORMATS, write_reports
+
+    wanted = [f.strip() for f in formats.split(",") if f.strip()]
+    unknown = [f for f in wanted if f not in FORMATS]
+    if unknown:
+        raise UsageError(f"unknown format {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
+    store = _open(store_file)
+    info = store.find_run(run_ref)
+    for path in write_reports(report_dir, wanted, info, store.results(info.run_id)):
+        click.echo(f"report: {display_path(path)}")
+
+
+@cli.command()
+@click.argument("base_ref", metavar="BASE")
+@click.argument("candidate_ref", metavar="CANDIDATE", default="latest")
+@STORE_OPTION
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
+@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when any item got worse (e.g. passed → failed).")
+def compare(base_ref, candidate_ref, store_file, fmt, fail_on_regression):
+    """Compare two stored runs item by item: flips, score deltas, added and removed items."""
+    from yamleval import compare as comparing
+
+    store = _open(store_file)
+    base, candidate = store.find_run(base_ref), store.find_run(candidate_ref)
+    result = comparing.compare(base.run_id, store.results(base.run_id), candidate.run_id,
+                               store.results(candidate.run_id))
+    text = comparing.to_json(result) if fmt == "json" else comparing.to_text(result, markdown=fmt == "markdown")
+    click.echo(text, nl=False)
+    if fail_on_regression and result.regressions:
+        sys.exit(ExitCode.FAILED)

@@ -1,0 +1,195 @@
+"""``yamleval run``: run experiments, store every item as it finishes, write the reports."""
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import sys
+import threading
+import uuid
+from datetime import datetime, timezone
+
+import click
+
+from yamleval import __version__
+from yamleval.cli import cli
+from yamleval.cli.common import load, select, store_path
+from yamleval.errors import ExitCode, UsageError, display_path
+from yamleval.types import RunInfo
+
+UNFINISHED = ("running", "interrupted", "crashed")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class _Interrupts:
+    """First SIGINT/SIGTERM: start no new items. Second: stop waiting for running ones."""
+
+    def __init__(self):
+        self.stop = threading.Event()
+        self.abandon = threading.Event()
+        self.previous = {}
+
+    def __enter__(self):
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self.previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        if self.stop.is_set():
+            self.abandon.set()
+            click.echo("\nstopping now; writing the report of what finished", err=True)
+        else:
+            self.stop.set()
+            click.echo("\nstopping: no new items start; running ones finish (press Ctrl-C again to stop now)",
+                       err=True)
+
+    def __exit__(self, *exc):
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+
+def _resumable(store, ref: str | None, experiment_ids: list[str]) -> RunInfo:
+    if ref and ref != "latest":
+        run = store.find_run(ref)
+        if run.status not in UNFINISHED:
+            raise UsageError(f"run {run.run_id} is {run.status}; only an unfinished run can be resumed")
+        return run
+    for run in store.runs(limit=200):
+        stored = store.run_detail(run.run_id, "experiment_ids") or []
+        if run.status in UNFINISHED and set(experiment_ids) <= set(stored):
+            return run
+    raise UsageError("no unfinished run of these experiments to resume (see `yamleval runs`)")
+
+
+def _check_unchanged(store, run: RunInfo, config_hash: str, dataset_hashes: dict[str, str]) -> None:
+    problems = []
+    if run.config_hash != config_hash:
+        problems.append("the config files changed")
+    for row in store.experiment_rows(run.run_id):
+        stored = row["dataset_hash"]
+        if row["experiment_id"] in dataset_hashes and stored and stored != dataset_hashes[row["experiment_id"]]:
+            problems.append(f"the dataset of '{row['experiment_id']}' changed")
+    if problems:
+        raise UsageError(f"cannot resume run {run.run_id}: {'; '.join(problems)} since it started "
+                         "(use --force to resume anyway, or run afresh without --resume)")
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path(dir_okay=False))
+@click.option("-e", "--experiment", "experiment_ids", multiple=True, metavar="ID",
+              help="Run only this experiment (repeatable).")
+@click.option("--limit", type=click.IntRange(min=0), help="Run at most N items of each experiment.")
+@click.option("--concurrency", type=click.IntRange(min=1, max=1000), help="Items run at once (overrides the config).")
+@click.option("--report-dir", type=click.Path(file_okay=False), help="Where reports go [config, else ./reports].")
+@click.option("--store", "store_file", type=click.Path(dir_okay=False),
+              help="The results database [config `store:`, else .yamleval/results.db].")
+@click.option("--resume", is_flag=False, flag_value="latest", default=None, metavar="[RUN_ID]",
+              help="Continue an unfinished run (default: the latest of these experiments); finished items are kept.")
+@click.option("--force", is_flag=True, help="With --resume: resume even if the config or a dataset changed.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress; only the verdict per experiment.")
+def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resume, force, quiet):
+    """Run the experiments in PATHS (default: evals.yaml), store the results, write reports.
+
+    Exit code: 0 every experiment passed, 1 one failed, 2 invalid config, 130 interrupted.
+    """
+    from yamleval import engine, plan, provenance
+    from yamleval.console import Progress, summary_text
+    from yamleval.reporting import write_reports
+    from yamleval.store import Store
+
+    project = load(paths)
+    experiments = select(project, experiment_ids)
+    prepared = [plan.prepare(e) for e in experiments]
+    ids = [e.id for e in experiments]
+    store = Store(store_file or project.store or store_path(None, ""))
+    texts = provenance.config_texts(project.files)
+    config_hash = provenance.config_hash(texts)
+    dataset_hashes = {e.id: provenance.dataset_hash(e) for e in experiments}
+    finished_rows = {}
+    if resume:
+        run_info = _resumable(store, resume, ids)
+        if not force:
+            _check_unchanged(store, run_info, config_hash, dataset_hashes)
+        run_id = run_info.run_id
+        finished_rows = {row["experiment_id"]: row for row in store.experiment_rows(run_id)}
+        store.reopen_run(run_id)
+        click.echo(f"resuming run {run_id}", err=True)
+    else:
+        run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
+        folder = os.path.dirname(os.path.abspath(project.files[0])) if project.files else "."
+        commit, dirty = provenance.git_state(folder)
+        store.create_run(RunInfo(
+            run_id=run_id, status="running", started_at=_now(), yamleval_version=__version__,
+            python_version=provenance.python_version(), host=provenance.host(), config_files=tuple(project.files),
+            config_hash=config_hash, git_commit=commit, git_dirty=dirty,
+        ), texts, provenance.plugin_versions(experiments, __version__), ids)
+    # Results are long-lived and acyclic: collecting them over and over is wasted work.
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
+    stored_results = {r.experiment_id: r for r in store.results(run_id)} if resume else {}
+    results = []
+    with _Interrupts() as interrupts:
+        for position, item in enumerate(prepared):
+            experiment_id = item.experiment.id
+            if interrupts.stop.is_set():
+                break
+            row = finished_rows.get(experiment_id)
+            if row is not None and row["status"] == "completed":
+                result = stored_results[experiment_id]
+            else:
+                previous = list(store.items(run_id, experiment_id)) if row is not None else []
+                store.start_experiment(run_id, position, experiment_id, item.experiment.label,
+                                       dataset_hashes[experiment_id], _now())
+                progress = None if quiet else Progress(experiment_id)
+
+                def on_item(result, progress=progress, experiment_id=experiment_id):
+                    store.add_item(run_id, experiment_id, result)
+                    if progress is not None:
+                        progress.on_item(result)
+
+                result = engine.run_experiment(
+                    item, concurrency=concurrency, limit=limit, on_item=on_item,
+                    on_progress=progress.on_progress if progress else None,
+                    stop=interrupts.stop, abandon=interrupts.abandon, previous=previous)
+                if progress:
+                    progress.close()
+                store.finish_experiment(run_id, result)
+            results.append(result)
+            if quiet:
+                click.echo(f"{result.experiment_id}: {'PASSED' if result.passed else 'FAILED'} "
+                           f"({result.summary.passed}/{result.summary.completed} items passed)")
+            else:
+                click.echo(summary_text(result) + "\n")
+    interrupted = interrupts.stop.is_set()
+    passed = len(results) == len(prepared) and all(r.passed for r in results) and not interrupted
+    store.finish_run(run_id, "interrupted" if interrupted else "completed", passed, _now())
+    run_info = store.find_run(run_id)
+    store.close()
+    out_dir = report_dir or project.reports_dir or "reports"
+    written = write_reports(out_dir, project.report_formats, run_info, results)
+    for path in written:
+        click.echo(f"report: {display_path(path)}", err=quiet)
+    _github(run_info, results)
+    if interrupted:
+        click.echo(f"interrupted: resume with `yamleval run --resume {run_id}`", err=True)
+        sys.exit(ExitCode.INTERRUPTED)
+    aborted = [r for r in results if r.aborted]
+    if aborted:
+        for r in aborted:
+            click.echo(r.aborted, err=True)
+        sys.exit(ExitCode.CONFIG_ERROR)
+    sys.exit(ExitCode.OK if passed else ExitCode.FAILED)
+
+
+def _github(run_info: RunInfo, results) -> None:
+    """Inside GitHub Actions: the job summary and annotations."""
+    if os.environ.get("GITHUB_ACTIONS") != "true":
+        return
+    from yamleval.reporting import github, markdown
+
+    github.append_step_summary(markdown.render(run_info, results), os.environ)
+    for line in github.annotations(results):
+        click.echo(line)

@@ -1,0 +1,122 @@
+"""Two stored runs side by side: flips, score deltas, items added or removed, summary deltas."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from yamleval.types import ExperimentResult
+
+RANK = {"passed": 2, "skipped": 1, "failed": 0, "error": -1}
+
+
+@dataclass(frozen=True)
+class Flip:
+    experiment_id: str
+    item_id: str
+    before: str
+    after: str
+
+    @property
+    def regression(self) -> bool:
+        return RANK[self.after] < RANK[self.before]
+
+
+@dataclass(frozen=True)
+class ExperimentDiff:
+    experiment_id: str
+    flips: tuple[Flip, ...]
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    score_deltas: dict[str, float | None]      # scorer id -> change of its mean
+    summary_deltas: dict[str, float | None]    # pass_rate, mean_score -> change
+    only_in: str | None = None                 # "base" or "candidate" when one run lacks the experiment
+
+
+@dataclass(frozen=True)
+class Comparison:
+    base: str
+    candidate: str
+    experiments: tuple[ExperimentDiff, ...] = field(default_factory=tuple)
+
+    @property
+    def regressions(self) -> list[Flip]:
+        return [f for e in self.experiments for f in e.flips if f.regression]
+
+
+def _delta(before: float | None, after: float | None) -> float | None:
+    return None if before is None or after is None else after - before
+
+
+def _diff(base: ExperimentResult, candidate: ExperimentResult) -> ExperimentDiff:
+    before = {r.item.id: r.status for r in base.items}
+    after = {r.item.id: r.status for r in candidate.items}
+    flips = tuple(Flip(candidate.experiment_id, item_id, before[item_id], status)
+                  for item_id, status in after.items() if item_id in before and before[item_id] != status)
+    scorers = dict.fromkeys([*base.summary.scorers, *candidate.summary.scorers])
+    score_deltas = {}
+    for sid in scorers:
+        b, c = base.summary.scorers.get(sid), candidate.summary.scorers.get(sid)
+        score_deltas[sid] = _delta(b.mean if b else None, c.mean if c else None)
+    return ExperimentDiff(
+        experiment_id=candidate.experiment_id, flips=flips,
+        added=tuple(i for i in after if i not in before), removed=tuple(i for i in before if i not in after),
+        score_deltas=score_deltas,
+        summary_deltas={"pass_rate": _delta(base.summary.pass_rate, candidate.summary.pass_rate),
+                        "mean_score": _delta(base.summary.mean_score, candidate.summary.mean_score)},
+    )
+
+
+def compare(base_id: str, base: Sequence[ExperimentResult], candidate_id: str,
+            candidate: Sequence[ExperimentResult]) -> Comparison:
+    """Match experiments by id and items by id within them."""
+    before = {r.experiment_id: r for r in base}
+    after = {r.experiment_id: r for r in candidate}
+    diffs = []
+    for experiment_id in dict.fromkeys([*before, *after]):
+        if experiment_id in before and experiment_id in after:
+            diffs.append(_diff(before[experiment_id], after[experiment_id]))
+        else:
+            side = "base" if experiment_id in before else "candidate"
+            diffs.append(ExperimentDiff(experiment_id, (), (), (), {}, {}, only_in=side))
+    return Comparison(base_id, candidate_id, tuple(diffs))
+
+
+def _signed(value: float | None, percent: bool = False) -> str:
+    if value is None:
+        return "–"
+    return f"{value * 100:+.1f} pp" if percent else f"{value:+.3f}"
+
+
+def to_text(c: Comparison, markdown: bool = False) -> str:
+    lines = [f"{'## ' if markdown else ''}{c.base} → {c.candidate}: {len(c.regressions)} regressions"]
+    for e in c.experiments:
+        lines.append("")
+        lines.append(f"{'### ' if markdown else ''}{e.experiment_id}")
+        if e.only_in:
+            lines.append(f"only in the {e.only_in} run")
+            continue
+        lines.append(f"pass rate {_signed(e.summary_deltas['pass_rate'], True)}, "
+                     f"mean score {_signed(e.summary_deltas['mean_score'])}")
+        for sid, delta in e.score_deltas.items():
+            lines.append(f"{'- ' if markdown else '  '}{sid}: mean {_signed(delta)}")
+        for f in e.flips:
+            mark = "regressed" if f.regression else "improved" if RANK[f.after] > RANK[f.before] else "changed"
+            item = f"`{f.item_id}`" if markdown else f.item_id
+            lines.append(f"{'- ' if markdown else '  '}{item}: {f.before} → {f.after} ({mark})")
+        if e.added:
+            lines.append(f"{'- ' if markdown else '  '}added: {', '.join(e.added)}")
+        if e.removed:
+            lines.append(f"{'- ' if markdown else '  '}removed: {', '.join(e.removed)}")
+    return "\n".join(lines) + "\n"
+
+
+def to_json(c: Comparison) -> str:
+    return json.dumps({
+        "base": c.base, "candidate": c.candidate, "regressions": len(c.regressions),
+        "experiments": [{"id": e.experiment_id, "only_in": e.only_in,
+                         "flips": [{"item": f.item_id, "before": f.before, "after": f.after,
+                                    "regression": f.regression} for f in e.flips],
+                         "added": list(e.added), "removed": list(e.removed), "score_deltas": e.score_deltas,
+                         "summary_deltas": e.summary_deltas} for e in c.experiments],
+    }, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,119 @@
+"""What a run records about where it came from: config text and hashes, versions, git, host."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+from typing import Iterable
+
+from yamleval.config.model import Experiment
+
+
+def config_texts(files: Iterable[str]) -> dict[str, str]:
+    """Each config file's text exactly as written (``${VAR}`` unexpanded: no secret values)."""
+    texts = {}
+    for name in files:
+        with open(name, encoding="utf-8-sig") as handle:
+            texts[name] = handle.read()
+    return texts
+
+
+def config_hash(texts: dict[str, str]) -> str:
+    digest = hashlib.sha256()
+    for name in sorted(texts):
+        digest.update(name.encode() + b"\0" + texts[name].encode() + b"\0")
+    return digest.hexdigest()
+
+
+def dataset_hash(experiment: Experiment) -> str:
+    """A hash of the dataset's content: the file's bytes, the inline items, or the plugin call."""
+    spec = experiment.dataset
+    digest = hashlib.sha256()
+    if spec.file is not None:
+        path = os.path.join(spec.base_dir, spec.file)
+        try:
+            with open(path, "rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+        except OSError:
+            digest.update(b"missing:" + spec.file.encode())
+    else:
+        source = {"items": spec.items, "name": spec.name,
+                  "uses": spec.plugin.uses if spec.plugin else None,
+                  "with": dict(spec.plugin.with_) if spec.plugin else None}
+        digest.update(json.dumps(source, sort_keys=True, default=str).encode())
+    digest.update(json.dumps({"fields": dict(spec.fields), "limit": spec.limit}, sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+def git_state(folder: str) -> tuple[str | None, bool | None]:
+    """The commit and whether the work tree has changes, when ``folder`` is in a git work tree."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True, timeout=5)
+        if head.returncode != 0:
+            return None, None
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=folder,
+                                capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+    return head.stdout.strip() or None, bool(status.stdout.strip()) if status.returncode == 0 else None
+
+
+def plugin_versions(experiments: Iterable[Experiment], yamleval_version: str) -> dict[str, str]:
+    """The distribution and version behind each plugin module; ``local`` for the project's own files."""
+    refs = set()
+    for experiment in experiments:
+        refs.add(experiment.runner.uses)
+        refs.update(s.plugin.uses for s in experiment.scorers)
+        if experiment.dataset.plugin is not None:
+            refs.add(experiment.dataset.plugin.uses)
+    versions: dict[str, str] = {}
+    distributions = None
+    for ref in sorted(refs):
+        if ":" not in ref:
+            versions[ref] = f"yamleval {yamleval_version}" if _is_builtin(ref) else "entry point"
+            continue
+        top = ref.partition(":")[0].split(".")[0]
+        module = sys.modules.get(top)
+        where = getattr(module, "__file__", None) or ""
+        if where and not where.startswith(sys.prefix) and "site-packages" not in where:
+            versions[ref] = "local"
+            continue
+        if distributions is None:
+            from importlib.metadata import packages_distributions
+
+            distributions = packages_distributions()
+        names = distributions.get(top) or []
+        versions[ref] = ", ".join(f"{n} {_version(n)}" for n in names) or "unknown"
+    return versions
+
+
+def _is_builtin(name: str) -> bool:
+    from yamleval import plugins
+
+    for kind in ("runners", "scorers", "datasets"):
+        ep = plugins.entry_points(kind).get(name)
+        if ep is not None:
+            return ep.value.startswith("yamleval.")
+    return False
+
+
+def _version(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "?"
+
+
+def host() -> str:
+    return socket.gethostname()
+
+
+def python_version() -> str:
+    return f"{platform.python_implementation()} {platform.python_version()}"

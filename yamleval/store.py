@@ -1,0 +1,283 @@
+"""The results database: every run, experiment, item and score, written as items finish.
+
+SQLite in WAL mode by default. Every statement is plain, parameterised SQL kept in this
+module, so another database can serve the same schema later. Values that are JSON in
+the reports (inputs, outputs, scores, summaries) are stored as JSON text, whole.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from typing import Any, Iterable, Iterator, Sequence
+
+from yamleval.errors import UsageError
+from yamleval.types import (CriterionResult, ExperimentResult, Item, ItemResult, LatencySummary, RunInfo,
+                            ScorerSummary, ScoreResult, Summary, Usage)
+
+SCHEMA_VERSION = 1
+FLUSH_ITEMS = 500
+FLUSH_SECONDS = 1.0
+
+_SCHEMA = [
+    """CREATE TABLE runs (
+        run_id TEXT PRIMARY KEY, status TEXT NOT NULL, started_at TEXT NOT NULL, completed_at TEXT,
+        passed INTEGER, yamleval_version TEXT, python_version TEXT, host TEXT, pid INTEGER,
+        config_files TEXT, config_hash TEXT, config_text TEXT, git_commit TEXT, git_dirty INTEGER,
+        plugin_versions TEXT, experiment_ids TEXT)""",
+    """CREATE TABLE experiments (
+        run_id TEXT NOT NULL, experiment_id TEXT NOT NULL, position INTEGER NOT NULL, label TEXT,
+        description TEXT, tags TEXT, runner TEXT, dataset TEXT, scorers TEXT, dataset_hash TEXT,
+        status TEXT NOT NULL, passed INTEGER, interrupted INTEGER, aborted TEXT, warnings TEXT,
+        started_at TEXT, completed_at TEXT, summary TEXT,
+        PRIMARY KEY (run_id, experiment_id))""",
+    """CREATE TABLE items (
+        run_id TEXT NOT NULL, experiment_id TEXT NOT NULL, item_id TEXT NOT NULL, position INTEGER NOT NULL,
+        status TEXT NOT NULL, label TEXT, input TEXT, expected TEXT, context TEXT, assertions TEXT,
+        item_metadata TEXT, output TEXT, error TEXT, latency_ms REAL, prompt_tokens INTEGER,
+        completion_tokens INTEGER, metadata TEXT, trace TEXT, scores TEXT,
+        PRIMARY KEY (run_id, experiment_id, item_id))""",
+    "CREATE INDEX runs_started ON runs (started_at)",
+]
+# MIGRATIONS[n] takes a database at version n to n + 1.
+MIGRATIONS: dict[int, list[str]] = {0: _SCHEMA}
+
+_dumps = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else _dumps(value)
+
+
+def _load(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _bool(value: int | None) -> bool | None:
+    return None if value is None else bool(value)
+
+
+def _score_row(s: ScoreResult) -> list:
+    return [s.scorer_id, s.status, s.score, s.passed, s.threshold, s.reason, s.error, s.metadata]
+
+
+def _item_row(run_id: str, experiment_id: str, r: ItemResult) -> tuple:
+    item, usage = r.item, r.usage
+    return (run_id, experiment_id, item.id, item.index, r.status, item.label, _json(item.input),
+            _json(item.expected), _json(item.context), _json(item.assertions), _json(item.metadata),
+            _json(r.output), r.error, r.latency_ms, usage.prompt_tokens if usage else None,
+            usage.completion_tokens if usage else None, _json(r.metadata), _json(r.trace),
+            _dumps([_score_row(s) for s in r.scores.values()]))
+
+
+def _item_from_row(row: sqlite3.Row) -> ItemResult:
+    item = Item(id=row["item_id"], index=row["position"], input=_load(row["input"]),
+                expected=_load(row["expected"]), context=_load(row["context"]),
+                assertions=_load(row["assertions"]), metadata=_load(row["item_metadata"]), label=row["label"])
+    usage = None if row["prompt_tokens"] is None else Usage(row["prompt_tokens"], row["completion_tokens"])
+    scores = {s[0]: ScoreResult(s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]) for s in json.loads(row["scores"])}
+    return ItemResult(item=item, status=row["status"], output=_load(row["output"]), error=row["error"],
+                      latency_ms=row["latency_ms"], usage=usage, scores=scores, metadata=_load(row["metadata"]),
+                      trace=_load(row["trace"]))
+
+
+def summary_to_json(s: Summary) -> str:
+    return _dumps({
+        "total": s.total, "completed": s.completed, "passed": s.passed, "failed": s.failed, "errored": s.errored,
+        "skipped": s.skipped, "mean_score": s.mean_score, "pass_rate": s.pass_rate, "duration_ms": s.duration_ms,
+        "latency_ms": [s.latency_ms.mean, s.latency_ms.p50, s.latency_ms.p95, s.latency_ms.max],
+        "tokens": [s.tokens.prompt_tokens, s.tokens.completion_tokens],
+        "scorers": [[x.id, x.name, x.threshold, x.mean, x.min, x.max, x.pass_rate, x.passed, x.failed, x.errored,
+                     x.skipped] for x in s.scorers.values()],
+        "criteria": [[c.type, c.min, c.actual, c.passed, c.severity, c.scorer, c.label] for c in s.criteria],
+    })
+
+
+def summary_from_json(text: str) -> Summary:
+    d = json.loads(text)
+    return Summary(
+        total=d["total"], completed=d["completed"], passed=d["passed"], failed=d["failed"], errored=d["errored"],
+        skipped=d["skipped"], mean_score=d["mean_score"], pass_rate=d["pass_rate"], duration_ms=d["duration_ms"],
+        latency_ms=LatencySummary(*d["latency_ms"]), tokens=Usage(*d["tokens"]),
+        scorers={x[0]: ScorerSummary(*x) for x in d["scorers"]},
+        criteria=tuple(CriterionResult(*c) for c in d["criteria"]),
+    )
+
+
+class Store:
+    """One results database. Not shared between threads at once: writes come from one place at a time."""
+
+    def __init__(self, path: str):
+        self.path = path
+        folder = os.path.dirname(os.path.abspath(path))
+        os.makedirs(folder, exist_ok=True)
+        try:
+            self.db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            self.db.row_factory = sqlite3.Row
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA busy_timeout=5000")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise UsageError(f"cannot open the results database {path}: {exc}") from None
+        self._pending: list[tuple] = []
+        self._flushed = time.monotonic()
+
+    def _migrate(self) -> None:
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise UsageError(f"{self.path} was written by a newer yamleval (schema {version}); upgrade yamleval")
+        while version < SCHEMA_VERSION:
+            with self.db:
+                self.db.execute("BEGIN")
+                for statement in MIGRATIONS[version]:
+                    self.db.execute(statement)
+                version += 1
+                self.db.execute(f"PRAGMA user_version = {version}")
+
+    def close(self) -> None:
+        self.flush()
+        self.db.close()
+
+    # -- writing -------------------------------------------------------------------------
+
+    def create_run(self, run: RunInfo, config_text: dict[str, str], plugin_versions: dict[str, str],
+                   experiment_ids: Sequence[str]) -> None:
+        with self.db:
+            self.db.execute("BEGIN")
+            self.db.execute(
+                "INSERT INTO runs (run_id, status, started_at, completed_at, passed, yamleval_version, python_version,"
+                " host, pid, config_files, config_hash, config_text, git_commit, git_dirty, plugin_versions,"
+                " experiment_ids) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (run.run_id, run.status, run.started_at, run.completed_at, run.passed, run.yamleval_version,
+                 run.python_version, run.host, os.getpid(), _dumps(list(run.config_files)), run.config_hash,
+                 _dumps(config_text), run.git_commit, run.git_dirty, _dumps(plugin_versions),
+                 _dumps(list(experiment_ids))))
+
+    def reopen_run(self, run_id: str) -> None:
+        with self.db:
+            self.db.execute("UPDATE runs SET status = 'running', completed_at = NULL, passed = NULL, pid = ?"
+                            " WHERE run_id = ?", (os.getpid(), run_id))
+
+    def start_experiment(self, run_id: str, position: int, experiment_id: str, label: str | None,
+                         dataset_hash: str, started_at: str) -> None:
+        with self.db:
+            self.db.execute(
+                "INSERT INTO experiments (run_id, experiment_id, position, label, dataset_hash, status, started_at)"
+                " VALUES (?, ?, ?, ?, ?, 'running', ?)"
+                " ON CONFLICT (run_id, experiment_id) DO UPDATE SET status = 'running'",
+                (run_id, experiment_id, position, label, dataset_hash, started_at))
+
+    def add_item(self, run_id: str, experiment_id: str, result: ItemResult) -> None:
+        """Queue one finished item; written in a batch within a second."""
+        self._pending.append(_item_row(run_id, experiment_id, result))
+        if len(self._pending) >= FLUSH_ITEMS or time.monotonic() - self._flushed >= FLUSH_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        self._flushed = time.monotonic()
+        if not self._pending:
+            return
+        rows, self._pending = self._pending, []
+        with self.db:
+            self.db.execute("BEGIN")
+            self.db.executemany(
+                "INSERT OR REPLACE INTO items (run_id, experiment_id, item_id, position, status, label, input,"
+                " expected, context, assertions, item_metadata, output, error, latency_ms, prompt_tokens,"
+                " completion_tokens, metadata, trace, scores) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+                " ?, ?, ?, ?)", rows)
+
+    def finish_experiment(self, run_id: str, result: ExperimentResult) -> None:
+        self.flush()
+        status = "interrupted" if result.interrupted else ("aborted" if result.aborted else "completed")
+        with self.db:
+            self.db.execute(
+                "UPDATE experiments SET status = ?, passed = ?, interrupted = ?, aborted = ?, warnings = ?,"
+                " completed_at = ?, summary = ?, description = ?, tags = ?, runner = ?, dataset = ?, scorers = ?,"
+                " started_at = ? WHERE run_id = ? AND experiment_id = ?",
+                (status, result.passed, result.interrupted, result.aborted, _dumps(list(result.warnings)),
+                 result.completed_at, summary_to_json(result.summary), result.description, _dumps(list(result.tags)),
+                 result.runner, result.dataset, _dumps(list(result.scorers)), result.started_at, run_id,
+                 result.experiment_id))
+
+    def finish_run(self, run_id: str, status: str, passed: bool | None, completed_at: str) -> None:
+        self.flush()
+        with self.db:
+            self.db.execute("UPDATE runs SET status = ?, passed = ?, completed_at = ? WHERE run_id = ?",
+                            (status, passed, completed_at, run_id))
+
+    # -- reading -------------------------------------------------------------------------
+
+    def _run_info(self, row: sqlite3.Row) -> RunInfo:
+        status = row["status"]
+        if status == "running" and not _alive(row["pid"], row["host"]):
+            status = "crashed"
+        return RunInfo(run_id=row["run_id"], status=status, started_at=row["started_at"],
+                       completed_at=row["completed_at"], passed=_bool(row["passed"]),
+                       yamleval_version=row["yamleval_version"], python_version=row["python_version"],
+                       host=row["host"], config_files=tuple(json.loads(row["config_files"])),
+                       config_hash=row["config_hash"], git_commit=row["git_commit"], git_dirty=_bool(row["git_dirty"]))
+
+    def runs(self, limit: int = 20) -> list[RunInfo]:
+        rows = self.db.execute("SELECT * FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?", (limit,))
+        return [self._run_info(row) for row in rows]
+
+    def find_run(self, ref: str) -> RunInfo:
+        """A run by id, unique id prefix, or ``latest``."""
+        if ref == "latest":
+            found = self.runs(1)
+            if not found:
+                raise UsageError(f"no runs stored in {self.path} yet")
+            return found[0]
+        rows = self.db.execute("SELECT * FROM runs WHERE run_id LIKE ? ESCAPE '\\' ORDER BY started_at DESC",
+                               (ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%",)).fetchall()
+        exact = [r for r in rows if r["run_id"] == ref]
+        if exact or len(rows) == 1:
+            return self._run_info((exact or rows)[0])
+        if not rows:
+            raise UsageError(f"no run '{ref}' in {self.path} (see `yamleval runs`)")
+        raise UsageError(f"'{ref}' matches {len(rows)} runs; give more of the id")
+
+    def run_detail(self, run_id: str, key: str) -> Any:
+        """A JSON column of a run: ``config_text``, ``plugin_versions`` or ``experiment_ids``."""
+        row = self.db.execute(f"SELECT {key} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return _load(row[0]) if row else None
+
+    def experiment_rows(self, run_id: str) -> list[sqlite3.Row]:
+        return self.db.execute("SELECT * FROM experiments WHERE run_id = ? ORDER BY position", (run_id,)).fetchall()
+
+    def items(self, run_id: str, experiment_id: str) -> Iterator[ItemResult]:
+        rows = self.db.execute("SELECT * FROM items WHERE run_id = ? AND experiment_id = ? ORDER BY position",
+                               (run_id, experiment_id))
+        return (_item_from_row(row) for row in rows)
+
+    def results(self, run_id: str) -> list[ExperimentResult]:
+        """The stored experiments of a run with their items, as reports render them."""
+        out = []
+        for row in self.experiment_rows(run_id):
+            if row["summary"] is None:
+                continue
+            out.append(ExperimentResult(
+                experiment_id=row["experiment_id"], label=row["label"], passed=bool(row["passed"]),
+                summary=summary_from_json(row["summary"]), items=list(self.items(run_id, row["experiment_id"])),
+                started_at=row["started_at"], completed_at=row["completed_at"], interrupted=bool(row["interrupted"]),
+                warnings=tuple(json.loads(row["warnings"] or "[]")), aborted=row["aborted"],
+                description=row["description"], tags=tuple(json.loads(row["tags"] or "[]")), runner=row["runner"],
+                dataset=row["dataset"], scorers=tuple(json.loads(row["scorers"] or "[]"))))
+        return out
+
+
+def _alive(pid: int | None, host: str | None) -> bool:
+    """Whether the process that writes a run still runs (only knowable on the same host)."""
+    import socket
+
+    if pid is None or host != socket.gethostname():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
