@@ -130,6 +130,7 @@ if __name__ == "__main__":
 
 CONFIG = '''\
 version: 1
+reports: {formats: [json]}   # the same JSON the loop writes; every item is also stored in SQLite
 experiments:
   - id: %(id)s
     dataset: {file: %(file)s}

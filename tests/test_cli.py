@@ -156,7 +156,8 @@ def test_second_interrupt_stops_waiting(write_config, tmp_path):
 
 
 def test_main_job_from_the_repository_root(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "yamleval", "run", "evals.yaml", "--report-dir", str(tmp_path)],
+    done = subprocess.run([sys.executable, "-m", "yamleval", "run", "evals.yaml", "--report-dir", str(tmp_path),
+                           "--store", str(tmp_path / "results.db")],
                           cwd=ROOT, capture_output=True, text=True, env=cli_env(), timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads((tmp_path / "results.json").read_text())
