@@ -1,0 +1,113 @@
+"""GitHub Actions: the job summary and ``::error``/``::warning`` annotations.
+
+Pure functions over the results; the command line prints and writes what they give.
+
+Annotation levels follow what decides the verdict. Failed error-severity
+criteria, aborted experiments and errored items are errors: each of them fails
+its experiment. Failed warn criteria and interrupted runs are warnings. A failed
+item is an error only in an experiment without pass criteria, where any failed
+item fails it; with criteria the verdict is the criteria's, so a failed item is
+a warning that points at a cause. GitHub shows at most 10 annotations of each
+level per step, so the most important come first and a notice tells how many
+were left out.
+"""
+from __future__ import annotations
+
+import os
+from typing import Callable, Iterable, Iterator, Mapping
+
+from yamleval.reporting.junit import as_text, criterion_message, criterion_name, item_message, one_line
+from yamleval.types import ExperimentResult, ItemResult
+
+PER_KIND = 10  # GitHub keeps 10 errors, 10 warnings and 10 notices per step
+MESSAGE_LIMIT = 1000
+TITLE_LIMIT = 200
+
+
+def in_actions(environ: Mapping[str, str] | None = None) -> bool:
+    """True inside a GitHub Actions job."""
+    return (os.environ if environ is None else environ).get("GITHUB_ACTIONS") == "true"
+
+
+def append_step_summary(markdown: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """Append ``markdown`` to the file named by ``GITHUB_STEP_SUMMARY``; its path, or None when unset."""
+    path = (os.environ if environ is None else environ).get("GITHUB_STEP_SUMMARY")
+    if not path:
+        return None
+    with open(path, "a", encoding="utf-8", newline="\n") as out:
+        out.write(markdown if markdown.endswith("\n") else markdown + "\n")
+    return path
+
+
+def escape_data(text: str) -> str:
+    """A workflow command's message: ``%``, CR and LF percent-encoded (``%`` first)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """A workflow command's property value: as a message, plus ``:`` and ``,``."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def command(kind: str, message: str, title: str | None = None) -> str:
+    """One workflow command line, e.g. ``::error title=T::M``."""
+    properties = f" title={escape_property(one_line(title, TITLE_LIMIT))}" if title else ""
+    return f"::{kind}{properties}::{escape_data(message)}"
+
+
+def _experiment_problems(result: ExperimentResult) -> Iterator[tuple[str, str, str]]:
+    """(kind, title, message) for the experiment itself and its failed criteria."""
+    name, s = result.experiment_id, result.summary
+    if result.aborted:
+        yield "error", f"yamleval: {name} stopped", one_line(result.aborted, MESSAGE_LIMIT)
+    if result.interrupted:
+        yield "warning", f"yamleval: {name} interrupted", f"interrupted after {s.completed} of {s.total} items"
+    if s.errored:
+        yield ("error", f"yamleval: {name}",
+               f"{s.errored} of {s.total} items errored; an errored item fails the experiment")
+    for c in s.criteria:
+        if not c.passed:
+            warn = c.severity == "warn"
+            yield ("warning" if warn else "error", f"yamleval: {name} › {criterion_name(c)}",
+                   criterion_message(c) + (" (severity warn, not fatal)" if warn else ""))
+
+
+def _item_problem(result: ExperimentResult, item: ItemResult) -> tuple[str, str]:
+    """(title, message) for a failed or errored item."""
+    message = one_line(item_message(item), MESSAGE_LIMIT)
+    if item.output is not None:
+        message += "\noutput: " + one_line(as_text(item.output, indent=None), 300)
+    return f"yamleval: {result.experiment_id} › {item.item.id} {item.status}", message
+
+
+def annotations(results: Iterable[ExperimentResult]) -> list[str]:
+    """Workflow commands for the problems in ``results``: experiments and criteria
+    first, then items in dataset order; at most 10 errors and 10 warnings, then one
+    notice if some were left out."""
+    results = list(results)
+    lines: list[str] = []
+    shown = {"error": 0, "warning": 0}
+    left_out = {"error": 0, "warning": 0}
+
+    def add(kind: str, make: Callable[[], tuple[str, str]]) -> None:
+        if shown[kind] < PER_KIND:
+            shown[kind] += 1
+            title, message = make()
+            lines.append(command(kind, message, title))
+        else:  # counted without being formatted: a large run may have many
+            left_out[kind] += 1
+
+    for result in results:
+        for kind, title, message in _experiment_problems(result):
+            add(kind, lambda t=title, m=message: (t, m))
+    for result in results:
+        failed_kind = "warning" if result.summary.criteria else "error"
+        for item in result.items:
+            if item.status in ("error", "failed"):
+                add("error" if item.status == "error" else failed_kind,
+                    lambda r=result, i=item: _item_problem(r, i))
+    if left_out["error"] or left_out["warning"]:
+        counts = " and ".join(f"{n} more {kind}{'s' if n != 1 else ''}" for kind, n in left_out.items() if n)
+        lines.append(command("notice", f"{counts} not shown (GitHub shows 10 of each per step); "
+                                       "see the job summary and the reports", "yamleval"))
+    return lines

@@ -1,0 +1,183 @@
+"""``summary.md``: a short Markdown summary of the run, for a CI job summary.
+
+A verdict line, then per experiment a table of counts and statistics, the pass
+criteria and the worst items. Model text is escaped so that it stays inside
+its table cell and can neither open HTML nor format Markdown. The whole text
+stays under GitHub's 1 MiB limit for a step summary.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from typing import Iterable, Sequence
+
+from yamleval.reporting.junit import as_text, clean_text, criterion_message, criterion_name, item_message
+from yamleval.types import ExperimentResult, ItemResult, RunInfo
+
+MAX_BYTES = 1024 * 1024  # GitHub refuses a bigger step summary
+WORST_ITEMS = 10
+CELL_LIMIT = 120  # characters of model text in one table cell
+
+_RANK = {"error": 0, "failed": 1, "passed": 2}
+# HTML-significant characters and the cell separator as entities; what would start
+# emphasis, links, images, strike-through, math or a heading backslash-escaped
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "&#124;", "`": "&#96;"}
+_MARKDOWN = re.compile(r"([\\*_\[\]~!$#])")
+_NEWLINES = re.compile(r"\r\n|\r|\n")
+_SPACES = re.compile(r"[ \t\f\v]+")
+
+
+def escape(text: str) -> str:
+    """``text`` safe in a Markdown table cell: no HTML, no formatting, no line break
+    except the ``<br>`` it puts in place of newlines."""
+    text = _MARKDOWN.sub(r"\\\1", text)
+    text = "".join(_ENTITIES.get(ch, ch) for ch in text)
+    return _NEWLINES.sub("<br>", text)
+
+
+def shorten(value: object, limit: int = CELL_LIMIT) -> str:
+    """A value as one short escaped cell: cleaned, blank runs collapsed, cut to ``limit`` characters."""
+    if value is None:
+        return ""
+    text = clean_text(as_text(value, indent=None), limit * 4)
+    text = _SPACES.sub(" ", text).strip()
+    text = _NEWLINES.sub("\n", text)
+    if len(text) > limit:
+        text = text[:limit - 1].rstrip() + "…"
+    # at most three lines per cell, so one item cannot stretch the table
+    lines = text.split("\n")
+    if len(lines) > 3:
+        text = "\n".join(lines[:3]) + " …"
+    return escape(text)
+
+
+def _number(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{value * 100:.1f}%"
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.0f} ms" if value >= 10 else f"{value:.2f} ms"
+
+
+def _verdict(result: ExperimentResult) -> tuple[str, str]:
+    if result.aborted:
+        return "❌", "stopped (dataset error)"
+    if result.interrupted:
+        return "⏹️", "interrupted"
+    return ("✅", "passed") if result.passed else ("❌", "failed")
+
+
+def _headline(run: RunInfo, results: Sequence[ExperimentResult]) -> list[str]:
+    failed = sum(not r.passed for r in results)
+    total = len(results)
+    if run.status == "interrupted":
+        line = f"## ⏹️ yamleval: interrupted — {total - failed} of {total} experiments passed"
+    elif run.status == "crashed":
+        line = "## ❌ yamleval: the run crashed"
+    elif failed:
+        line = f"## ❌ yamleval: {failed} of {total} experiment{'s' if total != 1 else ''} failed"
+    else:
+        line = f"## ✅ yamleval: {'all ' if total > 1 else ''}{total} experiment{'s' if total != 1 else ''} passed"
+    facts = [f"run {escape(run.run_id)}"]
+    if run.git_commit:
+        facts.append(f"commit {escape(run.git_commit[:12])}" + (" (dirty)" if run.git_dirty else ""))
+    facts.append(f"started {escape(run.started_at)}")
+    if run.yamleval_version:
+        facts.append(f"yamleval {escape(run.yamleval_version)}")
+    return [line, "", " · ".join(facts), ""]
+
+
+def _statistics(result: ExperimentResult) -> list[str]:
+    s = result.summary
+    tokens = "–" if not s.tokens.total_tokens else (
+        f"{s.tokens.total_tokens} ({s.tokens.prompt_tokens} prompt, {s.tokens.completion_tokens} completion)")
+    return ["| items | passed | failed | errored | skipped | pass rate | mean score | p95 latency | tokens "
+            "| duration |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            f"| {s.total} | {s.passed} | {s.failed} | {s.errored} | {s.skipped} | {_percent(s.pass_rate)} | "
+            f"{_number(s.mean_score)} | {_ms(s.latency_ms.p95)} | {tokens} | {s.duration_ms / 1000:.2f} s |", ""]
+
+
+def _criteria(result: ExperimentResult) -> list[str]:
+    if not result.summary.criteria:
+        return []
+    lines = ["| | criterion | actual | min | severity |", "|:---:|---|---:|---:|---|"]
+    for c in result.summary.criteria:
+        mark = "✅" if c.passed else ("⚠️" if c.severity == "warn" else "❌")
+        lines.append(f"| {mark} | {escape(criterion_name(c))} | {_number(c.actual)} | {c.min:g} | {c.severity} |")
+    return lines + [""]
+
+
+def _mean_score(result: ItemResult) -> float:
+    scores = [s.score for s in result.scores.values() if s.score is not None]
+    return sum(scores) / len(scores) if scores else 1.0
+
+
+def worst_items(result: ExperimentResult, limit: int = WORST_ITEMS) -> list[ItemResult]:
+    """Errored items, then failed ones, then passed items that scored below 1; lowest
+    scores first within each, dataset order on ties."""
+    candidates = [r for r in result.items
+                  if r.status in ("error", "failed") or (r.status == "passed" and _mean_score(r) < 1.0)]
+    candidates.sort(key=lambda r: (_RANK[r.status], _mean_score(r), r.item.index))
+    return candidates[:limit]
+
+
+def _items(result: ExperimentResult) -> list[str]:
+    shown = worst_items(result)
+    if not shown:
+        return []
+    lines = ["**Worst items**", "",
+             "| item | status | why | input | output | expected |", "|---|---|---|---|---|---|"]
+    for r in shown:
+        why = item_message(r) if r.status != "passed" else ", ".join(
+            f"{sid} {_number(s.score)}" for sid, s in r.scores.items() if s.score is not None)
+        lines.append(f"| {shorten(r.item.id, 60)} | {r.status} | {shorten(why)} | {shorten(r.item.input)} | "
+                     f"{shorten(r.output)} | {shorten(r.item.expected)} |")
+    hidden = result.summary.failed + result.summary.errored - sum(r.status != "passed" for r in shown)
+    if hidden > 0:
+        lines += ["", f"{hidden} more failed or errored item{'s' if hidden != 1 else ''} in the full report."]
+    return lines + [""]
+
+
+def _experiment(result: ExperimentResult) -> list[str]:
+    mark, verdict = _verdict(result)
+    title = escape(result.experiment_id) + (f" — {escape(result.label)}" if result.label else "")
+    lines = [f"### {mark} {title}: {verdict}", ""]
+    if result.aborted:
+        lines += [f"Stopped early: {shorten(result.aborted, 500)}", ""]
+    lines += _statistics(result) + _criteria(result) + _items(result)
+    lines += [f"- warning: {shorten(w, 500)}" for w in result.warnings]
+    return lines + ([""] if result.warnings else [])
+
+
+def render(run: RunInfo, results: Iterable[ExperimentResult], limit: int = MAX_BYTES) -> str:
+    """The summary as Markdown, at most ``limit`` bytes of UTF-8."""
+    results = list(results)
+    note = "\n> ⚠️ This summary was cut to stay under GitHub's 1 MiB limit; the full results are in the reports.\n"
+    budget = limit - len(note.encode("utf-8"))
+    out: list[str] = []
+    size = 0
+    blocks = itertools.chain([_headline(run, results)], (_experiment(r) for r in results))
+    for line in itertools.chain.from_iterable(blocks):
+        size += len(line.encode("utf-8")) + 1
+        if size > budget:  # cut at a line: a table row is never split
+            return "\n".join(out).rstrip("\n") + "\n" + note
+        out.append(line)
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def write(path: str, run: RunInfo, results: Sequence[ExperimentResult]) -> str:
+    """Write the summary to ``path`` atomically (a temporary file renamed over it)."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    temporary = f"{path}.tmp-{os.getpid()}"
+    with open(temporary, "w", encoding="utf-8", newline="\n") as out:
+        out.write(render(run, results))
+    os.replace(temporary, path)
+    return path
