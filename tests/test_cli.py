@@ -180,3 +180,28 @@ def test_main_job_from_the_repository_root(tmp_path):
     assert set(next(iter(item["scores"].values()))) >= {"score", "status", "threshold", "passed", "reason"}
     partly_failing = [e for e in report["experiments"] if e["passed"] and e["summary"]["failed"]]
     assert partly_failing, "the demo shows an experiment that passes its criteria with failing items"
+
+
+def test_no_secret_in_any_artefact(write_config, tmp_path):
+    secret = "sk-test-7f3a9c1b2d"
+    write_config("""
+        models:
+          judge: {model: small, api_key: "${API_KEY}", base_url: "http://127.0.0.1:9/v1"}
+        experiments:
+          - id: e
+            description: "key is ${API_KEY}"
+            dataset: {items: [{input: hello, expected: hello}, {input: bye, expected: hello}]}
+            runner: echo
+            scorers: [exact_match]
+    """)
+    summary = tmp_path / "step-summary.md"
+    done = run_cli("run", cwd=tmp_path, API_KEY=secret, GITHUB_ACTIONS="true", GITHUB_STEP_SUMMARY=str(summary))
+    assert done.returncode == 1, done.stderr
+    artefacts = [tmp_path / "reports" / name for name in ("report.html", "junit.xml", "results.json", "summary.md")]
+    artefacts += [summary, *sorted((tmp_path / ".yamleval").iterdir())]
+    for path in artefacts:
+        assert path.exists(), path
+        assert secret.encode() not in path.read_bytes(), path
+    assert secret not in done.stdout + done.stderr
+    assert "::error" in done.stdout, "failing items are annotated inside GitHub Actions"
+    assert "❌" in summary.read_text() or "FAILED" in summary.read_text()

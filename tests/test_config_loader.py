@@ -71,12 +71,13 @@ def test_env_vars_and_defaults(write_config):
           - id: e
             label: "${LABEL:-fallback}"
             dataset: {items: [{input: "${WHO}"}]}
-            runner: {uses: echo, with: {output: "$${NOT_A_VAR}"}}
+            runner: {uses: echo, with: {output: "${WHO} ${MOOD:-happy} $${NOT_A_VAR}"}}
     """)
     [experiment] = load_project([path], environ={"WHO": "world"}).experiments
-    assert experiment.label == "fallback"
-    assert experiment.dataset.items[0]["input"] == "world"
-    assert experiment.runner.with_["output"] == "${NOT_A_VAR}"
+    assert experiment.runner.with_["output"] == "world happy ${NOT_A_VAR}"
+    # what reports show stays as written, and dataset items are data: never expanded
+    assert experiment.label == "${LABEL:-fallback}"
+    assert experiment.dataset.items[0]["input"] == "${WHO}"
     with pytest.raises(ConfigError) as caught:
         load_project([path], environ={})
     assert "environment variable WHO is not set" in caught.value.format_message()

@@ -170,6 +170,6 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
         passed=criteria.verdict(summary, bool(experiment.pass_criteria)) and not interrupted and aborted is None,
         summary=summary, items=finished, started_at=started_at, completed_at=_now(),
         interrupted=interrupted, warnings=tuple(warnings), aborted=aborted,
-        description=experiment.description, tags=experiment.tags, runner=experiment.runner.uses,
-        dataset=experiment.dataset.describe(), scorers=tuple(s.plugin.uses for s in experiment.scorers),
+        description=experiment.description, tags=experiment.tags, runner=experiment.runner.written(),
+        dataset=experiment.dataset.describe(), scorers=tuple(s.plugin.written() for s in experiment.scorers),
     )

@@ -70,6 +70,8 @@ def expand(data: Any, source: SourceMap, environ: Mapping[str, str], path: tuple
         if isinstance(value, dict):
             return {k: walk(v, at + (k,)) for k, v in value.items()}
         if isinstance(value, list):
+            if at[-2:] == ("dataset", "items"):
+                return value  # inline items are data, reported as written: never expanded
             return [walk(v, at + (i,)) for i, v in enumerate(value)]
         return value
 

@@ -28,6 +28,12 @@ class PluginSpec:
         return self.source.error(self.path + sub, message, key=key, hint=hint,
                                  context=context or experiment_context(self.source, self.path))
 
+    def written(self) -> str:
+        """The reference as written in the file (``${VAR}`` unexpanded), for reports."""
+        raw = self.source.raw_value(self.path, self.uses)
+        raw = raw.get("uses", self.uses) if isinstance(raw, dict) else raw
+        return raw if isinstance(raw, str) else self.uses
+
 
 def experiment_context(source: SourceMap, path: Path) -> str | None:
     """``experiment 'x'`` for a path inside an experiment, read from the file as written."""
@@ -78,10 +84,11 @@ class DatasetSpec:
     def describe(self) -> str:
         """What the dataset is, in a few words, for reports."""
         if self.file:
-            return self.file
+            written = self.source.raw_value(self.path + ("file",), self.file)
+            return written if isinstance(written, str) else self.file
         if self.items is not None:
             return f"{len(self.items)} inline items"
-        return self.plugin.uses if self.plugin else f"registered dataset '{self.name}'"
+        return self.plugin.written() if self.plugin else f"registered dataset '{self.name}'"
 
     def context(self) -> str | None:
         """``experiment 'x'``, for messages about this dataset."""
@@ -173,9 +180,10 @@ def build_experiment(data: Mapping[str, Any], raw: Mapping[str, Any], path: Path
             for c in data.get("pass_criteria") or []
         ),
         path=path, source=source, base_dir=base_dir,
-        label=data.get("label"), description=data.get("description"),
-        tags=tuple(dict.fromkeys(t.strip() for t in data.get("tags") or [] if t.strip())),
-        metadata=data.get("metadata"),
+        # what reports show comes from the text as written, so no ${VAR} value reaches them
+        label=raw.get("label"), description=raw.get("description"),
+        tags=tuple(dict.fromkeys(t.strip() for t in raw.get("tags") or [] if t.strip())),
+        metadata=raw.get("metadata"),
         vars={**project_vars, **(data.get("vars") or {})},
         concurrency=settings["concurrency"], timeout=float(settings["timeout"]), retries=settings["retries"],
         raw=raw,
