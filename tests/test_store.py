@@ -134,19 +134,23 @@ def test_run_records_provenance_and_no_secret(write_config, tmp_path):
 def test_report_rerenders_byte_identically(write_config, tmp_path):
     write_config("""
         store: r.db
-        reports: {dir: out, formats: [json]}
+        reports: {dir: out}
         experiments:
           - id: e
-            dataset: {items: [{input: a, expected: a}, {input: b, expected: c, label: tricky}]}
+            dataset:
+              items:
+                - {input: a, expected: a, metadata: {when: 2024-05-01, 7: seven}}
+                - {input: b, expected: c, label: tricky}
             runner: fixture_plugins.behaviours:with_usage
             scorers: [exact_match, {uses: levenshtein, threshold: 0.5}]
             pass_criteria: [{type: mean_score, min: 0.1, severity: warn}]
     """)
     assert run_cli("run", "-q", cwd=tmp_path).returncode == 0  # the only criterion is a warning
-    again = run_cli("report", "latest", "--store", "r.db", "--format", "json", "--report-dir", "again",
-                    cwd=tmp_path)
+    again = run_cli("report", "latest", "--store", "r.db", "--format", "json,junit,markdown,html",
+                    "--report-dir", "again", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
-    assert (tmp_path / "again" / "results.json").read_bytes() == (tmp_path / "out" / "results.json").read_bytes()
+    for name in ("results.json", "junit.xml", "summary.md", "report.html"):
+        assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "out" / name).read_bytes(), name
 
 
 def test_compare_lists_flips_and_fails_on_regression(write_config, tmp_path):

@@ -8,7 +8,7 @@ import os
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from yamleval.config.model import DatasetSpec
-from yamleval.datasets.files import Row, detect_format, read_rows
+from yamleval.datasets.files import Row, detect_format, plain, read_rows
 from yamleval.errors import ConfigError, Location, display_path
 from yamleval.types import Item
 
@@ -113,12 +113,13 @@ def _plugin_rows(result: Any, spec: DatasetSpec) -> Iterator[Row]:
                          "(list or generator) of items", sub=at[-1:])
     text = spec.source.line_text(where.line)
     for index, row in enumerate(result):
-        yield Row(row, where, text, what=f"item {index + 1} from the dataset plugin")
+        yield Row(row if isinstance(row, Item) else plain(row), where, text,
+                  what=f"item {index + 1} from the dataset plugin")
 
 
 def _inline_row(spec: DatasetSpec, index: int, value: Any) -> Row:
     path = spec.path + ("items", index)
-    return Row(value, spec.source.locate(path), None, spec.source, path)
+    return Row(plain(value), spec.source.locate(path), None, spec.source, path)
 
 
 def _missing_file_hint(spec: DatasetSpec, path: str) -> str:

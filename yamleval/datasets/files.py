@@ -37,6 +37,14 @@ class Row(NamedTuple):
         return ConfigError(message, self.where, hint=hint, source_line=shown)
 
 
+def plain(value: Any) -> Any:
+    """``value`` as JSON would give it back (YAML dates become text, keys become strings),
+    so an item reads the same in this run and when the stored run is read again."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return json.loads(json.dumps(value, default=str))
+
+
 def detect_format(path: str, given: str | None) -> str | None:
     return given or FORMATS.get(os.path.splitext(path)[1].lower())
 
@@ -99,7 +107,7 @@ def _yaml(path: str, shown: str) -> Iterator[Row]:
     if not isinstance(data, list):
         raise source.error((), "a YAML dataset must be a list of mappings")
     for index, value in enumerate(data):
-        yield Row(value, source.locate((index,)), None, source, (index,))
+        yield Row(plain(value), source.locate((index,)), None, source, (index,))
 
 
 def _line_at(path: str, number: int) -> str | None:
