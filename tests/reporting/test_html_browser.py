@@ -1,0 +1,241 @@
+"""report.html in a real browser: Debian's chromium, driven by playwright, opening the file from disk.
+
+Without playwright or /usr/bin/chromium these tests fail when ``CI`` is set and skip otherwise.
+"""
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+import yamleval
+from yamleval.reporting import html
+from yamleval.types import RunInfo
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+LOCAL = ("file:", "data:", "about:")
+HOSTILE = '<script>window.__pwned=1</script> and <img src=x onerror="window.__pwned=1">'
+LONG_EXPECTED = " ".join(f"sentence {n} of a long expected answer." for n in range(120))
+ITEMS = 150
+
+
+def dataset() -> list[dict]:
+    """150 items: every third answer is off by a few words, one has no expected value, one
+    answers with markup, one has a long expected text and one a word to search for."""
+    rows = []
+    for n in range(ITEMS):
+        expected = f"Shipping to zone {n} takes 3 to 5 business days."
+        reply = expected if n % 3 else f"Shipping to zone {n} takes about 7 business days."
+        rows.append({"id": f"q{n:03d}", "input": f"How long does shipping to zone {n} take?",
+                     "expected": expected, "reply": reply})
+    del rows[4]["expected"]
+    rows[7]["reply"] = HOSTILE
+    rows[10].update(expected=LONG_EXPECTED, reply=LONG_EXPECTED.replace("sentence 60 of", "line 60 in"))
+    rows[11]["input"] = "Is there a zebra-needle in the haystack?"
+    return rows
+
+
+CONFIG = """
+    experiments:
+      - id: shipping
+        label: Shipping answers
+        dataset: {file: shipping.jsonl, fields: {context: reply}}
+        runner: {uses: echo, with: {output: "{{ item.context }}"}}
+        scorers: [exact_match, {uses: levenshtein, threshold: 0.9}]
+      - id: crashes
+        label: Crashing runner
+        dataset: {items: [{id: fine, input: ok, expected: ok}, {id: boom, input: raise, expected: x}]}
+        runner: fixture_plugins.behaviours:per_item
+        scorers: [exact_match]
+"""
+
+
+@pytest.fixture(scope="module")
+def browser():
+    problem = None
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        problem = "the playwright package is missing: pip install '.[test]'"
+    if problem is None and not os.access(CHROMIUM, os.X_OK):
+        problem = f"{CHROMIUM} is missing: apt-get install chromium"
+    if problem is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"browser tests cannot run: {problem}", pytrace=False)
+        pytest.skip(problem)
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("html-report")
+    with open(folder / "shipping.jsonl", "w", encoding="utf-8") as out:
+        out.writelines(json.dumps(row) + "\n" for row in dataset())
+    (folder / "evals.yaml").write_text(textwrap.dedent(CONFIG), encoding="utf-8")
+    results = [yamleval.run_experiment(e) for e in yamleval.load_experiments(folder / "evals.yaml")]
+    run = RunInfo(run_id="browser-run", status="completed", started_at="2026-01-01T00:00:00.000Z")
+    path = html.write(str(folder / "report.html"), run, results)
+    return path, results
+
+
+@dataclass
+class Page:
+    """An open report, with every request that left the file and every error the page logged."""
+
+    page: Any
+    remote: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def section(self, number: int = 0):
+        return self.page.locator(f"#exp-{number}")
+
+    def rows(self, number: int = 0):
+        return self.section(number).locator("tbody tr.row")
+
+    def verdicts(self, number: int = 0) -> list[str]:
+        return self.rows(number).locator("td:nth-child(3) .pill").all_inner_texts()
+
+    def search(self, text: str, number: int = 0) -> None:
+        box = self.section(number).locator("input.search")
+        box.fill(text)
+        box.press("Enter")
+
+    def assert_quiet(self) -> None:
+        assert self.remote == [], f"the page made network requests: {self.remote}"
+        assert self.problems == [], f"the page logged errors: {self.problems}"
+
+
+@pytest.fixture
+def opened(browser, report):
+    path, _ = report
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = Page(context.new_page())
+    page.page.on("request", lambda r: None if r.url.startswith(LOCAL) else page.remote.append(r.url))
+    page.page.on("console", lambda m: page.problems.append(m.text) if m.type == "error" else None)
+    page.page.on("pageerror", lambda e: page.problems.append(str(e)))
+    page.page.goto("file://" + os.path.abspath(path))
+    page.page.wait_for_selector("html[data-ready=true]")
+    yield page
+    context.close()
+
+
+def test_rows_render_with_the_right_counts(opened, report):
+    _, results = report
+    summary = results[0].summary
+    section = opened.section()
+    assert opened.rows().count() == 100
+    assert section.locator(".showing").inner_text() == f"Showing 1–100 of {ITEMS} items"
+    counts = {s: section.locator(f"[data-count={s}]").inner_text() for s in ("passed", "failed", "error", "skipped")}
+    assert counts == {"passed": str(summary.passed), "failed": str(summary.failed), "error": "0", "skipped": "1"}
+    assert summary.failed == 52 and summary.skipped == 1  # every third item, the markup and the long one
+    assert section.locator(".page-of").inner_text() == "Page 1 of 2"
+    section.locator("button[data-page=next]").click()
+    assert opened.rows().count() == ITEMS - 100
+    assert opened.rows().first.locator("td.idx").inner_text().strip() == "101"
+    assert opened.verdicts(1) == ["pass", "error"]
+    assert opened.rows(1).nth(1).locator("td:nth-child(4)").inner_text() == "runner raised RuntimeError: boom on purpose"
+    opened.assert_quiet()
+
+
+def test_status_filter_and_search_change_the_visible_rows(opened, report):
+    _, results = report
+    summary = results[0].summary
+    section = opened.section()
+    section.locator("input[data-status=passed]").uncheck()
+    assert opened.rows().count() == summary.failed + summary.skipped
+    assert set(opened.verdicts()) == {"fail", "skipped"}
+    section.locator("input[data-status=failed]").uncheck()
+    assert opened.verdicts() == ["skipped"]
+    section.locator("input[data-status=passed]").check()
+    section.locator("input[data-status=failed]").check()
+
+    opened.search("ZEBRA-needle")
+    assert opened.rows().count() == 1
+    assert opened.rows().first.locator("td:nth-child(2)").inner_text() == "Is there a zebra-needle in the haystack?"
+    assert section.locator("[data-count=passed]").inner_text() == "1"
+    assert section.locator("[data-count=failed]").inner_text() == "0"
+    opened.search("about 7 business")  # in outputs only
+    assert opened.rows().count() == ITEMS // 3
+    opened.search("no item says this")
+    assert opened.rows().count() == 0
+    assert section.locator("td.empty").inner_text() == "No items match the filters."
+    opened.search("")
+    assert opened.rows().count() == 100
+    opened.assert_quiet()
+
+
+def test_sorting_by_a_column(opened):
+    section = opened.section()
+    section.locator("th[data-sort=index] button").click()  # already ascending: now descending
+    assert opened.rows().first.locator("td.idx").inner_text().strip() == str(ITEMS)
+    section.locator("th[data-sort=status] button").click()
+    assert opened.verdicts()[:3] == ["fail", "fail", "fail"]
+    assert section.locator("th[data-sort=status]").get_attribute("aria-sort") == "ascending"
+    section.locator("th[data-sort='score:1'] button").click()
+    first = opened.rows().first.locator("td.score").nth(1).inner_text()
+    assert first.startswith("0.")
+    opened.assert_quiet()
+
+
+def test_expanding_a_row_shows_the_full_text_and_the_diff(opened):
+    section = opened.section()
+    long_row = opened.rows().nth(10)
+    assert len(long_row.locator("td:nth-child(5)").inner_text()) < 300  # truncated in the table
+    long_row.click()
+    assert long_row.get_attribute("aria-expanded") == "true"
+    detail = section.locator("tr.detail")
+    assert detail.count() == 1
+    assert LONG_EXPECTED in detail.locator("pre").all_inner_texts()
+    assert detail.locator(".diff del").all_inner_texts() == ["sentence 60 of "]
+    assert detail.locator(".diff ins").all_inner_texts() == ["line 60 in "]
+    long_row.click()
+    assert section.locator("tr.detail").count() == 0
+
+    # by keyboard: focus a row, Enter opens it, arrows move, Escape closes
+    row = opened.rows().nth(3)
+    row.focus()
+    opened.page.keyboard.press("Enter")
+    detail = section.locator("tr.detail")
+    assert detail.count() == 1 and row.get_attribute("aria-expanded") == "true"
+    assert detail.locator(".diff del").all_inner_texts() == ["3 to 5 "]
+    assert detail.locator(".diff ins").all_inner_texts() == ["about 7 "]
+    opened.page.keyboard.press("ArrowDown")
+    assert opened.page.evaluate("document.activeElement.querySelector('td.idx').textContent") == "5"
+    opened.page.keyboard.press("ArrowUp")
+    opened.page.keyboard.press("Escape")
+    assert section.locator("tr.detail").count() == 0 and row.get_attribute("aria-expanded") == "false"
+    opened.assert_quiet()
+
+
+def test_model_markup_renders_as_text(opened):
+    section = opened.section()
+    row = opened.rows().nth(7)
+    assert row.locator("td:nth-child(4)").inner_text() == HOSTILE
+    row.focus()
+    opened.page.keyboard.press("Enter")
+    assert HOSTILE in section.locator("tr.detail pre").all_inner_texts()
+    assert opened.page.evaluate("window.__pwned") is None
+    assert opened.page.evaluate("document.querySelectorAll('main img, main script, main iframe').length") == 0
+    opened.assert_quiet()
+
+
+def test_the_page_makes_no_network_request(opened):
+    page = opened.page
+    page.keyboard.press("/")
+    assert page.evaluate("document.activeElement.classList.contains('search')")
+    opened.search("zone 1")
+    opened.rows().first.click()
+    page.locator("a[href='#exp-1']").click()
+    opened.section().locator(".pager select").select_option("25")
+    assert opened.rows().count() == 25
+    assert page.evaluate("window.__pwned") is None
+    opened.assert_quiet()

@@ -1,0 +1,456 @@
+(function () {
+  "use strict";
+  // Every value from the data blob reaches the page through textContent or DOM nodes, never as markup.
+  var DATA = JSON.parse(document.getElementById("data").textContent);
+  var F = {};
+  DATA.fields.forEach(function (name, n) { F[name] = n; });
+  DATA.experiments.forEach(function (exp) {
+    // an output equal to the expected text comes as 0: share the expected string
+    for (var i = 0, items = exp.items; i < items.length; i++) {
+      if (items[i][F.output] === 0) items[i][F.output] = items[i][F.expected];
+    }
+  });
+  var STATUSES = ["passed", "failed", "error", "skipped"];
+  var VERDICT = { passed: "pass", failed: "fail", error: "error", skipped: "skipped" };
+  var RANK = { error: 0, failed: 1, skipped: 2, passed: 3 };
+  var CLIP = 240;         // characters shown in a truncated cell
+  var DIFF_CELLS = 4e6;   // largest word-by-word table the diff will fill
+  var tables = [];
+
+  function el(tag, cls, text) {
+    var node = document.createElement(tag);
+    if (cls) node.className = cls;
+    if (text !== undefined && text !== null) node.textContent = text;
+    return node;
+  }
+  function clip(text) { return text.length > CLIP ? text.slice(0, CLIP) + "…" : text; }
+  function fmt(n) { return n.toLocaleString("en-US"); }
+  function fmtScore(v) { return v === null ? "—" : v.toFixed(2); }
+  function fmtMs(v) { return v < 100 ? v.toFixed(1) : fmt(Math.round(v)); }
+
+  // ---- word-level diff of expected against output ------------------------------------------
+  // A token is a word or a punctuation mark with the spaces after it, so spaces never match alone.
+  var WORDS = /[\p{L}\p{N}_]+/gu;
+  function tokens(text) { return text.match(/[\p{L}\p{N}_]+\s*|[^\s\p{L}\p{N}_]\s*|\s+/gu) || []; }
+  function wordCount(text) { return (text.match(WORDS) || []).length; }
+
+  // Runs of ["=", text] and changes {del, ins}, from a longest common subsequence of tokens.
+  function diffTokens(a, b) {
+    var start = 0, endA = a.length, endB = b.length, ops = [];
+    while (start < endA && start < endB && a[start] === b[start]) start++;
+    while (endA > start && endB > start && a[endA - 1] === b[endB - 1]) { endA--; endB--; }
+    if (start > 0) push(ops, "=", a.slice(0, start).join(""));
+    var n = endA - start, m = endB - start, tooLarge = n * m > DIFF_CELLS;
+    if (tooLarge) {
+      push(ops, "-", a.slice(start, endA).join(""));
+      push(ops, "+", b.slice(start, endB).join(""));
+    } else if (n || m) {
+      var width = m + 1, table = new Uint32Array((n + 1) * width), i, j;
+      for (i = n - 1; i >= 0; i--) {
+        for (j = m - 1; j >= 0; j--) {
+          table[i * width + j] = a[start + i] === b[start + j] ? table[(i + 1) * width + j + 1] + 1
+            : Math.max(table[(i + 1) * width + j], table[i * width + j + 1]);
+        }
+      }
+      i = 0; j = 0;
+      while (i < n || j < m) {
+        if (i < n && j < m && a[start + i] === b[start + j]) { push(ops, "=", a[start + i]); i++; j++; }
+        else if (i < n && (j === m || table[(i + 1) * width + j] >= table[i * width + j + 1])) { push(ops, "-", a[start + i]); i++; }
+        else { push(ops, "+", b[start + j]); j++; }
+      }
+    }
+    if (endA < a.length) push(ops, "=", a.slice(endA).join(""));
+    var blocks = cleanup(ops);
+    blocks.tooLarge = tooLarge;
+    return blocks;
+  }
+  function push(ops, kind, text) {
+    var last = ops[ops.length - 1];
+    if (last && last[0] === kind) last[1] += text; else ops.push([kind, text]);
+  }
+  // Fold an unchanged stretch that is no longer than the changes on both sides of it into
+  // them: two paraphrases then read as one replacement, not a patchwork of shared words.
+  function cleanup(ops) {
+    var blocks = [], k, last;
+    for (k = 0; k < ops.length; k++) {
+      last = blocks[blocks.length - 1];
+      if (ops[k][0] === "=") { blocks.push({ eq: ops[k][1] }); continue; }
+      if (!last || last.eq !== undefined) { last = { del: "", ins: "" }; blocks.push(last); }
+      if (ops[k][0] === "-") last.del += ops[k][1]; else last.ins += ops[k][1];
+    }
+    var out = [];
+    for (k = 0; k < blocks.length; k++) {
+      var block = blocks[k], prev = out[out.length - 1], next = blocks[k + 1];
+      if (block.eq !== undefined && prev && prev.eq === undefined && next
+          && block.eq.length <= Math.max(prev.del.length, prev.ins.length)
+          && block.eq.length <= Math.max(next.del.length, next.ins.length)) {
+        prev.del += block.eq + next.del;
+        prev.ins += block.eq + next.ins;
+        k++;
+      } else out.push(block);
+    }
+    return out;
+  }
+
+  function renderDiff(expected, output) {
+    var box = el("div");
+    if (expected === null) { box.appendChild(el("pre", "nil", "No expected value to compare with.")); return box; }
+    if (output === null) { box.appendChild(el("pre", "nil", "No output to compare.")); return box; }
+    var blocks = diffTokens(tokens(expected), tokens(output));
+    var pre = el("pre", "diff"), added = 0, removed = 0;
+    blocks.forEach(function (block) {
+      if (block.eq !== undefined) { pre.appendChild(document.createTextNode(block.eq)); return; }
+      if (block.del) { pre.appendChild(el("del", null, block.del)); removed += wordCount(block.del); }
+      if (block.ins) { pre.appendChild(el("ins", null, block.ins)); added += wordCount(block.ins); }
+    });
+    box.appendChild(pre);
+    var legend = el("p", "diff-legend");
+    legend.appendChild(el("del", null, "expected only"));
+    legend.appendChild(document.createTextNode(" "));
+    legend.appendChild(el("ins", null, "output only"));
+    var changed = blocks.some(function (block) { return block.eq === undefined; });
+    legend.appendChild(document.createTextNode(!changed ? "  output equals expected"
+      : "  " + fmt(removed) + " word" + (removed === 1 ? "" : "s") + " removed, " + fmt(added) + " added"
+        + (blocks.tooLarge ? " (texts too long and different for a word-by-word diff)" : "")));
+    box.appendChild(legend);
+    return box;
+  }
+
+  // ---- one experiment's item table -----------------------------------------------------------
+  function Table(section, exp) {
+    this.section = section;
+    this.items = exp.items;
+    this.scorers = exp.scorers;
+    this.tbody = section.querySelector(".items-table tbody");
+    // keep the three text columns readable however many scorer columns there are (scrolls sideways)
+    section.querySelector(".items-table").style.minWidth = (840 + 124 * this.scorers.length) + "px";
+    this.columns = section.querySelectorAll(".items-table thead th").length;
+    this.search = section.querySelector("input.search");
+    this.showing = section.querySelector(".showing");
+    this.pageOf = section.querySelector(".page-of");
+    this.shown = { passed: true, failed: true, error: true, skipped: true };
+    this.query = "";
+    this.mask = null;        // Uint8Array of items matching the search, null when there is none
+    this.sortKey = "index";
+    this.sortDir = 1;
+    this.order = null;       // every item index in the current sort order
+    this.view = [];          // indices that pass search and status filter, in order
+    this.page = 0;
+    this.pageSize = 100;
+    this.open = new Set();   // expanded item indices
+    this.bind();
+    // a reload may bring back the form's earlier state: start from what the controls show
+    this.pageSize = parseInt(section.querySelector(".pager select").value, 10) || 100;
+    if (this.search.value.trim()) this.setQuery(this.search.value); else this.refresh();
+  }
+
+  Table.prototype.bind = function () {
+    var self = this, timer = null;
+    this.section.querySelectorAll("input[data-status]").forEach(function (box) {
+      self.shown[box.getAttribute("data-status")] = box.checked;
+      box.addEventListener("change", function () {
+        self.shown[box.getAttribute("data-status")] = box.checked;
+        self.page = 0;
+        self.refresh();
+      });
+    });
+    this.search.addEventListener("input", function () {
+      clearTimeout(timer);
+      timer = setTimeout(function () { self.setQuery(self.search.value); }, self.items.length > 20000 ? 250 : 60);
+    });
+    this.search.addEventListener("keydown", function (event) {
+      if (event.key === "Enter") { clearTimeout(timer); self.setQuery(self.search.value); }
+      if (event.key === "Escape" && self.search.value) { self.search.value = ""; self.setQuery(""); }
+    });
+    this.section.querySelectorAll(".items-table th[data-sort] button").forEach(function (button) {
+      button.addEventListener("click", function () { self.sortBy(button.parentNode.getAttribute("data-sort")); });
+    });
+    this.section.querySelectorAll(".pager button").forEach(function (button) {
+      button.addEventListener("click", function () { self.goTo(button.getAttribute("data-page")); });
+    });
+    this.section.querySelector(".pager select").addEventListener("change", function (event) {
+      var first = self.page * self.pageSize;
+      self.pageSize = parseInt(event.target.value, 10);
+      self.page = Math.floor(first / self.pageSize);
+      self.render();
+    });
+    this.tbody.addEventListener("click", function (event) {
+      var row = event.target.closest("tr.row");
+      if (row && !String(window.getSelection())) self.toggle(row);  // not when selecting text
+    });
+    this.tbody.addEventListener("keydown", function (event) { self.onKey(event); });
+  };
+
+  Table.prototype.onKey = function (event) {
+    var row = event.target.closest("tr.row, tr.detail");
+    if (!row) return;
+    if (row.classList.contains("detail")) {
+      if (event.key === "Escape") { var owner = row.previousSibling; this.toggle(owner); owner.focus(); event.preventDefault(); }
+      return;
+    }
+    if (event.target !== row) return;
+    var key = event.key;
+    if (key === "Enter" || key === " ") { this.toggle(row); event.preventDefault(); }
+    else if (key === "Escape" && row.getAttribute("aria-expanded") === "true") { this.toggle(row); event.preventDefault(); }
+    else if (key === "ArrowDown" || key === "j") { focusRow(row, 1); event.preventDefault(); }
+    else if (key === "ArrowUp" || key === "k") { focusRow(row, -1); event.preventDefault(); }
+  };
+
+  function focusRow(row, step) {
+    var next = step > 0 ? row.nextElementSibling : row.previousElementSibling;
+    while (next && !next.classList.contains("row")) next = step > 0 ? next.nextElementSibling : next.previousElementSibling;
+    if (next) next.focus();
+  }
+
+  Table.prototype.setQuery = function (text) {
+    var query = text.trim();
+    if (query === this.query) return;
+    this.query = query;
+    this.page = 0;
+    if (!query) { this.mask = null; this.refresh(); return; }
+    var pattern = new RegExp(query.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "i");
+    var items = this.items, mask = new Uint8Array(items.length), f = F;
+    for (var i = 0; i < items.length; i++) {
+      var it = items[i];
+      if (matches(pattern, it[f.id]) || matches(pattern, it[f.input]) || matches(pattern, it[f.output])
+          || matches(pattern, it[f.expected]) || matches(pattern, it[f.error]) || matches(pattern, it[f.label])
+          || reasonsMatch(pattern, it[f.scores])) mask[i] = 1;
+    }
+    this.mask = mask;
+    this.refresh();
+  };
+  function matches(pattern, text) { return text !== null && text !== undefined && pattern.test(text); }
+  function reasonsMatch(pattern, scores) {
+    for (var k = 0; k < scores.length; k++) if (scores[k] && matches(pattern, scores[k][2])) return true;
+    return false;
+  }
+
+  Table.prototype.sortBy = function (key) {
+    if (this.sortKey === key) this.sortDir = -this.sortDir;
+    else { this.sortKey = key; this.sortDir = key === "latency" || key === "tokens" ? -1 : 1; }
+    this.order = null;
+    this.page = 0;
+    var self = this;
+    this.section.querySelectorAll(".items-table th[data-sort]").forEach(function (th) {
+      th.setAttribute("aria-sort", th.getAttribute("data-sort") !== self.sortKey ? "none"
+        : self.sortDir > 0 ? "ascending" : "descending");
+    });
+    this.refresh();
+  };
+
+  Table.prototype.sortedOrder = function () {
+    if (this.order) return this.order;
+    var n = this.items.length, order = new Array(n), i;
+    for (i = 0; i < n; i++) order[i] = i;
+    if (this.sortKey === "index") {
+      if (this.sortDir < 0) order.reverse();
+      return (this.order = order);
+    }
+    var values = new Array(n), items = this.items, key = this.sortKey, dir = this.sortDir;
+    for (i = 0; i < n; i++) values[i] = sortValue(items[i], key);
+    order.sort(function (a, b) {
+      var x = values[a], y = values[b];
+      if (x === y) return a - b;
+      if (x === null) return 1;     // missing values last, whichever the direction
+      if (y === null) return -1;
+      return (x < y ? -1 : 1) * dir;
+    });
+    return (this.order = order);
+  };
+
+  function sortValue(it, key) {
+    if (key === "status") return RANK[it[F.status]];
+    if (key === "latency") return it[F.latency_ms];
+    if (key === "tokens") return it[F.tokens];
+    if (key.indexOf("score:") === 0) {
+      var score = it[F.scores][+key.slice(6)];
+      return score ? score[0] : null;
+    }
+    if (key === "output" && it[F.output] === null) return it[F.error];
+    return it[F[key]];
+  }
+
+  Table.prototype.refresh = function () {
+    var order = this.sortedOrder(), items = this.items, mask = this.mask, shown = this.shown, f = F.status;
+    var view = [], counts = { passed: 0, failed: 0, error: 0, skipped: 0 };
+    for (var k = 0; k < order.length; k++) {
+      var i = order[k];
+      if (mask !== null && !mask[i]) continue;
+      var status = items[i][f];
+      counts[status]++;
+      if (shown[status]) view.push(i);
+    }
+    this.view = view;
+    this.section.querySelectorAll("[data-count]").forEach(function (node) {
+      node.textContent = fmt(counts[node.getAttribute("data-count")]);
+    });
+    this.render();
+  };
+
+  Table.prototype.pages = function () { return Math.max(1, Math.ceil(this.view.length / this.pageSize)); };
+
+  Table.prototype.goTo = function (where) {
+    var last = this.pages() - 1;
+    this.page = where === "first" ? 0 : where === "last" ? last
+      : Math.min(last, Math.max(0, this.page + (where === "next" ? 1 : -1)));
+    this.render();
+    var first = this.tbody.querySelector("tr.row");
+    if (first && this.section.contains(document.activeElement) && document.activeElement.tagName !== "BUTTON") first.focus();
+  };
+
+  Table.prototype.render = function () {
+    var view = this.view, total = this.items.length, pages = this.pages();
+    if (this.page >= pages) this.page = pages - 1;
+    var from = this.page * this.pageSize, to = Math.min(view.length, from + this.pageSize);
+    var fragment = document.createDocumentFragment();
+    for (var k = from; k < to; k++) {
+      var i = view[k], row = this.row(i);
+      fragment.appendChild(row);
+      if (this.open.has(i)) fragment.appendChild(this.detail(i));
+    }
+    if (!view.length) {
+      var empty = el("tr"), cell = el("td", "empty", total ? "No items match the filters." : "This experiment has no items.");
+      cell.colSpan = this.columns;
+      empty.appendChild(cell);
+      fragment.appendChild(empty);
+    }
+    this.tbody.replaceChildren(fragment);
+    var filtered = view.length !== total;
+    this.showing.textContent = view.length
+      ? "Showing " + fmt(from + 1) + "–" + fmt(to) + " of " + fmt(view.length) + (filtered ? " matching items (" + fmt(total) + " in total)" : " items")
+      : "No matching items (" + fmt(total) + " in total)";
+    this.pageOf.textContent = "Page " + fmt(this.page + 1) + " of " + fmt(pages);
+    var buttons = this.section.querySelectorAll(".pager button");
+    buttons[0].disabled = buttons[1].disabled = this.page === 0;
+    buttons[2].disabled = buttons[3].disabled = this.page >= pages - 1;
+  };
+
+  function textCell(text, cls) {
+    var td = el("td", cls);
+    if (text === null || text === undefined) { td.appendChild(el("span", "nil", "—")); return td; }
+    td.textContent = clip(text);
+    return td;
+  }
+
+  Table.prototype.row = function (i) {
+    var it = this.items[i], tr = el("tr", "row");
+    tr.tabIndex = 0;
+    tr.setAttribute("data-index", String(i));
+    tr.setAttribute("aria-expanded", this.open.has(i) ? "true" : "false");
+    tr.appendChild(el("td", "idx", String(i + 1)));
+    tr.appendChild(textCell(it[F.input]));
+    var verdict = el("td");
+    verdict.appendChild(el("span", "pill pill-" + VERDICT[it[F.status]], VERDICT[it[F.status]]));
+    tr.appendChild(verdict);
+    if (it[F.output] === null && it[F.error] !== null) tr.appendChild(textCell(it[F.error], "err"));
+    else tr.appendChild(textCell(it[F.output]));
+    tr.appendChild(textCell(it[F.expected]));
+    var scores = it[F.scores];
+    for (var k = 0; k < this.scorers.length; k++) tr.appendChild(scoreCell(scores[k]));
+    tr.appendChild(el("td", "num", fmtMs(it[F.latency_ms])));
+    tr.appendChild(it[F.tokens] === null ? textCell(null, "num") : el("td", "num", fmt(it[F.tokens])));
+    return tr;
+  };
+
+  function scorePill(score) {
+    var verdict = score[1], cls = verdict === "" ? "none" : verdict === "skipped" ? "skipped" : verdict;
+    var label = verdict === "error" ? "error" : verdict === "skipped" ? "skipped"
+      : fmtScore(score[0]) + (verdict === "pass" ? " ✓" : verdict === "fail" ? " ✗" : "");
+    var pill = el("span", "pill pill-" + cls, label);
+    if (verdict === "pass" || verdict === "fail") pill.title = verdict;
+    return pill;
+  }
+
+  function scoreCell(score) {
+    var td = el("td", "score");
+    if (!score) { td.appendChild(el("span", "nil", "—")); return td; }
+    td.appendChild(scorePill(score));
+    if (score[2]) td.appendChild(el("span", "why", clip(score[2])));
+    return td;
+  }
+
+  Table.prototype.toggle = function (row) {
+    var i = +row.getAttribute("data-index");
+    if (this.open.has(i)) {
+      this.open.delete(i);
+      var next = row.nextElementSibling;
+      if (next && next.classList.contains("detail")) next.remove();
+      row.setAttribute("aria-expanded", "false");
+    } else {
+      this.open.add(i);
+      row.after(this.detail(i));
+      row.setAttribute("aria-expanded", "true");
+    }
+  };
+
+  function block(title, text, cls) {
+    var box = el("section", cls);
+    box.appendChild(el("h4", null, title));
+    box.appendChild(text === null || text === undefined ? el("pre", "nil", "none") : el("pre", null, text));
+    return box;
+  }
+
+  Table.prototype.detail = function (i) {
+    var it = this.items[i], tr = el("tr", "detail"), td = el("td"), grid = el("div", "detail-grid");
+    td.colSpan = this.columns;
+    var meta = el("div", "detail-meta wide");
+    [["Item", it[F.id]], ["Label", it[F.label]], ["Verdict", VERDICT[it[F.status]]],
+     ["Latency", fmtMs(it[F.latency_ms]) + " ms"], ["Tokens", it[F.tokens] === null ? "—" : fmt(it[F.tokens])]]
+      .forEach(function (pair) {
+        if (pair[1] === null || pair[1] === undefined) return;
+        var span = el("span", null, pair[0] + " ");
+        span.appendChild(el("b", null, pair[1]));
+        meta.appendChild(span);
+      });
+    grid.appendChild(meta);
+    grid.appendChild(block("Input", it[F.input]));
+    grid.appendChild(block("Expected", it[F.expected]));
+    grid.appendChild(block("Output", it[F.output]));
+    if (it[F.error] !== null) grid.appendChild(block("Error", it[F.error], "wide"));
+    var diff = el("section", "wide");
+    diff.appendChild(el("h4", null, "Diff: expected → output (by word)"));
+    diff.appendChild(renderDiff(it[F.expected], it[F.output]));
+    grid.appendChild(diff);
+    if (this.scorers.length) grid.appendChild(this.scoreTable(it[F.scores]));
+    if (it[F.metadata] !== null) grid.appendChild(block("Metadata", it[F.metadata], "wide"));
+    td.appendChild(grid);
+    tr.appendChild(td);
+    return tr;
+  };
+
+  Table.prototype.scoreTable = function (scores) {
+    var box = el("section", "wide"), table = el("table", "scores"), head = el("tr");
+    box.appendChild(el("h4", null, "Scores"));
+    ["Scorer", "Score", "Reason"].forEach(function (name) { head.appendChild(el("th", null, name)); });
+    table.appendChild(head);
+    for (var k = 0; k < this.scorers.length; k++) {
+      var score = scores[k], tr = el("tr"), cell = el("td");
+      tr.appendChild(el("td", "mono", this.scorers[k]));
+      if (score) {
+        cell.appendChild(scorePill(score));
+        if (score[1] === "pass" || score[1] === "fail") cell.appendChild(document.createTextNode(" " + score[1]));
+      } else cell.textContent = "—";
+      tr.appendChild(cell);
+      tr.appendChild(el("td", "reason", score && score[2] ? score[2] : "—"));
+      table.appendChild(tr);
+    }
+    box.appendChild(table);
+    return box;
+  };
+
+  // ---- start ---------------------------------------------------------------------------------
+  DATA.experiments.forEach(function (exp, n) {
+    var section = document.querySelector('section.experiment[data-experiment="' + n + '"]');
+    if (section) tables.push(new Table(section, exp));
+  });
+
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "/" || event.ctrlKey || event.metaKey || event.altKey) return;
+    var target = event.target, tag = target.tagName;
+    if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || target.isContentEditable) return;
+    var section = target.closest && target.closest("section.experiment");
+    var table = tables.filter(function (t) { return t.section === section; })[0] || tables[0];
+    if (table) { event.preventDefault(); table.search.focus(); }
+  });
+  document.documentElement.setAttribute("data-ready", "true");
+})();
