@@ -47,7 +47,7 @@ def test_exit_1_when_an_experiment_fails(write_config, tmp_path):
     assert done.returncode == 1, done.stderr
     report = json.loads((tmp_path / "reports" / "results.json").read_text())
     assert [e["passed"] for e in report["experiments"]] == [True, False]
-    assert "✗ item-1 failed: exact_match 0.000" in done.stdout
+    assert "✗ item-1 failed: exact_match failed (0.000)" in done.stdout
 
 
 def test_exit_2_for_bad_config_and_bad_usage(write_config, tmp_path):

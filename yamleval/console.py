@@ -5,24 +5,18 @@ import sys
 import time
 from typing import TextIO
 
+from yamleval import figures
+from yamleval.reporting.text import item_message
 from yamleval.types import ExperimentResult, ItemResult
 
 MARKS = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "-"}
 SHOWN_PROBLEMS = 10
 
 
-def _number(value: float | None, digits: int = 3) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
 
 
-def _percent(value: float | None) -> str:
-    return "–" if value is None else f"{value * 100:.1f}%"
 
 
-def _ms(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"{value:.0f} ms" if value >= 10 else f"{value:.2f} ms"
 
 
 class Progress:
@@ -72,13 +66,7 @@ class Progress:
 
 
 def _problem_line(result: ItemResult) -> str:
-    head = f"    {MARKS[result.status]} {result.item.id} {result.status}"
-    if result.error:
-        return f"{head}: {result.error}"
-    misses = [f"{sid} {_number(s.score)}" + (f" < {s.threshold:g}" if s.threshold is not None else "")
-              + (f" ({s.reason})" if s.reason else "")
-              for sid, s in result.scores.items() if s.passed is False]
-    return f"{head}: {'; '.join(misses)}"
+    return f"    {MARKS[result.status]} {result.item.id} {result.status}: {item_message(result)}"
 
 
 def summary_text(result: ExperimentResult) -> str:
@@ -87,8 +75,8 @@ def summary_text(result: ExperimentResult) -> str:
     lines = [title,
              f"  items       {s.total} total · {s.passed} passed · {s.failed} failed · {s.errored} errors"
              + (f" · {s.skipped} skipped" if s.skipped else ""),
-             f"  mean score  {_number(s.mean_score)}    pass rate {_percent(s.pass_rate)}    "
-             f"latency p50 {_ms(s.latency_ms.p50)}, p95 {_ms(s.latency_ms.p95)}    "
+             f"  mean score  {figures.number(s.mean_score)}    pass rate {figures.percent(s.pass_rate)}    "
+             f"latency p50 {figures.ms(s.latency_ms.p50)}, p95 {figures.ms(s.latency_ms.p95)}    "
              f"duration {s.duration_ms / 1000:.2f} s"]
     if s.tokens.total_tokens:
         lines.append(f"  tokens      {s.tokens.total_tokens} ({s.tokens.prompt_tokens} prompt, "
@@ -99,15 +87,15 @@ def summary_text(result: ExperimentResult) -> str:
                      "passed/failed/errors/skipped")
         for sid, sc in s.scorers.items():
             threshold = f"  (threshold {sc.threshold:g})" if sc.threshold is not None else ""
-            lines.append(f"  {sid:<{width}}  {_number(sc.mean):>6} {_number(sc.min):>6} {_number(sc.max):>6} "
-                         f"{_percent(sc.pass_rate):>10}  {sc.passed}/{sc.failed}/{sc.errored}/{sc.skipped}"
+            lines.append(f"  {sid:<{width}}  {figures.number(sc.mean):>6} {figures.number(sc.min):>6} {figures.number(sc.max):>6} "
+                         f"{figures.percent(sc.pass_rate):>10}  {sc.passed}/{sc.failed}/{sc.errored}/{sc.skipped}"
                          f"{threshold}")
     if s.criteria:
         lines.append("  criteria")
         for c in s.criteria:
             name = c.label or (f"{c.type}({c.scorer})" if c.scorer else c.type)
             warn = " (warn)" if c.severity == "warn" else ""
-            lines.append(f"    {'✓' if c.passed else '✗'} {name} ≥ {c.min:g}: {_number(c.actual)}{warn}")
+            lines.append(f"    {'✓' if c.passed else '✗'} {name} ≥ {c.min:g}: {figures.number(c.actual)}{warn}")
     problems = [r for r in result.items if r.status in ("failed", "error")]
     if problems:
         lines.append("  not passed")

@@ -10,7 +10,7 @@ import json
 import os
 import sqlite3
 import time
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 from yamleval.errors import UsageError
 from yamleval.types import (CriterionResult, ExperimentResult, Item, ItemResult, LatencySummary, RunInfo,

@@ -9,7 +9,7 @@ import pytest
 from lxml import etree
 
 import yamleval
-from yamleval.reporting import junit
+from yamleval.reporting import junit, text
 from yamleval.types import RunInfo
 
 XSD = Path(__file__).parents[2].parent / "shared" / "junit" / "junit-10.xsd"
@@ -142,8 +142,8 @@ def test_nasty_outputs_still_give_valid_xml(write_config, tmp_path, schema):
     assert "x]]>y <![CDATA[ & </failure>" in bodies["cdata"]
     assert "red link done" in bodies["ansi"] and "\x1b" not in xml
     assert "emoji 😀 lone  surrogate  end" in bodies["astral"]
-    assert bodies["huge"].count(junit.TRUNCATED) == 2, "input and output are each cut"
-    assert len(bodies["huge"].encode("utf-8")) < 3 * junit.TEXT_LIMIT
+    assert bodies["huge"].count(text.TRUNCATED) == 2, "input and output are each cut"
+    assert len(bodies["huge"].encode("utf-8")) < 3 * text.TEXT_LIMIT
     assert "idwithescapes" in bodies, "names are cleaned too"
     assert len(xml.encode("utf-8")) < 1_000_000
 
@@ -193,12 +193,3 @@ def test_a_run_stopped_by_its_dataset_is_an_error(write_config, schema):
     assert counts(root.find("testsuite")) == (2, 0, 1, 0)
     error = root.find("testsuite/testcase[@name='run completed']/error")
     assert error.get("type") == "aborted" and "source went away" in error.get("message")
-
-
-def test_clean_text_keeps_only_xml_characters_and_marks_cuts():
-    assert junit.clean_text("a\x1b[1;31mb\x1b[0m\x00c\td\re\nf\U0001F600") == "ab" + "c\td\re\nf\U0001F600"
-    cut = junit.clean_text("ü" * 100, limit=11)
-    assert cut == "ü" * 5 + junit.TRUNCATED
-    assert junit.clean_text("short", limit=5) == "short"
-    assert junit.one_line("  two\n lines\x07 ") == "two lines"
-    assert junit.one_line("x" * 500).endswith(junit.TRUNCATED) and len(junit.one_line("x" * 500)) == 200

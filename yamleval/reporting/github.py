@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import Callable, Iterable, Iterator, Mapping
 
-from yamleval.reporting.junit import as_text, criterion_message, criterion_name, item_message, one_line
+from yamleval.reporting.text import as_text, criterion_message, criterion_name, item_message, one_line
 from yamleval.types import ExperimentResult, ItemResult
 
 PER_KIND = 10  # GitHub keeps 10 errors, 10 warnings and 10 notices per step

@@ -11,12 +11,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import math
-import os
 from functools import lru_cache
 from importlib import resources
 from typing import Any, Sequence
 
+from yamleval import figures
+from yamleval.reporting.files import atomic_output
 from yamleval.types import ExperimentResult, ItemResult, RunInfo, ScoreResult
 
 FIELD_CAP = 20_000  # characters of one text field embedded in the page
@@ -133,22 +133,10 @@ def _when(timestamp: str | None) -> str:
     return text
 
 
-def _percent(value: float | None) -> str:
-    return "—" if value is None else f"{value * 100:.1f}%"
 
 
-def _ms(value: float | None) -> str:
-    if value is None:
-        return "—"
-    if value >= 10_000:
-        return f"{value / 1000:,.1f} s"
-    if value >= 100:
-        return f"{value:,.0f} ms"
-    return f"{value:.1f} ms" if value >= 1 else f"{value:.2f} ms"
 
 
-def _number(value: float | None, digits: int = 3) -> str:
-    return "—" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
 
 
 def _shares(counts: dict[str, int]) -> list[dict[str, Any]]:
@@ -172,14 +160,14 @@ def _experiment_view(number: int, result: ExperimentResult) -> tuple[dict[str, A
     for item in result.items:
         counts[item.status] = counts.get(item.status, 0) + 1
     histograms = _histograms(result.items, scorer_ids)
-    scorers = [{"id": sid, "name": s.name, "threshold": _number(s.threshold, 2) if s.threshold is not None else "—",
-                "mean": _number(s.mean), "min": _number(s.min), "max": _number(s.max),
-                "pass_rate": _percent(s.pass_rate), "passed": s.passed, "failed": s.failed,
+    scorers = [{"id": sid, "name": s.name, "threshold": figures.number(s.threshold, 2) if s.threshold is not None else "—",
+                "mean": figures.number(s.mean), "min": figures.number(s.min), "max": figures.number(s.max),
+                "pass_rate": figures.percent(s.pass_rate), "passed": s.passed, "failed": s.failed,
                 "errored": s.errored, "skipped": s.skipped, "histogram": _histogram_svg(histograms[sid])}
                for sid, s in summary.scorers.items()]
     criteria = [{"name": c.label or (c.type + (f" of {c.scorer}" if c.scorer else "")), "labelled": bool(c.label),
                  "what": c.type + (f" of {c.scorer}" if c.scorer else ""),
-                 "actual": _number(c.actual), "min": _number(c.min), "severity": c.severity, "passed": c.passed}
+                 "actual": figures.number(c.actual), "min": figures.number(c.min), "severity": c.severity, "passed": c.passed}
                 for c in summary.criteria]
     view = {
         "anchor": f"exp-{number}", "number": number, "id": result.experiment_id,
@@ -187,9 +175,9 @@ def _experiment_view(number: int, result: ExperimentResult) -> tuple[dict[str, A
         "description": result.description, "tags": list(result.tags), "runner": result.runner or "—",
         "dataset": result.dataset or "—", "started_at": _when(result.started_at),
         "aborted": result.aborted, "warnings": list(result.warnings), "total": len(result.items),
-        "stats": [("Pass rate", _percent(summary.pass_rate)), ("Mean score", _number(summary.mean_score)),
-                  ("Avg latency", _ms(summary.latency_ms.mean)), ("p95 latency", _ms(summary.latency_ms.p95)),
-                  ("Total tokens", f"{summary.tokens.total_tokens:,}"), ("Duration", _ms(summary.duration_ms)),
+        "stats": [("Pass rate", figures.percent(summary.pass_rate)), ("Mean score", figures.number(summary.mean_score)),
+                  ("Avg latency", figures.ms(summary.latency_ms.mean)), ("p95 latency", figures.ms(summary.latency_ms.p95)),
+                  ("Total tokens", f"{summary.tokens.total_tokens:,}"), ("Duration", figures.ms(summary.duration_ms)),
                   ("Items", f"{summary.total:,}")],
         "counts": counts, "shares": _shares(counts), "scorers": scorers, "criteria": criteria,
     }
@@ -249,14 +237,6 @@ def render(run: RunInfo, results: Sequence[ExperimentResult]) -> str:
 def write(path: str, run: RunInfo, results: Sequence[ExperimentResult]) -> str:
     """Write the report to ``path`` atomically (a temporary file renamed over it)."""
     parts = _parts(run, results)
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    temporary = f"{path}.tmp-{os.getpid()}"
-    try:
-        with open(temporary, "w", encoding="utf-8") as out:
-            out.writelines(parts)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-        raise
+    with atomic_output(path) as out:
+        out.writelines(parts)
     return path

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 from dataclasses import asdict
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable
 
+from yamleval.reporting.files import atomic_output
 from yamleval.types import ExperimentResult, ItemResult, RunInfo, Summary
 
 FORMAT_VERSION = 1
@@ -81,9 +81,7 @@ def experiment_dict(result: ExperimentResult) -> dict[str, Any]:
 
 def write(path: str, run: RunInfo, results: Iterable[ExperimentResult]) -> str:
     """Write the report to ``path`` atomically (a temporary file renamed over it)."""
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    temporary = f"{path}.tmp-{os.getpid()}"
-    with open(temporary, "w", encoding="utf-8") as out:
+    with atomic_output(path) as out:
         head = _dumps(run_dict(run))[:-1]
         out.write(head + ',\n"experiments": [')
         for number, result in enumerate(results):
@@ -95,5 +93,4 @@ def write(path: str, run: RunInfo, results: Iterable[ExperimentResult]) -> str:
                 separator = ",\n"
             out.write("]}")
         out.write("]}\n")
-    os.replace(temporary, path)
     return path

@@ -15,92 +15,16 @@ so the same results always give the same bytes.
 """
 from __future__ import annotations
 
-import json
 import math
-import os
-import re
 import xml.etree.ElementTree as ET
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
 
+from yamleval.reporting.files import atomic_output
+from yamleval.reporting.text import (as_text, clean_text, criterion_message, criterion_name, item_message, one_line,
+                                     score_text)
 from yamleval.types import CriterionResult, ExperimentResult, ItemResult, RunInfo
 
-TEXT_LIMIT = 64 * 1024  # bytes of UTF-8 per text; libxml2-based readers refuse nodes over 10 MB
-MESSAGE_LIMIT = 200  # the one-line message attribute
 NAME_LIMIT = 512
-TRUNCATED = "… (truncated)"
-
-# CSI (colours, cursor moves), OSC (titles, hyperlinks) and two-byte escapes
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
-# outside XML 1.0 Char (even as &#NN;), plus DEL and C1 controls; 8-digit escapes for astral
-_ILLEGAL = re.compile("[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-_SPACE = re.compile(r"\s+")
-
-
-def clean_text(text: str, limit: int = TEXT_LIMIT) -> str:
-    """``text`` without ANSI escapes and characters XML 1.0 cannot hold, cut to
-    ``limit`` bytes of UTF-8 with a visible marker when it was longer."""
-    cut = len(text) > limit
-    if cut:  # cleaning only removes characters: no need to look past the limit
-        text = text[:limit]
-    if "\x1b" in text:
-        text = _ANSI.sub("", text)
-    text = _ILLEGAL.sub("", text)
-    if len(text) * 4 > limit:
-        data = text.encode("utf-8")
-        if len(data) > limit:
-            text, cut = data[:limit].decode("utf-8", "ignore"), True
-    return text + TRUNCATED if cut else text
-
-
-def one_line(text: str, limit: int = MESSAGE_LIMIT) -> str:
-    """``text`` cleaned, its whitespace runs collapsed to one space, at most ``limit`` characters."""
-    text = _SPACE.sub(" ", clean_text(text, limit * 4)).strip()
-    return text if len(text) <= limit else text[:limit - len(TRUNCATED)] + TRUNCATED
-
-
-def as_text(value: Any, indent: int | None = 2) -> str:
-    """A value as people read it: strings as they are, anything else as JSON."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, default=str, indent=indent)
-
-
-def _score(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3f}"
-
-
-def item_message(result: ItemResult) -> str:
-    """Why an item did not pass, in a line: the error, or each failing scorer with
-    its score against the threshold and its reason."""
-    if result.error:
-        return result.error
-    if result.status == "skipped":
-        return "skipped: " + "; ".join(f"{sid}: {s.reason or 'no score'}" for sid, s in result.scores.items())
-    misses = []
-    for sid, s in result.scores.items():
-        if s.passed is not False:
-            continue
-        if s.threshold is not None and s.score is not None and s.score < s.threshold:
-            miss = f"{sid} {_score(s.score)} < {s.threshold:g}"
-        else:
-            miss = f"{sid} failed" + (f" ({_score(s.score)})" if s.score is not None else "")
-        misses.append(miss + (f": {s.reason}" if s.reason else ""))
-    return "; ".join(misses) or result.status
-
-
-def criterion_name(criterion: CriterionResult) -> str:
-    """``pass_rate[exact_match] >= 0.9``, after the label when there is one."""
-    subject = criterion.type + (f"[{criterion.scorer}]" if criterion.scorer else "")
-    rule = f"{subject} >= {criterion.min:g}"
-    return f"{criterion.label} ({rule})" if criterion.label else rule
-
-
-def criterion_message(criterion: CriterionResult) -> str:
-    subject = criterion.type + (f" of {criterion.scorer}" if criterion.scorer else "")
-    if criterion.actual is None:
-        return f"{subject}: no value (nothing was scored), needs at least {criterion.min:g}"
-    relation = ">=" if criterion.passed else "<"
-    return f"{subject} {criterion.actual:.3f} {relation} min {criterion.min:g}"
 
 
 def _seconds(milliseconds: float | None) -> str:
@@ -151,7 +75,7 @@ def _details(result: ItemResult, message: str) -> str:
         for sid, s in result.scores.items():
             line = f"  {sid}: {s.status}"
             if s.score is not None:
-                line += f" {_score(s.score)}"
+                line += f" {score_text(s.score)}"
             if s.threshold is not None:
                 line += f" (threshold {s.threshold:g})"
             if s.passed is not None:
@@ -172,7 +96,7 @@ def _metrics(result: ItemResult) -> str:
         u = result.usage
         lines.append(f"tokens: {u.total_tokens} ({u.prompt_tokens} prompt, {u.completion_tokens} completion)")
     if result.scores:
-        lines.append("scores: " + ", ".join(f"{sid}={_score(s.score) if s.status == 'success' else s.status}"
+        lines.append("scores: " + ", ".join(f"{sid}={score_text(s.score) if s.status == 'success' else s.status}"
                                              for sid, s in result.scores.items()))
     if result.item.label:
         lines.append(f"label: {one_line(result.item.label, 1000)}")
@@ -276,9 +200,6 @@ def render(run: RunInfo, results: Iterable[ExperimentResult]) -> str:
 
 def write(path: str, run: RunInfo, results: Sequence[ExperimentResult]) -> str:
     """Write the report to ``path`` atomically (a temporary file renamed over it)."""
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    temporary = f"{path}.tmp-{os.getpid()}"
-    with open(temporary, "w", encoding="utf-8", newline="\n") as out:
+    with atomic_output(path) as out:
         out.write(render(run, results))
-    os.replace(temporary, path)
     return path

@@ -8,11 +8,12 @@ stays under GitHub's 1 MiB limit for a step summary.
 from __future__ import annotations
 
 import itertools
-import os
 import re
 from typing import Iterable, Sequence
 
-from yamleval.reporting.junit import as_text, clean_text, criterion_message, criterion_name, item_message
+from yamleval import figures
+from yamleval.reporting.files import atomic_output
+from yamleval.reporting.text import as_text, clean_text, criterion_name, item_message
 from yamleval.types import ExperimentResult, ItemResult, RunInfo
 
 MAX_BYTES = 1024 * 1024  # GitHub refuses a bigger step summary
@@ -52,18 +53,10 @@ def shorten(value: object, limit: int = CELL_LIMIT) -> str:
     return escape(text)
 
 
-def _number(value: float | None, digits: int = 3) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
 
 
-def _percent(value: float | None) -> str:
-    return "–" if value is None else f"{value * 100:.1f}%"
 
 
-def _ms(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"{value:.0f} ms" if value >= 10 else f"{value:.2f} ms"
 
 
 def _verdict(result: ExperimentResult) -> tuple[str, str]:
@@ -101,8 +94,8 @@ def _statistics(result: ExperimentResult) -> list[str]:
     return ["| items | passed | failed | errored | skipped | pass rate | mean score | p95 latency | tokens "
             "| duration |",
             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-            f"| {s.total} | {s.passed} | {s.failed} | {s.errored} | {s.skipped} | {_percent(s.pass_rate)} | "
-            f"{_number(s.mean_score)} | {_ms(s.latency_ms.p95)} | {tokens} | {s.duration_ms / 1000:.2f} s |", ""]
+            f"| {s.total} | {s.passed} | {s.failed} | {s.errored} | {s.skipped} | {figures.percent(s.pass_rate)} | "
+            f"{figures.number(s.mean_score)} | {figures.ms(s.latency_ms.p95)} | {tokens} | {s.duration_ms / 1000:.2f} s |", ""]
 
 
 def _criteria(result: ExperimentResult) -> list[str]:
@@ -111,7 +104,7 @@ def _criteria(result: ExperimentResult) -> list[str]:
     lines = ["| | criterion | actual | min | severity |", "|:---:|---|---:|---:|---|"]
     for c in result.summary.criteria:
         mark = "✅" if c.passed else ("⚠️" if c.severity == "warn" else "❌")
-        lines.append(f"| {mark} | {escape(criterion_name(c))} | {_number(c.actual)} | {c.min:g} | {c.severity} |")
+        lines.append(f"| {mark} | {escape(criterion_name(c))} | {figures.number(c.actual)} | {c.min:g} | {c.severity} |")
     return lines + [""]
 
 
@@ -137,7 +130,7 @@ def _items(result: ExperimentResult) -> list[str]:
              "| item | status | why | input | output | expected |", "|---|---|---|---|---|---|"]
     for r in shown:
         why = item_message(r) if r.status != "passed" else ", ".join(
-            f"{sid} {_number(s.score)}" for sid, s in r.scores.items() if s.score is not None)
+            f"{sid} {figures.number(s.score)}" for sid, s in r.scores.items() if s.score is not None)
         lines.append(f"| {shorten(r.item.id, 60)} | {r.status} | {shorten(why)} | {shorten(r.item.input)} | "
                      f"{shorten(r.output)} | {shorten(r.item.expected)} |")
     hidden = result.summary.failed + result.summary.errored - sum(r.status != "passed" for r in shown)
@@ -175,9 +168,6 @@ def render(run: RunInfo, results: Iterable[ExperimentResult], limit: int = MAX_B
 
 def write(path: str, run: RunInfo, results: Sequence[ExperimentResult]) -> str:
     """Write the summary to ``path`` atomically (a temporary file renamed over it)."""
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    temporary = f"{path}.tmp-{os.getpid()}"
-    with open(temporary, "w", encoding="utf-8", newline="\n") as out:
+    with atomic_output(path) as out:
         out.write(render(run, results))
-    os.replace(temporary, path)
     return path

@@ -1,0 +1,11 @@
+"""Cleaning and capping text for strict formats."""
+from yamleval.reporting import text
+
+
+def test_clean_text_keeps_only_xml_characters_and_marks_cuts():
+    assert text.clean_text("a\x1b[1;31mb\x1b[0m\x00c\td\re\nf\U0001F600") == "ab" + "c\td\re\nf\U0001F600"
+    cut = text.clean_text("ü" * 100, limit=11)
+    assert cut == "ü" * 5 + text.TRUNCATED
+    assert text.clean_text("short", limit=5) == "short"
+    assert text.one_line("  two\n lines\x07 ") == "two lines"
+    assert text.one_line("x" * 500).endswith(text.TRUNCATED) and len(text.one_line("x" * 500)) == 200

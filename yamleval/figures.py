@@ -1,0 +1,29 @@
+"""Numbers as people read them, the same in the console and in every report."""
+from __future__ import annotations
+
+import math
+
+MISSING = "—"
+
+
+def number(value: float | None, digits: int = 3) -> str:
+    """``0.844``; a dash when there is no value."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return MISSING
+    return f"{value:.{digits}f}"
+
+
+def percent(value: float | None) -> str:
+    """A rate in [0, 1] as ``83.3%``."""
+    return MISSING if value is None else f"{value * 100:.1f}%"
+
+
+def ms(value: float | None) -> str:
+    """A duration in milliseconds: ``0.04 ms``, ``12.5 ms``, ``340 ms``, ``12.3 s``."""
+    if value is None:
+        return MISSING
+    if value >= 10_000:
+        return f"{value / 1000:,.1f} s"
+    if value >= 100:
+        return f"{value:,.0f} ms"
+    return f"{value:.1f} ms" if value >= 1 else f"{value:.2f} ms"
