@@ -13,8 +13,9 @@ import time
 from typing import Any, Iterator, Sequence
 
 from yamleval.errors import UsageError
-from yamleval.types import (CriterionResult, ExperimentResult, Item, ItemResult, LatencySummary, RunInfo,
-                            ScorerSummary, ScoreResult, Summary, Usage)
+from yamleval.records import encode, item_from_record, item_record
+from yamleval.types import (CriterionResult, ExperimentResult, ItemResult, LatencySummary, RunInfo, ScorerSummary,
+                            Summary, Usage)
 
 SCHEMA_VERSION = 1
 FLUSH_ITEMS = 500
@@ -32,22 +33,21 @@ _SCHEMA = [
         status TEXT NOT NULL, passed INTEGER, interrupted INTEGER, aborted TEXT, warnings TEXT,
         started_at TEXT, completed_at TEXT, summary TEXT,
         PRIMARY KEY (run_id, experiment_id))""",
+    # ``record``: the item's whole JSON record (yamleval.records): input, expected, output, error,
+    # latency, tokens, runner metadata, trace and every score with its reason and metadata
     """CREATE TABLE items (
         run_id TEXT NOT NULL, experiment_id TEXT NOT NULL, item_id TEXT NOT NULL, position INTEGER NOT NULL,
-        status TEXT NOT NULL, label TEXT, input TEXT, expected TEXT, context TEXT, assertions TEXT,
-        item_metadata TEXT, output TEXT, error TEXT, latency_ms REAL, prompt_tokens INTEGER,
-        completion_tokens INTEGER, metadata TEXT, trace TEXT, scores TEXT,
+        status TEXT NOT NULL, record TEXT NOT NULL,
         PRIMARY KEY (run_id, experiment_id, item_id))""",
     "CREATE INDEX runs_started ON runs (started_at)",
 ]
 # MIGRATIONS[n] takes a database at version n to n + 1.
 MIGRATIONS: dict[int, list[str]] = {0: _SCHEMA}
 
-_dumps = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
 
 def _json(value: Any) -> str | None:
-    return None if value is None else _dumps(value)
+    return None if value is None else encode(value)
 
 
 def _load(text: str | None) -> Any:
@@ -58,32 +58,8 @@ def _bool(value: int | None) -> bool | None:
     return None if value is None else bool(value)
 
 
-def _score_row(s: ScoreResult) -> list:
-    return [s.scorer_id, s.status, s.score, s.passed, s.threshold, s.reason, s.error, s.metadata]
-
-
-def _item_row(run_id: str, experiment_id: str, r: ItemResult) -> tuple:
-    item, usage = r.item, r.usage
-    return (run_id, experiment_id, item.id, item.index, r.status, item.label, _json(item.input),
-            _json(item.expected), _json(item.context), _json(item.assertions), _json(item.metadata),
-            _json(r.output), r.error, r.latency_ms, usage.prompt_tokens if usage else None,
-            usage.completion_tokens if usage else None, _json(r.metadata), _json(r.trace),
-            _dumps([_score_row(s) for s in r.scores.values()]))
-
-
-def _item_from_row(row: sqlite3.Row) -> ItemResult:
-    item = Item(id=row["item_id"], index=row["position"], input=_load(row["input"]),
-                expected=_load(row["expected"]), context=_load(row["context"]),
-                assertions=_load(row["assertions"]), metadata=_load(row["item_metadata"]), label=row["label"])
-    usage = None if row["prompt_tokens"] is None else Usage(row["prompt_tokens"], row["completion_tokens"])
-    scores = {s[0]: ScoreResult(s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]) for s in json.loads(row["scores"])}
-    return ItemResult(item=item, status=row["status"], output=_load(row["output"]), error=row["error"],
-                      latency_ms=row["latency_ms"], usage=usage, scores=scores, metadata=_load(row["metadata"]),
-                      trace=_load(row["trace"]))
-
-
 def summary_to_json(s: Summary) -> str:
-    return _dumps({
+    return encode({
         "total": s.total, "completed": s.completed, "passed": s.passed, "failed": s.failed, "errored": s.errored,
         "skipped": s.skipped, "mean_score": s.mean_score, "pass_rate": s.pass_rate, "duration_ms": s.duration_ms,
         "latency_ms": [s.latency_ms.mean, s.latency_ms.p50, s.latency_ms.p95, s.latency_ms.max],
@@ -151,9 +127,9 @@ class Store:
                 " host, pid, config_files, config_hash, config_text, git_commit, git_dirty, plugin_versions,"
                 " experiment_ids) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (run.run_id, run.status, run.started_at, run.completed_at, run.passed, run.yamleval_version,
-                 run.python_version, run.host, os.getpid(), _dumps(list(run.config_files)), run.config_hash,
-                 _dumps(config_text), run.git_commit, run.git_dirty, _dumps(plugin_versions),
-                 _dumps(list(experiment_ids))))
+                 run.python_version, run.host, os.getpid(), encode(list(run.config_files)), run.config_hash,
+                 encode(config_text), run.git_commit, run.git_dirty, encode(plugin_versions),
+                 encode(list(experiment_ids))))
 
     def reopen_run(self, run_id: str) -> None:
         with self.db:
@@ -171,7 +147,8 @@ class Store:
 
     def add_item(self, run_id: str, experiment_id: str, result: ItemResult) -> None:
         """Queue one finished item; written in a batch within a second."""
-        self._pending.append(_item_row(run_id, experiment_id, result))
+        self._pending.append((run_id, experiment_id, result.item.id, result.item.index, result.status,
+                              encode(item_record(result))))
         if len(self._pending) >= FLUSH_ITEMS or time.monotonic() - self._flushed >= FLUSH_SECONDS:
             self.flush()
 
@@ -183,10 +160,8 @@ class Store:
         with self.db:
             self.db.execute("BEGIN")
             self.db.executemany(
-                "INSERT OR REPLACE INTO items (run_id, experiment_id, item_id, position, status, label, input,"
-                " expected, context, assertions, item_metadata, output, error, latency_ms, prompt_tokens,"
-                " completion_tokens, metadata, trace, scores) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-                " ?, ?, ?, ?)", rows)
+                "INSERT OR REPLACE INTO items (run_id, experiment_id, item_id, position, status, record)"
+                " VALUES (?, ?, ?, ?, ?, ?)", rows)
 
     def finish_experiment(self, run_id: str, result: ExperimentResult) -> None:
         self.flush()
@@ -196,9 +171,9 @@ class Store:
                 "UPDATE experiments SET status = ?, passed = ?, interrupted = ?, aborted = ?, warnings = ?,"
                 " completed_at = ?, summary = ?, description = ?, tags = ?, runner = ?, dataset = ?, scorers = ?,"
                 " started_at = ? WHERE run_id = ? AND experiment_id = ?",
-                (status, result.passed, result.interrupted, result.aborted, _dumps(list(result.warnings)),
-                 result.completed_at, summary_to_json(result.summary), result.description, _dumps(list(result.tags)),
-                 result.runner, result.dataset, _dumps(list(result.scorers)), result.started_at, run_id,
+                (status, result.passed, result.interrupted, result.aborted, encode(list(result.warnings)),
+                 result.completed_at, summary_to_json(result.summary), result.description, encode(list(result.tags)),
+                 result.runner, result.dataset, encode(list(result.scorers)), result.started_at, run_id,
                  result.experiment_id))
 
     def finish_run(self, run_id: str, status: str, passed: bool | None, completed_at: str) -> None:
@@ -247,10 +222,14 @@ class Store:
     def experiment_rows(self, run_id: str) -> list[sqlite3.Row]:
         return self.db.execute("SELECT * FROM experiments WHERE run_id = ? ORDER BY position", (run_id,)).fetchall()
 
-    def items(self, run_id: str, experiment_id: str) -> Iterator[ItemResult]:
-        rows = self.db.execute("SELECT * FROM items WHERE run_id = ? AND experiment_id = ? ORDER BY position",
+    def records(self, run_id: str, experiment_id: str) -> Iterator[str]:
+        """The items' JSON records as stored, in dataset order."""
+        rows = self.db.execute("SELECT record FROM items WHERE run_id = ? AND experiment_id = ? ORDER BY position",
                                (run_id, experiment_id))
-        return (_item_from_row(row) for row in rows)
+        return (row[0] for row in rows)
+
+    def items(self, run_id: str, experiment_id: str) -> Iterator[ItemResult]:
+        return (item_from_record(json.loads(text)) for text in self.records(run_id, experiment_id))
 
     def results(self, run_id: str) -> list[ExperimentResult]:
         """The stored experiments of a run with their items, as reports render them."""

@@ -91,7 +91,9 @@ def report(run_ref, store_file, formats, report_dir):
         raise UsageError(f"unknown format {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
     store = _open(store_file)
     info = store.find_run(run_ref)
-    for path in write_reports(report_dir, wanted, info, store.results(info.run_id)):
+    results = store.results(info.run_id)
+    records = lambda result: store.records(info.run_id, result.experiment_id)  # noqa: E731
+    for path in write_reports(report_dir, wanted, info, results, records):
         click.echo(f"report: {display_path(path)}")
 
 

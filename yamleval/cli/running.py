@@ -167,9 +167,10 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
     passed = len(results) == len(prepared) and all(r.passed for r in results) and not interrupted
     store.finish_run(run_id, "interrupted" if interrupted else "completed", passed, _now())
     run_info = store.find_run(run_id)
-    store.close()
     out_dir = report_dir or project.reports_dir or "reports"
-    written = write_reports(out_dir, project.report_formats, run_info, results)
+    written = write_reports(out_dir, project.report_formats, run_info, results,
+                            lambda result: store.records(run_id, result.experiment_id))
+    store.close()
     for path in written:
         click.echo(f"report: {display_path(path)}", err=quiet)
     _github(run_info, results)

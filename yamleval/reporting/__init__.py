@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import Sequence
+from typing import Callable, Iterable, Sequence
 
 from yamleval.types import ExperimentResult, RunInfo
 
@@ -17,11 +17,18 @@ FORMATS = {
 ALL_FORMATS = tuple(FORMATS)
 
 
-def write_reports(directory: str, formats: Sequence[str], run: RunInfo,
-                  results: Sequence[ExperimentResult]) -> list[str]:
-    """Write each format into ``directory``; return the paths written, in the order asked."""
+def write_reports(directory: str, formats: Sequence[str], run: RunInfo, results: Sequence[ExperimentResult],
+                  records: Callable[[ExperimentResult], Iterable[str]] | None = None) -> list[str]:
+    """Write each format into ``directory``; return the paths written, in the order asked.
+
+    ``records`` gives the items' stored JSON records, which ``results.json`` writes as they are.
+    """
     paths = []
     for name in dict.fromkeys(formats):
         module, file_name = FORMATS[name]
-        paths.append(importlib.import_module(module).write(os.path.join(directory, file_name), run, results))
+        path = os.path.join(directory, file_name)
+        if name == "json":
+            paths.append(importlib.import_module(module).write(path, run, results, records))
+        else:
+            paths.append(importlib.import_module(module).write(path, run, results))
     return paths

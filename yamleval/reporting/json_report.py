@@ -6,14 +6,15 @@ large run needs no second copy of itself in memory.
 from __future__ import annotations
 
 import itertools
-import json
 from dataclasses import asdict
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
+from yamleval.records import encode, item_record
 from yamleval.reporting.files import atomic_output
-from yamleval.types import ExperimentResult, ItemResult, RunInfo, Summary
+from yamleval.types import ExperimentResult, RunInfo, Summary
 
 FORMAT_VERSION = 1
+_CHUNK = 1000  # items joined into one write
 
 
 def summary_dict(summary: Summary) -> dict[str, Any]:
@@ -32,32 +33,6 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
         "criteria": [{"type": c.type, "scorer": c.scorer, "min": c.min, "actual": c.actual, "passed": c.passed,
                       "severity": c.severity, "label": c.label} for c in summary.criteria],
     }
-
-
-def item_dict(result: ItemResult) -> dict[str, Any]:
-    item = result.item
-    out = {
-        "id": item.id, "index": item.index, "status": result.status, "input": item.input,
-        "expected": item.expected, "output": result.output, "latency_ms": round(result.latency_ms, 3),
-        "error": result.error,
-        "scores": {sid: {"score": s.score, "status": s.status, "threshold": s.threshold, "passed": s.passed,
-                         "reason": s.reason if s.error is None else s.error}
-                   for sid, s in result.scores.items()},
-    }
-    if item.label is not None:
-        out["label"] = item.label
-    if result.usage is not None:
-        out["tokens"] = {"prompt": result.usage.prompt_tokens, "completion": result.usage.completion_tokens}
-    if item.metadata:
-        out["metadata"] = item.metadata
-    if result.metadata:
-        out["output_metadata"] = result.metadata
-    return out
-
-
-# json.dumps(value, ensure_ascii=False, default=str) without building an encoder per call
-_dumps = json.JSONEncoder(ensure_ascii=False, default=str).encode
-_CHUNK = 1000  # items joined into one write
 
 
 def run_dict(run: RunInfo) -> dict[str, Any]:
@@ -79,16 +54,22 @@ def experiment_dict(result: ExperimentResult) -> dict[str, Any]:
             "warnings": list(result.warnings), "summary": summary_dict(result.summary)}
 
 
-def write(path: str, run: RunInfo, results: Iterable[ExperimentResult]) -> str:
-    """Write the report to ``path`` atomically (a temporary file renamed over it)."""
+def write(path: str, run: RunInfo, results: Iterable[ExperimentResult],
+          records: Callable[[ExperimentResult], Iterable[str]] | None = None) -> str:
+    """Write the report to ``path`` atomically (a temporary file renamed over it).
+
+    ``records(result)`` gives the items' JSON records as already encoded (by the store);
+    without it they are encoded here from the results.
+    """
     with atomic_output(path) as out:
-        head = _dumps(run_dict(run))[:-1]
+        head = encode(run_dict(run))[:-1]
         out.write(head + ',\n"experiments": [')
         for number, result in enumerate(results):
             entry = experiment_dict(result)
-            out.write(("," if number else "") + "\n" + _dumps(entry)[:-1] + ',\n"items": [')
-            items, separator = iter(result.items), "\n"
-            while chunk := [_dumps(item_dict(item)) for item in itertools.islice(items, _CHUNK)]:
+            out.write(("," if number else "") + "\n" + encode(entry)[:-1] + ',\n"items": [')
+            texts = records(result) if records else (encode(item_record(r)) for r in result.items)
+            separator = "\n"
+            while chunk := list(itertools.islice(texts, _CHUNK)):
                 out.write(separator + ",\n".join(chunk))
                 separator = ",\n"
             out.write("]}")

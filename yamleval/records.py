@@ -1,0 +1,61 @@
+"""An item result as one JSON record: how the store keeps it and how results.json shows it.
+
+The record is encoded once, when the item finishes; the store keeps that text and
+``results.json`` writes it as it is, so a re-rendered report has the same bytes.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from yamleval.types import Item, ItemResult, ScoreResult, Usage
+
+# json.dumps(value, ensure_ascii=False, default=str) without building an encoder per call
+encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
+def _score(s: ScoreResult) -> dict[str, Any]:
+    out = {"score": s.score, "status": s.status, "threshold": s.threshold, "passed": s.passed,
+           "reason": s.reason if s.error is None else s.error}
+    if s.error is not None:
+        out["error"] = s.error
+    if s.metadata:
+        out["metadata"] = s.metadata
+    return out
+
+
+def item_record(result: ItemResult) -> dict[str, Any]:
+    """Everything about one item; optional fields only when they have a value."""
+    item = result.item
+    out: dict[str, Any] = {
+        "id": item.id, "index": item.index, "status": result.status, "input": item.input,
+        "expected": item.expected, "output": result.output, "latency_ms": result.latency_ms,
+        "error": result.error, "scores": {sid: _score(s) for sid, s in result.scores.items()},
+    }
+    if item.label is not None:
+        out["label"] = item.label
+    if item.context is not None:
+        out["context"] = item.context
+    if item.assertions is not None:
+        out["assertions"] = item.assertions
+    if item.metadata:
+        out["metadata"] = item.metadata
+    if result.usage is not None:
+        out["tokens"] = {"prompt": result.usage.prompt_tokens, "completion": result.usage.completion_tokens}
+    if result.metadata:
+        out["output_metadata"] = result.metadata
+    if result.trace is not None:
+        out["trace"] = result.trace
+    return out
+
+
+def item_from_record(d: dict[str, Any]) -> ItemResult:
+    item = Item(id=d["id"], index=d["index"], input=d["input"], expected=d["expected"], context=d.get("context"),
+                assertions=d.get("assertions"), metadata=d.get("metadata"), label=d.get("label"))
+    tokens = d.get("tokens")
+    scores = {sid: ScoreResult(sid, s["status"], s["score"], s["passed"], s["threshold"],
+                               None if "error" in s else s["reason"], s.get("error"), s.get("metadata"))
+              for sid, s in d["scores"].items()}
+    return ItemResult(item=item, status=d["status"], output=d["output"], error=d["error"],
+                      latency_ms=d["latency_ms"], usage=Usage(tokens["prompt"], tokens["completion"]) if tokens else None,
+                      scores=scores, metadata=d.get("output_metadata"), trace=d.get("trace"))
