@@ -13,7 +13,7 @@ import time
 from typing import Any, Iterator, Sequence
 
 from yamleval.errors import UsageError
-from yamleval.records import encode, item_from_record, item_record
+from yamleval.records import encode, encode_record, item_from_record
 from yamleval.types import (CriterionResult, ExperimentResult, ItemResult, LatencySummary, RunInfo, ScorerSummary,
                             Summary, Usage)
 
@@ -148,7 +148,7 @@ class Store:
     def add_item(self, run_id: str, experiment_id: str, result: ItemResult) -> None:
         """Queue one finished item; written in a batch within a second."""
         self._pending.append((run_id, experiment_id, result.item.id, result.item.index, result.status,
-                              encode(item_record(result))))
+                              encode_record(result)))
         if len(self._pending) >= FLUSH_ITEMS or time.monotonic() - self._flushed >= FLUSH_SECONDS:
             self.flush()
 

@@ -9,7 +9,7 @@ import itertools
 from dataclasses import asdict
 from typing import Any, Callable, Iterable
 
-from yamleval.records import encode, item_record
+from yamleval.records import encode, encode_record
 from yamleval.reporting.files import atomic_output
 from yamleval.types import ExperimentResult, RunInfo, Summary
 
@@ -67,7 +67,7 @@ def write(path: str, run: RunInfo, results: Iterable[ExperimentResult],
         for number, result in enumerate(results):
             entry = experiment_dict(result)
             out.write(("," if number else "") + "\n" + encode(entry)[:-1] + ',\n"items": [')
-            texts = records(result) if records else (encode(item_record(r)) for r in result.items)
+            texts = records(result) if records else map(encode_record, result.items)
             separator = "\n"
             while chunk := list(itertools.islice(texts, _CHUNK)):
                 out.write(separator + ",\n".join(chunk))

@@ -1,0 +1,34 @@
+"""The item record: the fast encoder writes exactly what the plain one does, and it reads back."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from yamleval.records import encode, encode_record, item_from_record, item_record
+from yamleval.types import Item, ItemResult, ScoreResult, Usage
+
+CASES = [
+    ItemResult(item=Item(id="a", index=0, input="q", expected="x"), status="passed", output="x", latency_ms=0.5,
+               scores={"exact_match": ScoreResult("exact_match", "success", 1.0, True)}),
+    ItemResult(item=Item(id="ü \"quoted\"\n", index=7, input={"k": [1, 2.5, None, True]}, expected=None,
+                         context=["c"], assertions="must say hi", metadata={"topic": "x"}, label="L </script>"),
+               status="error", output=None, error="runner raised ValueError: bad\u2028", latency_ms=12.0,
+               usage=Usage(3, 4), metadata={"model": "m"}, trace=[{"tool": "t", "args": {}}],
+               scores={"s1": ScoreResult("s1", "error", None, None, 0.5, None, "boom", {"why": (1, 2)}),
+                       "s2": ScoreResult("s2", "skipped", None, None, None, "no expected")}),
+    ItemResult(item=Item(id="n", index=1, input=3, expected=3.0), status="failed", output=float("nan"),
+               latency_ms=1e-7, scores={"v": ScoreResult("v", "success", 0.25, False, 0.3, "low", None, {"n": 1})}),
+]
+
+
+@pytest.mark.parametrize("result", CASES)
+def test_fast_encoder_matches_the_plain_one(result):
+    assert encode_record(result) == encode(item_record(result))
+
+
+@pytest.mark.parametrize("result", CASES[:2])
+def test_records_read_back(result):
+    back = item_from_record(json.loads(encode_record(result)))
+    assert encode_record(back) == encode_record(result)
+    assert back.item.id == result.item.id and back.status == result.status and back.usage == result.usage
