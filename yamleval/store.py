@@ -231,11 +231,15 @@ class Store:
     def items(self, run_id: str, experiment_id: str) -> Iterator[ItemResult]:
         return (item_from_record(json.loads(text)) for text in self.records(run_id, experiment_id))
 
-    def results(self, run_id: str) -> list[ExperimentResult]:
-        """The stored experiments of a run with their items, as reports render them."""
+    def summaries(self, run_id: str) -> list[Summary]:
+        """The stored summaries of a run's experiments, without reading their items."""
+        return [summary_from_json(row["summary"]) for row in self.experiment_rows(run_id) if row["summary"]]
+
+    def results(self, run_id: str, only: set[str] | None = None) -> list[ExperimentResult]:
+        """The stored experiments of a run (those in ``only``, if given) with their items."""
         out = []
         for row in self.experiment_rows(run_id):
-            if row["summary"] is None:
+            if row["summary"] is None or (only is not None and row["experiment_id"] not in only):
                 continue
             out.append(ExperimentResult(
                 experiment_id=row["experiment_id"], label=row["label"], passed=bool(row["passed"]),

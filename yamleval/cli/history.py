@@ -5,6 +5,7 @@ import sys
 
 import click
 
+from yamleval import figures
 from yamleval.cli import cli
 from yamleval.cli.common import store_path
 from yamleval.errors import ExitCode, display_path
@@ -25,16 +26,16 @@ def _open(store_file):
     return Store(path)
 
 
-def _rate(results) -> str:
-    judged = sum(r.summary.completed - r.summary.skipped for r in results)
-    passed = sum(r.summary.passed for r in results)
-    return f"{passed / judged * 100:.1f}%" if judged else "–"
+def _rate(summaries) -> str:
+    judged = sum(s.completed - s.skipped for s in summaries)
+    passed = sum(s.passed for s in summaries)
+    return figures.percent(passed / judged if judged else None)
 
 
-def _mean(results) -> str:
-    scores = [(r.summary.mean_score, r.summary.completed) for r in results if r.summary.mean_score is not None]
+def _mean(summaries) -> str:
+    scores = [(s.mean_score, s.completed) for s in summaries if s.mean_score is not None]
     weight = sum(n for _, n in scores)
-    return f"{sum(m * n for m, n in scores) / weight:.3f}" if weight else "–"
+    return figures.number(sum(m * n for m, n in scores) / weight if weight else None)
 
 
 @cli.command()
@@ -45,10 +46,10 @@ def runs(store_file, limit):
     store = _open(store_file)
     rows = []
     for info in store.runs(limit):
-        results = store.results(info.run_id)
+        summaries = store.summaries(info.run_id)
         ids = store.run_detail(info.run_id, "experiment_ids") or []
         rows.append((info.run_id, info.started_at[:19].replace("T", " "), ",".join(ids), info.status,
-                     _rate(results), _mean(results)))
+                     _rate(summaries), _mean(summaries)))
     if not rows:
         click.echo("no runs yet")
         return

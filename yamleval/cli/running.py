@@ -129,7 +129,8 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
     # Results are long-lived and acyclic: collecting them over and over is wasted work.
     gc.freeze()
     gc.set_threshold(50_000, 20, 100)
-    stored_results = {r.experiment_id: r for r in store.results(run_id)} if resume else {}
+    completed = {eid for eid, row in finished_rows.items() if row["status"] == "completed"}
+    stored_results = {r.experiment_id: r for r in store.results(run_id, completed)} if completed else {}
     results = []
     with _Interrupts() as interrupts:
         for position, item in enumerate(prepared):
