@@ -1,0 +1,224 @@
+"""The ``command`` runner: real subprocesses, stdin modes, errors, timeouts, and runs from YAML."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import yamleval
+from yamleval.errors import ConfigError
+from yamleval.runners.command import command
+from yamleval.types import Item, RunnerResult
+
+PY = sys.executable
+ITEM = Item(id="q1", index=0, input="hello", expected="HELLO", context=["doc"], metadata={"lang": "en"})
+
+
+def python(code: str) -> list[str]:
+    return [PY, "-c", code]
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie waiting for its parent to reap it does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_gone(pid: int, within: float = 3.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_stdin_json_carries_the_item():
+    result = command(ITEM, argv=python("import sys; print(sys.stdin.read())"), parse_json=True)
+    assert isinstance(result, RunnerResult)
+    assert result.output == {"id": "q1", "input": "hello", "expected": "HELLO", "context": ["doc"],
+                             "metadata": {"lang": "en"}}
+    assert result.metadata == {"exit_code": 0}
+
+
+def test_stdin_input_is_text_or_json():
+    read = python("import sys; sys.stdout.write(sys.stdin.read())")
+    assert command(ITEM, argv=read, stdin="input").output == "hello"
+    structured = Item(id="s", index=0, input={"sku": "é-1", "qty": 2})
+    assert command(structured, argv=read, stdin="input", parse_json=True).output == {"sku": "é-1", "qty": 2}
+
+
+def test_stdin_none_gives_the_program_nothing_to_read():
+    assert command(ITEM, argv=python("import sys; print(repr(sys.stdin.read()))"), stdin="none").output == "''"
+
+
+def test_only_one_trailing_newline_is_stripped_and_bad_bytes_are_replaced():
+    assert command(ITEM, argv=python("print('a\\n')"), stdin="none").output == "a\n"
+    out = command(ITEM, argv=python("import sys; sys.stdout.buffer.write(b'ok \\xff')"), stdin="none").output
+    assert out == "ok \ufffd"
+
+
+def test_shell_runs_through_bin_sh():
+    result = command(ITEM, shell="read line; echo \"$line\" | tr a-z A-Z; echo note >&2", stdin="input")
+    assert result.output == "HELLO"
+    assert result.metadata == {"exit_code": 0, "stderr": "note"}
+
+
+def test_env_and_cwd(tmp_path):
+    result = command(ITEM, argv=python("import os; print(os.environ['GREETING'], os.getcwd())"),
+                     env={"GREETING": "hi", "COUNT": 3}, cwd=str(tmp_path), stdin="none")
+    assert result.output == f"hi {os.path.realpath(tmp_path)}"
+
+
+def test_invalid_json_output_shows_its_start():
+    with pytest.raises(ValueError, match=r"command output is not JSON .*'not json at all"):
+        command(ITEM, argv=python("print('not json at all' * 30)"), parse_json=True, stdin="none")
+
+
+def test_non_zero_exit_reports_the_code_and_the_end_of_stderr():
+    code = "import sys\nfor i in range(50): print('line', i, file=sys.stderr)\nsys.exit(3)"
+    with pytest.raises(RuntimeError) as caught:
+        command(ITEM, argv=python(code), stdin="none")
+    message = str(caught.value)
+    assert message.startswith("command exited with code 3; stderr:\nline 30\n")
+    assert message.endswith("line 49") and "line 29" not in message
+
+
+def test_a_long_stderr_is_cut_to_its_last_2000_characters():
+    with pytest.raises(RuntimeError) as caught:
+        command(ITEM, argv=python("import sys; sys.stderr.write('x' * 5000 + 'END'); sys.exit(1)"), stdin="none")
+    tail = str(caught.value).split("stderr:\n", 1)[1]
+    assert len(tail) == 2000 and tail.endswith("END")
+
+
+def test_a_signal_is_named():
+    with pytest.raises(RuntimeError, match=r"killed by SIGKILL \(exit code -9\); stderr was empty"):
+        command(ITEM, shell="kill -9 $$", stdin="none")
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path):
+    pidfile = tmp_path / "child.pid"
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match=r"^command timed out after 0.5s$"):
+        command(ITEM, shell=f"sleep 30 & echo $! > {pidfile}; wait", timeout=0.5, stdin="none")
+    assert time.monotonic() - started < 5
+    child = int(pidfile.read_text())
+    assert wait_gone(child), f"the shell's child {child} outlived the timeout"
+
+
+def test_background_processes_end_with_the_item(tmp_path):
+    pidfile = tmp_path / "child.pid"
+    result = command(ITEM, shell=f"sleep 30 >/dev/null 2>&1 & echo $! > {pidfile}; echo done", stdin="none")
+    assert result.output == "done"
+    assert wait_gone(int(pidfile.read_text()))
+
+
+@pytest.mark.parametrize("options, message", [
+    ({}, "exactly one of `argv`"),
+    ({"argv": ["true"], "shell": "true"}, "exactly one of `argv`"),
+    ({"argv": "echo hi"}, "`argv` must be a non-empty list"),
+    ({"argv": []}, "`argv` must be a non-empty list"),
+    ({"argv": ["echo", {"a": 1}]}, "every entry of `argv`"),
+    ({"shell": "  "}, "`shell` must be a non-empty string"),
+    ({"argv": ["true"], "stdin": "text"}, "stdin must be one of json, input, none, not 'text'"),
+])
+def test_bad_options_are_value_errors(options, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        command(ITEM, **options)
+
+
+def test_a_missing_program_is_named():
+    with pytest.raises(FileNotFoundError, match="cannot run 'no-such-program-here'"):
+        command(ITEM, argv=["no-such-program-here"])
+
+
+# --- end to end, from YAML through the engine ----------------------------------------------------
+
+def run_yaml(write_config, text: str):
+    [experiment] = yamleval.load_experiments(write_config(text))
+    return yamleval.run_experiment(experiment)
+
+
+def test_argv_templates_are_rendered_per_item_and_one_failure_stays_on_its_item(write_config):
+    code = "import sys\nif sys.argv[1] == 'fail': sys.exit('no good')\nprint(sys.argv[1].upper())"
+    result = run_yaml(write_config, f"""
+        experiments:
+          - id: shout
+            concurrency: 2
+            dataset:
+              items:
+                - {{id: a, input: hello, expected: HELLO}}
+                - {{id: b, input: fail, expected: FAIL}}
+                - {{id: c, input: two words, expected: TWO WORDS}}
+            runner:
+              uses: yamleval.runners.command:command
+              with:
+                argv: [{json.dumps(PY)}, -c, {json.dumps(code)}, "{{{{ input }}}}"]
+                stdin: none
+            scorers: [exact_match]
+    """)
+    items = {r.item.id: r for r in result.items}
+    assert items["a"].status == "passed" and items["a"].output == "HELLO"
+    assert items["c"].status == "passed" and items["c"].output == "TWO WORDS"
+    assert items["a"].metadata == {"exit_code": 0}
+    assert items["b"].status == "error"
+    assert items["b"].error == "runner raised RuntimeError: command exited with code 1; stderr:\nno good"
+    assert result.summary.passed == 2 and result.summary.errored == 1 and not result.passed
+
+
+def test_shell_with_json_stdin_and_a_timed_out_item(write_config):
+    code = ("import json, sys, time\nitem = json.load(sys.stdin)\n"
+            "if item['input'] == 'slow': time.sleep(30)\n"
+            "print(json.dumps({'id': item['id'], 'n': len(item['input'])}))")
+    shell = f'exec "{PY}" -c "$SNIPPET"'  # the program comes through the environment: no quoting
+    result = run_yaml(write_config, f"""
+        experiments:
+          - id: lengths
+            timeout: 20
+            dataset:
+              items:
+                - {{id: one, input: abc, expected: {{id: one, n: 3}}}}
+                - {{id: slow, input: slow, expected: {{id: slow, n: 4}}}}
+            runner:
+              uses: yamleval.runners.command:command
+              with:
+                shell: {json.dumps(shell)}
+                env: {{SNIPPET: {json.dumps(code)}}}
+                parse_json: true
+                timeout: 1
+            scorers: [json_diff]
+    """)
+    items = {r.item.id: r for r in result.items}
+    assert items["one"].status == "passed" and items["one"].output == {"id": "one", "n": 3}
+    assert items["slow"].status == "error"
+    assert items["slow"].error == "runner raised TimeoutError: command timed out after 1s"
+
+
+def test_a_misspelled_option_fails_before_anything_runs(write_config):
+    path = write_config("""
+        experiments:
+          - id: typo
+            dataset: {items: [{input: a}]}
+            runner:
+              uses: yamleval.runners.command:command
+              with: {argv: [echo], parse_jsn: true}
+    """)
+    [experiment] = yamleval.load_experiments(path)
+    with pytest.raises(ConfigError, match="did you mean 'parse_json'"):
+        yamleval.run_experiment(experiment)
+
+
+def test_the_demo_program_shouts(tmp_path):
+    root = Path(__file__).resolve().parents[2]
+    result = command(ITEM, argv=[PY, str(root / "plugins" / "shout.py")])
+    assert result.output == "HELLO!"

@@ -1,0 +1,251 @@
+"""The ``http`` runner: send one request per item to a service and take the answer from its reply.
+
+Header values may hold secrets expanded from ``${VAR}``: they never appear in an error
+or in the item's metadata, and neither does the URL's query string.
+"""
+from __future__ import annotations
+
+import email.utils
+from http.client import RemoteDisconnected
+import json
+import threading
+from datetime import datetime, timezone
+from typing import Any
+from urllib.parse import urlsplit
+
+import requests
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential, wait_random
+
+from yamleval.runners.paths import PathNotFound, lookup
+from yamleval.types import Item, RunnerResult, Usage
+
+RETRY_STATUSES = frozenset({408, 409, 429})
+MAX_WAIT = 60.0
+_SHOWN_BODY = 500
+_SHOWN_TEXT = 200
+_backoff = wait_exponential(multiplier=0.5, max=MAX_WAIT) + wait_random(0, 0.5)  # 0.5 s, 1 s, 2 s… plus jitter
+_local = threading.local()
+
+
+class _RetryableStatus(Exception):
+    """A reply worth asking again for (408, 409, 429, 5xx)."""
+
+    def __init__(self, response: requests.Response):
+        super().__init__(response.status_code)
+        self.response = response
+
+
+def http(item: Item, url: str, method: str = "POST", headers: dict | None = None,
+         query: dict | None = None, body: Any = None, output: str | None = None,
+         usage: str | None = None, status: list[int] | None = None, timeout: float = 30,
+         retries: int = 2) -> RunnerResult:
+    """Send ``method`` to ``url`` with ``headers``, ``query`` parameters and ``body``.
+
+    ``body`` goes as JSON when it is an object or a list, as text when it is a string; its
+    strings are templates rendered per item (``{message: "{{ input }}"}``). ``output`` is a
+    dotted path to the answer in the JSON reply (``choices.0.message.content``); without it
+    the whole reply is the output (parsed when it is JSON). ``usage`` is a dotted path to an
+    object with ``prompt_tokens``/``completion_tokens`` or ``input_tokens``/``output_tokens``.
+    ``status`` lists the accepted codes (default: any 2xx).
+
+    Connection errors, timeouts, 408, 409, 429 and 5xx are tried again up to ``retries``
+    times, with exponential backoff and jitter, or after the reply's ``Retry-After`` (at
+    most 60 s). ``timeout`` is per attempt.
+    """
+    # ``item`` reaches the service only through templates in url, query, headers and body
+    method, where = _check(url, method, retries)
+    accepted = _accepted(status)
+    request = {"method": method, "url": url, "timeout": float(timeout),
+               "headers": {str(k): str(v) for k, v in (headers or {}).items()}}
+    if query:
+        request["params"] = query
+    if isinstance(body, str):
+        request["data"] = body.encode("utf-8")
+        if not any(k.lower() == "content-type" for k in request["headers"]):
+            request["headers"]["Content-Type"] = "text/plain; charset=utf-8"
+    elif body is not None:
+        request["json"] = body
+    session = _session(url)
+    attempts = 0
+
+    def send() -> requests.Response:
+        nonlocal attempts
+        attempts += 1
+        response = session.request(**request)
+        if not accepted(response.status_code) and _retryable(response.status_code):
+            raise _RetryableStatus(response)
+        return response
+
+    retrying = Retrying(stop=stop_after_attempt(int(retries) + 1), wait=_wait, reraise=True,
+                        retry=retry_if_exception_type((requests.ConnectionError, requests.Timeout,
+                                                       requests.exceptions.ChunkedEncodingError,
+                                                       _RetryableStatus)))
+    try:
+        response = retrying(send)
+    except _RetryableStatus as exc:
+        response = exc.response
+    except requests.Timeout:
+        after = f" ({attempts} attempts)" if attempts > 1 else ""
+        raise TimeoutError(f"{where}: no reply within {float(timeout):g}s{after}") from None
+    except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
+        after = f" ({attempts} attempts)" if attempts > 1 else ""
+        raise ConnectionError(f"{where}: {_reason(exc)}{after}") from None
+
+    text = _text(response)
+    code = response.status_code
+    if not accepted(code):
+        after = f" after {attempts} attempts" if attempts > 1 else ""
+        raise RuntimeError(f"HTTP {code} from {where}{after}: "
+                           + (text[:_SHOWN_BODY] if text.strip() else "(empty body)"))
+    reply, is_json = _parse(text)
+    answer = reply
+    if output is not None or usage is not None:
+        if not is_json:
+            kind = response.headers.get("Content-Type", "no content type")
+            raise ValueError(f"the reply from {where} is not JSON ({kind}): {text[:_SHOWN_TEXT]!r}")
+    if output is not None:
+        answer = _find(reply, output, "output")
+    tokens = _usage(_find(reply, usage, "usage"), usage) if usage is not None else None
+    metadata: dict[str, Any] = {"status": code}
+    if attempts > 1:
+        metadata["attempts"] = attempts
+    return RunnerResult(output=answer, metadata=metadata, usage=tokens)
+
+
+def _check(url: Any, method: Any, retries: Any) -> tuple[str, str]:
+    """The method in capitals and the URL as errors may show it (no credentials, no query)."""
+    if not isinstance(url, str) or not url.strip():
+        raise ValueError("`url` must be a non-empty string")
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("`url` must start with http:// or https:// and name a host")
+    if not isinstance(method, str) or not method.isalpha():
+        raise ValueError(f"`method` must be an HTTP method such as GET or POST, not {method!r}")
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ValueError(f"`retries` must be a whole number of 0 or more, not {retries!r}")
+    host = parts.netloc.rsplit("@", 1)[-1]  # user:password@ stays out of errors
+    return method.upper(), f"{method.upper()} {parts.scheme}://{host}{parts.path or '/'}"
+
+
+def _accepted(status: list[int] | None):
+    if status is None:
+        return lambda code: 200 <= code < 300
+    codes = [status] if isinstance(status, int) else status
+    if not isinstance(codes, (list, tuple)) or not all(isinstance(c, int) and not isinstance(c, bool)
+                                                      for c in codes):
+        raise ValueError("`status` must be a list of HTTP status codes, such as [200, 201]")
+    allowed = frozenset(codes)
+    return allowed.__contains__
+
+
+def _retryable(code: int) -> bool:
+    return code in RETRY_STATUSES or 500 <= code < 600
+
+
+def _session(url: str) -> requests.Session:
+    """One pooled session per worker thread and base URL: connections are kept alive."""
+    sessions = getattr(_local, "sessions", None)
+    if sessions is None:
+        sessions = _local.sessions = {}
+    parts = urlsplit(url.strip())
+    base = f"{parts.scheme}://{parts.netloc}"
+    session = sessions.get(base)
+    if session is None:
+        session = sessions[base] = requests.Session()
+    return session
+
+
+def _wait(retry_state) -> float:
+    exc = retry_state.outcome.exception() if retry_state.outcome else None
+    if isinstance(exc, _RetryableStatus):
+        delay = _retry_after(exc.response)
+        if delay is not None:
+            return min(delay, MAX_WAIT)
+    return _backoff(retry_state)
+
+
+def _retry_after(response: requests.Response) -> float | None:
+    value = response.headers.get("Retry-After", "").strip()
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+def _reason(exc: BaseException) -> str:
+    """Why a connection failed, without the URL that requests and urllib3 put in their messages."""
+    seen: set[int] = set()
+    todo = [exc]
+    while todo:
+        current = todo.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, RemoteDisconnected):
+            return "the server closed the connection without replying"
+        if isinstance(current, OSError) and current.strerror:
+            return f"connection failed: {current.strerror}"
+        todo.extend(a for a in current.args if isinstance(a, BaseException))
+        for name in ("reason", "__cause__", "__context__"):
+            value = getattr(current, name, None)
+            if isinstance(value, BaseException):
+                todo.append(value)
+    if isinstance(exc, requests.exceptions.ChunkedEncodingError):
+        return "the reply was cut off"
+    return f"connection failed ({type(exc).__name__})"
+
+
+def _text(response: requests.Response) -> str:
+    # requests guesses ISO-8859-1 for text/* without a charset; JSON and most services mean UTF-8
+    charset = "charset=" in response.headers.get("Content-Type", "").lower() and response.encoding
+    try:
+        return response.content.decode(charset or "utf-8", errors="replace")
+    except LookupError:
+        return response.content.decode("utf-8", errors="replace")
+
+
+def _parse(text: str) -> tuple[Any, bool]:
+    """The reply as JSON when it is JSON, else as the text itself."""
+    if not text.strip():
+        return text, False
+    try:
+        return json.loads(text), True
+    except ValueError:
+        return text, False
+
+
+def _find(reply: Any, path: str, option: str) -> Any:
+    try:
+        return lookup(reply, path)
+    except PathNotFound as exc:
+        raise PathNotFound(f"`{option}: {path}` is not in the reply: {exc}") from None
+
+
+def _usage(value: Any, path: str) -> Usage:
+    if not isinstance(value, dict):
+        raise ValueError(f"`usage: {path}` is not an object with token counts: {str(value)[:_SHOWN_TEXT]}")
+    prompt = _first(value, "prompt_tokens", "input_tokens")
+    completion = _first(value, "completion_tokens", "output_tokens")
+    if prompt is None and completion is None:
+        raise ValueError(f"`usage: {path}` has neither prompt_tokens/completion_tokens nor "
+                         f"input_tokens/output_tokens; keys there: {', '.join(map(str, value))}")
+    for name, count in (("prompt", prompt), ("completion", completion)):
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+            raise ValueError(f"`usage: {path}`: the {name} token count {count!r} is not a whole number")
+    return Usage(prompt or 0, completion or 0)
+
+
+def _first(value: dict, *names: str) -> Any:
+    for name in names:
+        if value.get(name) is not None:
+            return value[name]
+    return None
