@@ -1,6 +1,7 @@
 """A summary built up one item at a time, so no run has to keep its items to count them."""
 from __future__ import annotations
 
+import itertools
 import math
 from array import array
 from typing import Mapping
@@ -9,11 +10,11 @@ from yamleval.types import ItemResult, LatencySummary, ScorerSummary, Summary, U
 
 
 class _ScorerTally:
-    __slots__ = ("name", "threshold", "total", "count", "low", "high", "passed", "failed", "errored", "skipped")
+    __slots__ = ("name", "threshold", "values", "count", "low", "high", "passed", "failed", "errored", "skipped")
 
     def __init__(self, name: str, threshold: float | None):
         self.name, self.threshold = name, threshold
-        self.total = 0.0
+        self.values = array("d")  # summed exactly at the end: the same mean whatever order items finish in
         self.count = self.passed = self.failed = self.errored = self.skipped = 0
         self.low = math.inf
         self.high = -math.inf
@@ -34,8 +35,6 @@ class Aggregator:
         self.tallies = {sid: _ScorerTally(name, threshold) for sid, (name, threshold) in scorers.items()}
         self.counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
         self.completed = 0
-        self.score_sum = 0.0
-        self.score_count = 0
         self.latencies = array("d")
         self.prompt_tokens = 0
         self.completion_tokens = 0
@@ -57,14 +56,12 @@ class Aggregator:
                 continue
             if score.score is not None:
                 value = score.score
-                tally.total += value
+                tally.values.append(value)
                 tally.count += 1
                 if value < tally.low:
                     tally.low = value
                 if value > tally.high:
                     tally.high = value
-                self.score_sum += value
-                self.score_count += 1
             if score.passed is False:
                 tally.failed += 1
             elif score.passed:
@@ -72,6 +69,7 @@ class Aggregator:
 
     def summary(self, duration_ms: float, total: int | None = None) -> Summary:
         counts = self.counts
+        scores = array("d", itertools.chain.from_iterable(t.values for t in self.tallies.values()))
         judged = self.completed - counts["skipped"]
         ordered = sorted(self.latencies)
         latency = LatencySummary(
@@ -83,7 +81,7 @@ class Aggregator:
             decided = t.passed + t.failed
             scorers[sid] = ScorerSummary(
                 id=sid, name=t.name, threshold=t.threshold,
-                mean=t.total / t.count if t.count else None,
+                mean=math.fsum(t.values) / t.count if t.count else None,
                 min=t.low if t.count else None, max=t.high if t.count else None,
                 pass_rate=t.passed / decided if decided else None,
                 passed=t.passed, failed=t.failed, errored=t.errored, skipped=t.skipped,
@@ -91,7 +89,7 @@ class Aggregator:
         return Summary(
             total=max(total or 0, self.completed), completed=self.completed,
             passed=counts["passed"], failed=counts["failed"], errored=counts["error"], skipped=counts["skipped"],
-            mean_score=self.score_sum / self.score_count if self.score_count else None,
+            mean_score=math.fsum(scores) / len(scores) if scores else None,
             pass_rate=counts["passed"] / judged if judged else None,
             duration_ms=duration_ms, latency_ms=latency,
             tokens=Usage(self.prompt_tokens, self.completion_tokens), scorers=scorers,

@@ -1,0 +1,416 @@
+"""A client for OpenAI-compatible Chat Completions endpoints.
+
+One pooled ``requests.Session`` per endpoint; transient failures (connection
+errors, timeouts, 408, 409, 429, 5xx) are retried by tenacity with exponential
+backoff and jitter, honouring ``Retry-After``. The api key is sent as a bearer
+token and never appears in a message, a repr or an exception.
+"""
+from __future__ import annotations
+
+import email.utils
+import json
+import random
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Mapping, Sequence
+
+import requests
+from requests.adapters import HTTPAdapter
+from tenacity import Retrying, retry_if_exception, stop_after_attempt
+
+from yamleval.errors import ConfigError, YamlevalError
+from yamleval.models.extract import parse_answer, schema_problem
+from yamleval.types import Usage
+
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+MAX_RETRY_AFTER = 60.0
+MODEL_KEYS = frozenset({"base_url", "model", "api_key", "temperature", "max_tokens", "seed",
+                        "timeout", "headers", "price", "retries"})
+
+
+class ModelError(YamlevalError):
+    """A call to a model endpoint failed; ``status`` is the HTTP status when there was one."""
+
+    def __init__(self, message: str, *, status: int | None = None, model: str | None = None,
+                 retryable: bool = False, retry_after: float | None = None, attempts: int = 1):
+        super().__init__(message)
+        self.status = status
+        self.model = model
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.attempts = attempts
+
+
+class StructuredAnswerError(ModelError):
+    """The model's answer did not fit the schema, even after one retry.
+
+    ``raw`` is the text of the last answer, kept for the report; ``replies`` are
+    every reply received, so their token usage can still be counted.
+    """
+
+    def __init__(self, message: str, *, raw: str, replies: Sequence["ChatReply"] = (),
+                 model: str | None = None):
+        super().__init__(message, model=model)
+        self.raw = raw
+        self.replies = list(replies)
+
+
+@dataclass(frozen=True)
+class Price:
+    """Price in currency units per million tokens."""
+
+    prompt: float = 0.0
+    completion: float = 0.0
+
+    def cost(self, usage: Usage) -> float:
+        return (usage.prompt_tokens * self.prompt + usage.completion_tokens * self.completion) / 1e6
+
+
+@dataclass(frozen=True, repr=False)
+class ModelConfig:
+    """One named OpenAI-compatible endpoint, as the ``models:`` section describes it."""
+
+    name: str
+    base_url: str
+    model: str
+    api_key: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+    timeout: float = 60.0
+    headers: Mapping[str, str] = field(default_factory=dict)
+    retries: int = 2
+    price: Price | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.price, Mapping):
+            object.__setattr__(self, "price", Price(float(self.price.get("prompt", 0)),
+                                                    float(self.price.get("completion", 0))))
+
+    def __repr__(self) -> str:
+        # Header values may hold credentials too: show their names only.
+        key = "'***'" if self.api_key else "None"
+        return (f"ModelConfig(name={self.name!r}, base_url={self.base_url!r}, model={self.model!r}, "
+                f"api_key={key}, temperature={self.temperature!r}, max_tokens={self.max_tokens!r}, "
+                f"seed={self.seed!r}, timeout={self.timeout!r}, headers={sorted(self.headers)!r}, "
+                f"retries={self.retries!r}, price={self.price!r})")
+
+    @classmethod
+    def from_mapping(cls, name: str, mapping: Mapping[str, Any], retries: int = 2,
+                     timeout: float = 60.0) -> "ModelConfig":
+        """Build from one ``models:`` entry; ``retries`` and ``timeout`` are the defaults it may override."""
+        unknown = sorted(set(mapping) - MODEL_KEYS)
+        if unknown:
+            raise ConfigError(f"models.{name}: unknown key(s): {', '.join(unknown)}")
+        for key in ("base_url", "model"):
+            if not mapping.get(key):
+                raise ConfigError(f"models.{name}: {key} is required")
+        price = mapping.get("price")
+        return cls(
+            name=name, base_url=str(mapping["base_url"]), model=str(mapping["model"]),
+            api_key=mapping.get("api_key") or None,
+            temperature=mapping.get("temperature"), max_tokens=mapping.get("max_tokens"),
+            seed=mapping.get("seed"), timeout=float(mapping.get("timeout", timeout)),
+            headers={str(k): str(v) for k, v in (mapping.get("headers") or {}).items()},
+            retries=int(mapping.get("retries", retries)),
+            price=Price(float(price.get("prompt", 0)), float(price.get("completion", 0))) if price else None,
+        )
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    """One chat completion. ``tool_calls`` are ``{name, arguments}`` with the arguments
+    parsed into a dict when they are a JSON object, else left as the raw string."""
+
+    text: str
+    tool_calls: list[dict[str, Any]]
+    usage: Usage
+    latency_ms: float
+    cost: float | None
+    raw: Any
+    attempts: int = 1
+    finish_reason: str | None = None
+
+
+class ChatClient:
+    """Chat Completions over one pooled session. Thread-safe; close it when done.
+
+    ``backoff`` is ``(initial, max)`` seconds of the exponential backoff between
+    retries; a ``Retry-After`` header replaces it (capped at ``max_retry_after``).
+    """
+
+    def __init__(self, config: ModelConfig, *, backoff: tuple[float, float] = (0.5, 8.0),
+                 max_retry_after: float = MAX_RETRY_AFTER, pool_size: int = 64,
+                 sleep: Callable[[float], None] = time.sleep):
+        self.config = config
+        self.url = config.base_url.rstrip("/") + "/chat/completions"
+        self._backoff = backoff
+        self._max_retry_after = max_retry_after
+        self._sleep = sleep
+        self._tools_unsupported = False
+        self._json_mode_unsupported = False
+        self._session = requests.Session()
+        adapter = HTTPAdapter(pool_connections=1, pool_maxsize=pool_size, max_retries=0)
+        self._session.mount("http://", adapter)
+        self._session.mount("https://", adapter)
+        self._session.headers.update({"Content-Type": "application/json", "Accept": "application/json"})
+        if config.api_key:
+            self._session.headers["Authorization"] = f"Bearer {config.api_key}"
+        self._session.headers.update(config.headers)
+
+    def __repr__(self) -> str:
+        return f"ChatClient({self.config.name!r}, {self.url!r})"
+
+    def close(self) -> None:
+        self._session.close()
+
+    def __enter__(self) -> "ChatClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- plain chat ---------------------------------------------------------------------
+
+    def chat(self, messages: Sequence[Mapping[str, Any]], *, tools: Sequence[Mapping[str, Any]] | None = None,
+             tool_choice: Any = None, response_format: Mapping[str, Any] | None = None,
+             **extra: Any) -> ChatReply:
+        """Send one chat completion request, retrying transient failures; raise ModelError."""
+        body: dict[str, Any] = {"model": self.config.model, "messages": list(messages)}
+        for key in ("temperature", "max_tokens", "seed"):
+            value = getattr(self.config, key)
+            if value is not None:
+                body[key] = value
+        if tools is not None:
+            body["tools"] = list(tools)
+        if tool_choice is not None:
+            body["tool_choice"] = tool_choice
+        if response_format is not None:
+            body["response_format"] = dict(response_format)
+        body.update(extra)
+        payload = json.dumps(body)
+
+        attempts = 0
+        retrying = Retrying(
+            stop=stop_after_attempt(max(0, self.config.retries) + 1),
+            wait=self._wait, retry=retry_if_exception(lambda e: isinstance(e, ModelError) and e.retryable),
+            sleep=self._sleep, reraise=True)
+        try:
+            for attempt in retrying:
+                with attempt:
+                    attempts = attempt.retry_state.attempt_number
+                    data, latency_ms = self._post(payload)
+        except ModelError as exc:
+            exc.attempts = attempts
+            if attempts > 1:
+                exc.message += f" (after {attempts} attempts)"
+            raise
+        return self._reply(data, latency_ms, attempts)
+
+    def _wait(self, state: Any) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, ModelError) and exc.retry_after is not None:
+            return min(exc.retry_after, self._max_retry_after)
+        # Exponential backoff with jitter, computed here: tenacity's helper changed its signature.
+        initial, maximum = self._backoff
+        return min(maximum, initial * 2 ** (state.attempt_number - 1)) + random.uniform(0, initial)
+
+    def _post(self, payload: str) -> tuple[Any, float]:
+        start = time.perf_counter()
+        try:
+            response = self._session.post(self.url, data=payload.encode("utf-8"), timeout=self.config.timeout)
+        except requests.Timeout as exc:
+            raise self._error(f"timed out after {self.config.timeout:g}s ({type(exc).__name__})",
+                              retryable=True) from None
+        except requests.ConnectionError as exc:
+            raise self._error(f"connection failed: {_first_line(exc)}", retryable=True) from None
+        except requests.RequestException as exc:
+            raise self._error(f"request failed: {_first_line(exc)}") from None
+        latency_ms = (time.perf_counter() - start) * 1000.0
+        status = response.status_code
+        if status >= 400:
+            raise self._error(f"HTTP {status}: {_server_message(response)}", status=status,
+                              retryable=status in RETRYABLE_STATUS or status >= 500,
+                              retry_after=_retry_after(response.headers.get("Retry-After")))
+        try:
+            data = response.json()
+        except ValueError:
+            raise self._error(f"reply is not JSON (HTTP {status}): {_snippet(response.text)}",
+                              status=status) from None
+        if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
+            raise self._error(f"reply has no choices (HTTP {status}): {_snippet(response.text)}", status=status)
+        return data, latency_ms
+
+    def _error(self, detail: str, *, status: int | None = None, retryable: bool = False,
+               retry_after: float | None = None) -> ModelError:
+        message = self._redact(f"model {self.config.name!r}: {detail}")
+        return ModelError(message, status=status, model=self.config.name, retryable=retryable,
+                          retry_after=retry_after)
+
+    def _redact(self, text: str) -> str:
+        key = self.config.api_key
+        return text.replace(key, "***") if key else text
+
+    def _reply(self, data: Mapping[str, Any], latency_ms: float, attempts: int) -> ChatReply:
+        choice = data["choices"][0] if isinstance(data["choices"][0], Mapping) else {}
+        message = choice.get("message") or {}
+        usage_data = data.get("usage") or {}
+        usage = Usage(int(usage_data.get("prompt_tokens") or 0), int(usage_data.get("completion_tokens") or 0))
+        price = self.config.price
+        return ChatReply(
+            text=_content_text(message.get("content")), tool_calls=_tool_calls(message), usage=usage,
+            latency_ms=latency_ms, cost=price.cost(usage) if price else None, raw=data,
+            attempts=attempts, finish_reason=choice.get("finish_reason"))
+
+    # -- structured answers ------------------------------------------------------------
+
+    def structured(self, messages: Sequence[Mapping[str, Any]], schema: Mapping[str, Any], name: str,
+                   **extra: Any) -> tuple[dict[str, Any], ChatReply]:
+        """Ask for a JSON object that fits ``schema``: a forced function call ``name``,
+        falling back to JSON mode, then to extraction from the text. An answer that
+        does not fit is asked for once more; then StructuredAnswerError.
+
+        The returned reply is the last one, with usage, cost, latency and attempts
+        totalled over every call made.
+        """
+        replies: list[ChatReply] = []
+        raw = ""
+        for _ in range(2):
+            answer, raw, reply = self._structured_once(messages, schema, name, extra)
+            replies.append(reply)
+            problem = schema_problem(answer, schema, raw)
+            if problem is None:
+                return answer, _total(replies)
+        raise StructuredAnswerError(
+            self._redact(f"model {self.config.name!r}: the answer does not fit the schema of {name!r}: "
+                         f"{problem}; answer: {_snippet(raw)}"),
+            raw=raw, replies=replies, model=self.config.name)
+
+    def _structured_once(self, messages: Sequence[Mapping[str, Any]], schema: Mapping[str, Any],
+                         name: str, extra: dict[str, Any]) -> tuple[Any, str, ChatReply]:
+        if not self._tools_unsupported:
+            tool = {"type": "function", "function": {"name": name, "parameters": dict(schema)}}
+            try:
+                reply = self.chat(messages, tools=[tool],
+                                  tool_choice={"type": "function", "function": {"name": name}}, **extra)
+            except ModelError as exc:
+                if not _rejects(exc, ("tool", "function")):
+                    raise
+                self._tools_unsupported = True
+            else:
+                calls = [c for c in reply.tool_calls if c["name"] == name] or reply.tool_calls
+                if calls:
+                    arguments = calls[0]["arguments"]
+                    if isinstance(arguments, dict):
+                        return arguments, json.dumps(arguments), reply
+                    return parse_answer(arguments), arguments, reply
+        prompted = _with_schema_instruction(messages, schema)
+        if not self._json_mode_unsupported:
+            try:
+                reply = self.chat(prompted, response_format={"type": "json_object"}, **extra)
+            except ModelError as exc:
+                if not _rejects(exc, ("response_format", "json")):
+                    raise
+                self._json_mode_unsupported = True
+            else:
+                return parse_answer(reply.text), reply.text, reply
+        reply = self.chat(prompted, **extra)
+        return parse_answer(reply.text), reply.text, reply
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+def _rejects(exc: ModelError, words: Sequence[str]) -> bool:
+    """Whether the server refused a request feature (a 400-ish reply naming it)."""
+    text = exc.message.lower()
+    return exc.status in (400, 422, 501) and any(w in text for w in words)
+
+
+def _with_schema_instruction(messages: Sequence[Mapping[str, Any]], schema: Mapping[str, Any]) -> list[dict]:
+    # JSON mode on OpenAI requires the word JSON in the messages; the schema says what to put in it.
+    instruction = ("Answer with only a JSON object that matches this JSON Schema:\n"
+                   + json.dumps(schema, sort_keys=True))
+    out = [dict(m) for m in messages]
+    if out and out[0].get("role") == "system" and isinstance(out[0].get("content"), str):
+        out[0]["content"] = f"{out[0]['content']}\n\n{instruction}"
+    else:
+        out.insert(0, {"role": "system", "content": instruction})
+    return out
+
+
+def _total(replies: Sequence[ChatReply]) -> ChatReply:
+    last = replies[-1]
+    if len(replies) == 1:
+        return last
+    costs = [r.cost for r in replies]
+    return replace(
+        last,
+        usage=Usage(sum(r.usage.prompt_tokens for r in replies), sum(r.usage.completion_tokens for r in replies)),
+        latency_ms=sum(r.latency_ms for r in replies), attempts=sum(r.attempts for r in replies),
+        cost=None if all(c is None for c in costs) else sum(c or 0.0 for c in costs))
+
+
+def _content_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, list):  # content parts
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+    return str(content)
+
+
+def _tool_calls(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    calls = message.get("tool_calls") or []
+    if not calls and isinstance(message.get("function_call"), Mapping):  # the legacy shape
+        calls = [{"function": message["function_call"]}]
+    out = []
+    for call in calls:
+        function = (call or {}).get("function") or {}
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            try:
+                parsed = json.loads(arguments)
+            except ValueError:
+                parsed = None
+            arguments = parsed if isinstance(parsed, dict) else arguments
+        out.append({"name": function.get("name"), "arguments": arguments if arguments is not None else {}})
+    return out
+
+
+def _server_message(response: requests.Response) -> str:
+    try:
+        data = response.json()
+    except ValueError:
+        return _snippet(response.text) or response.reason or "no message"
+    if isinstance(data, Mapping):
+        error = data.get("error")
+        if isinstance(error, Mapping) and error.get("message"):
+            return str(error["message"])
+        for value in (error, data.get("message"), data.get("detail")):
+            if isinstance(value, str) and value:
+                return value
+    return _snippet(response.text)
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a Retry-After header: delta-seconds or an HTTP date."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text.splitlines()[0][:300]
+
+
+def _snippet(text: str, limit: int = 500) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[:limit] + "…"
