@@ -13,8 +13,9 @@ from yamleval import plugins, templating
 from yamleval.config.model import PluginSpec
 from yamleval.errors import raise_all
 
-RUNNER_CONTEXT = ("item", "input", "expected", "context", "metadata", "vars")
-SCORER_CONTEXT = ("output", "expected", "input", "item", "context", "assertions", "metadata", "trace", "vars")
+RUNNER_CONTEXT = ("item", "input", "expected", "context", "metadata", "vars", "models")
+SCORER_CONTEXT = ("output", "expected", "input", "item", "context", "assertions", "metadata", "trace", "vars",
+                  "models")
 
 _local = threading.local()
 _NEVER_AWAITABLE = frozenset({bool, int, float, str, type(None), dict, list, tuple})

@@ -66,10 +66,12 @@ class _ItemProcessor:
         self.runner = prepared.runner
         self.scorers = prepared.scorers
         self.vars = prepared.experiment.vars
+        self.models = prepared.models
 
     def __call__(self, item: Item, slot: Slot) -> ItemResult:
         context = {"item": item, "input": item.input, "expected": item.expected, "context": item.context,
-                   "assertions": item.assertions, "metadata": item.metadata, "vars": self.vars}
+                   "assertions": item.assertions, "metadata": item.metadata, "vars": self.vars,
+                   "models": self.models}
         started = time.perf_counter()
         try:
             returned = self.runner(context)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from yamleval import calls, plugins
 from yamleval.config.model import DatasetSpec, Experiment, PluginSpec
@@ -15,12 +15,16 @@ from yamleval.datasets import Dataset, open_dataset
 from yamleval.errors import ConfigError, raise_all
 from yamleval.scoring import Scorer
 
+if TYPE_CHECKING:
+    from yamleval.models.registry import Models
+
 
 @dataclass(frozen=True)
 class Prepared:
     experiment: Experiment
     runner: calls.BoundCall
     scorers: tuple[Scorer, ...]
+    models: Models | None = None
 
     def open_dataset(self, limit: int | None = None) -> Dataset:
         return open_dataset(self.experiment.dataset, limit, _dataset_plugin)
@@ -59,13 +63,30 @@ def _check_dataset(spec: DatasetSpec, context: str, read_rows: bool) -> list[Con
     return []
 
 
+def _models(experiment: Experiment) -> Models:
+    from yamleval.models.registry import Models
+
+    return Models(experiment.models, experiment.retries, experiment.timeout)
+
+
+def _check_model_names(spec: PluginSpec, bound: calls.BoundCall | None, models: Models, context: str) -> list:
+    """A ``with: {model: name}`` for a plugin that uses ``models`` must name one of ``models:``."""
+    name = spec.with_.get("model")
+    if bound is None or "models" not in bound.wanted or not isinstance(name, str):
+        return []
+    problem = models.unknown(name)
+    return [spec.error(problem, sub=("with", "model"), context=context)] if problem else []
+
+
 def _bind_all(experiment: Experiment, instantiate: bool) -> tuple[list, list, list[ConfigError]]:
     _importable(experiment)
     errors: list[ConfigError] = []
     bound_runner = []
+    models = _models(experiment)
     try:
-        bound_runner.append(calls.bind(experiment.runner, "runners", calls.RUNNER_CONTEXT,
-                                       experiment.context(), instantiate))
+        bound = calls.bind(experiment.runner, "runners", calls.RUNNER_CONTEXT, experiment.context(), instantiate)
+        bound_runner.append(bound)
+        errors.extend(_check_model_names(experiment.runner, bound, models, experiment.context()))
     except ConfigError as exc:
         errors.extend(getattr(exc, "errors", [exc]))
     scorers = []
@@ -74,6 +95,7 @@ def _bind_all(experiment: Experiment, instantiate: bool) -> tuple[list, list, li
             bound = calls.bind(spec.plugin, "scorers", calls.SCORER_CONTEXT, experiment.context(spec.id),
                                instantiate)
             scorers.append(Scorer(spec, bound))
+            errors.extend(_check_model_names(spec.plugin, bound, models, experiment.context(spec.id)))
         except ConfigError as exc:
             errors.extend(getattr(exc, "errors", [exc]))
     return bound_runner, scorers, errors
@@ -91,4 +113,4 @@ def prepare(experiment: Experiment) -> Prepared:
     runner, scorers, errors = _bind_all(experiment, instantiate=True)
     errors.extend(_check_dataset(experiment.dataset, experiment.context(), read_rows=False))
     raise_all(errors)
-    return Prepared(experiment, runner[0], tuple(scorers))
+    return Prepared(experiment, runner[0], tuple(scorers), _models(experiment) if experiment.models else None)

@@ -69,6 +69,7 @@ class _Loader:
         self.settings: dict[str, Any] = {}
 
     def load(self, file_path: str, defaults: Mapping[str, Any], project_vars: Mapping[str, Any],
+             models: Mapping[str, Any],
              stack: tuple[str, ...], include_at: tuple[SourceMap, tuple] | None = None) -> None:
         real = os.path.realpath(file_path)
         if real in stack:
@@ -104,21 +105,23 @@ class _Loader:
             return
         base_dir = os.path.dirname(os.path.abspath(file_path))
         if not project:
-            self.experiments.append(build_experiment(data, raw, (), source, base_dir, defaults, project_vars))
+            self.experiments.append(build_experiment(data, raw, (), source, base_dir, defaults, project_vars, models))
             return
         defaults = {**defaults, **(data.get("defaults") or {})}
         project_vars = {**project_vars, **(data.get("vars") or {})}
+        models = {**models, **(data.get("models") or {})}
         if not stack:
             self.settings = {k: data[k] for k in ("models", "store", "reports") if k in data}
             self.settings["base_dir"] = base_dir
         for index, entry in enumerate(data.get("experiments") or []):
             at = ("experiments", index)
             self.experiments.append(build_experiment(entry, raw["experiments"][index], at, source,
-                                                     base_dir, defaults, project_vars))
+                                                     base_dir, defaults, project_vars, models))
         for index, pattern in enumerate(data.get("include") or []):
-            self._include(pattern, base_dir, (source, ("include", index)), defaults, project_vars, stack + (real,))
+            self._include(pattern, base_dir, (source, ("include", index)), defaults, project_vars, models,
+                          stack + (real,))
 
-    def _include(self, pattern: str, base_dir: str, at: tuple, defaults, project_vars, stack) -> None:
+    def _include(self, pattern: str, base_dir: str, at: tuple, defaults, project_vars, models, stack) -> None:
         full = os.path.join(base_dir, pattern)
         if glob.has_magic(pattern):
             matches = sorted(glob.glob(full, recursive=True))
@@ -127,9 +130,9 @@ class _Loader:
                 self.errors.append(source.error(path, f"no file matches '{pattern}'",
                                                 hint="check the pattern; it is relative to this file"))
             for match in matches:
-                self.load(match, defaults, project_vars, stack, at)
+                self.load(match, defaults, project_vars, models, stack, at)
         else:
-            self.load(full, defaults, project_vars, stack, at)
+            self.load(full, defaults, project_vars, models, stack, at)
 
 
 def _check_ids(experiments: list[Experiment]) -> list[ConfigError]:
@@ -169,7 +172,7 @@ def load_project(paths: list[str] | tuple[str, ...], environ: Mapping[str, str] 
     """Load every file named, with what they include; raise all config errors found at once."""
     loader = _Loader(os.environ if environ is None else environ)
     for path in paths:
-        loader.load(os.fspath(path), {}, {}, ())
+        loader.load(os.fspath(path), {}, {}, {}, ())
     raise_all(loader.errors)
     raise_all(_check_ids(loader.experiments))
     settings = loader.settings

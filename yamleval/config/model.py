@@ -112,6 +112,7 @@ class Experiment:
     tags: tuple[str, ...] = ()
     metadata: Mapping[str, Any] | None = None
     vars: Mapping[str, Any] = field(default_factory=dict)
+    models: Mapping[str, Any] = field(default_factory=dict, repr=False)  # name -> endpoint settings (expanded)
     concurrency: int = DEFAULTS["concurrency"]
     timeout: float = DEFAULTS["timeout"]
     retries: int = DEFAULTS["retries"]
@@ -163,7 +164,8 @@ def build_dataset(data: Mapping[str, Any], path: Path, source: SourceMap, base_d
 
 
 def build_experiment(data: Mapping[str, Any], raw: Mapping[str, Any], path: Path, source: SourceMap,
-                     base_dir: str, defaults: Mapping[str, Any], project_vars: Mapping[str, Any]) -> Experiment:
+                     base_dir: str, defaults: Mapping[str, Any], project_vars: Mapping[str, Any],
+                     models: Mapping[str, Any] | None = None) -> Experiment:
     """The typed experiment at ``path``; ``raw`` is the same mapping before ``${VAR}`` expansion."""
     settings = {**DEFAULTS, **defaults, **{k: data[k] for k in DEFAULTS if k in data}}
     runner = _plugin(data["runner"], path + ("runner",), source)
@@ -185,6 +187,7 @@ def build_experiment(data: Mapping[str, Any], raw: Mapping[str, Any], path: Path
         tags=tuple(dict.fromkeys(t.strip() for t in raw.get("tags") or [] if t.strip())),
         metadata=raw.get("metadata"),
         vars={**project_vars, **(data.get("vars") or {})},
+        models=dict(models or {}),
         concurrency=settings["concurrency"], timeout=float(settings["timeout"]), retries=settings["retries"],
         raw=raw,
     )

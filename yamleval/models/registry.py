@@ -1,0 +1,50 @@
+"""The ``models:`` of a project as clients, created on first use and shared by all items."""
+from __future__ import annotations
+
+import difflib
+import threading
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    from yamleval.models.client import ChatClient
+
+
+class Models:
+    """Name -> ChatClient for the endpoints a config declares; plugins receive it as ``models``."""
+
+    def __init__(self, configs: Mapping[str, Mapping[str, Any]], retries: int = 2, timeout: float = 60.0):
+        self.configs = dict(configs)
+        self.retries = retries
+        self.timeout = timeout
+        self._clients: dict[str, ChatClient] = {}
+        self._lock = threading.Lock()
+
+    def names(self) -> list[str]:
+        return sorted(self.configs)
+
+    def unknown(self, name: str) -> str | None:
+        """Why ``name`` is not a model here, or None when it is."""
+        if name in self.configs:
+            return None
+        close = difflib.get_close_matches(name, self.names(), n=1)
+        if close:
+            return f"no model '{name}' in `models:` (did you mean '{close[0]}'?)"
+        return f"no model '{name}' in `models:` (declared: {', '.join(self.names()) or 'none'})"
+
+    def client(self, name: str) -> ChatClient:
+        problem = self.unknown(name)
+        if problem:
+            raise KeyError(problem)
+        from yamleval.models.client import ChatClient, ModelConfig  # requests is slow to import
+
+        with self._lock:
+            if name not in self._clients:
+                config = ModelConfig.from_mapping(name, self.configs[name], retries=self.retries, timeout=self.timeout)
+                self._clients[name] = ChatClient(config)
+            return self._clients[name]
+
+    def close(self) -> None:
+        with self._lock:
+            for client in self._clients.values():
+                client.close()
+            self._clients.clear()
