@@ -391,3 +391,17 @@ def test_a_dataset_failure_mid_run_keeps_what_finished(write_config):
     assert result.summary.completed == 1
     assert result.aborted and "source went away" in result.aborted
     assert result.passed is False
+
+
+def test_judge_tokens_and_costs_are_summed_apart_from_the_runners(write_config):
+    result = run(write_config, """
+        experiments:
+          - id: e
+            dataset: {items: [{input: a}, {input: b}, {input: c}]}
+            runner: fixture_plugins.behaviours:priced
+            scorers: [{uses: fixture_plugins.behaviours:judged, id: judge}]
+    """)
+    s = result.summary
+    assert (s.tokens.prompt_tokens, s.tokens.completion_tokens, s.tokens.cost) == (30, 6, 1.5)
+    assert (s.judge_tokens.prompt_tokens, s.judge_tokens.completion_tokens, s.judge_tokens.cost) == (15, 3, 0.75)
+    assert result.items[0].scores["judge"].usage.cost == 0.25

@@ -28,6 +28,25 @@ def _percentile(ordered: list[float], fraction: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
+class _Tokens:
+    """A running sum of usage; the cost stays None until some call had a price."""
+
+    __slots__ = ("prompt", "completion", "cost")
+
+    def __init__(self):
+        self.prompt = self.completion = 0
+        self.cost: float | None = None
+
+    def add(self, usage: Usage) -> None:
+        self.prompt += usage.prompt_tokens
+        self.completion += usage.completion_tokens
+        if usage.cost is not None:
+            self.cost = (self.cost or 0.0) + usage.cost
+
+    def usage(self) -> Usage:
+        return Usage(self.prompt, self.completion, self.cost)
+
+
 class Aggregator:
     """Counts, score statistics, latency and tokens of the items recorded so far."""
 
@@ -36,18 +55,19 @@ class Aggregator:
         self.counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
         self.completed = 0
         self.latencies = array("d")
-        self.prompt_tokens = 0
-        self.completion_tokens = 0
+        self.tokens = _Tokens()
+        self.judge_tokens = _Tokens()
 
     def add(self, result: ItemResult) -> None:
         self.completed += 1
         self.counts[result.status] += 1
         self.latencies.append(result.latency_ms)
         if result.usage is not None:
-            self.prompt_tokens += result.usage.prompt_tokens
-            self.completion_tokens += result.usage.completion_tokens
+            self.tokens.add(result.usage)
         for sid, score in result.scores.items():
             tally = self.tallies[sid]
+            if score.usage is not None:
+                self.judge_tokens.add(score.usage)
             if score.status == "error":
                 tally.errored += 1
                 continue
@@ -92,5 +112,5 @@ class Aggregator:
             mean_score=math.fsum(scores) / len(scores) if scores else None,
             pass_rate=counts["passed"] / judged if judged else None,
             duration_ms=duration_ms, latency_ms=latency,
-            tokens=Usage(self.prompt_tokens, self.completion_tokens), scorers=scorers,
+            tokens=self.tokens.usage(), scorers=scorers, judge_tokens=self.judge_tokens.usage(),
         )

@@ -78,9 +78,11 @@ def summary_text(result: ExperimentResult) -> str:
              f"  mean score  {figures.number(s.mean_score)}    pass rate {figures.percent(s.pass_rate)}    "
              f"latency p50 {figures.ms(s.latency_ms.p50)}, p95 {figures.ms(s.latency_ms.p95)}    "
              f"duration {s.duration_ms / 1000:.2f} s"]
-    if s.tokens.total_tokens:
-        lines.append(f"  tokens      {s.tokens.total_tokens} ({s.tokens.prompt_tokens} prompt, "
-                     f"{s.tokens.completion_tokens} completion)")
+    for name, used in (("tokens", s.tokens), ("judge", s.judge_tokens)):
+        if used.total_tokens:
+            cost = f", ${used.cost:.4f}" if used.cost is not None else ""
+            lines.append(f"  {name:<10}  {used.total_tokens} tokens ({used.prompt_tokens} prompt, "
+                         f"{used.completion_tokens} completion{cost})")
     if s.scorers:
         width = max(10, *(len(sid) for sid in s.scorers))
         lines.append(f"  {'scorer':<{width}}  {'mean':>6} {'min':>6} {'max':>6} {'pass rate':>10}  "

@@ -16,7 +16,7 @@ from yamleval.aggregate import Aggregator
 from yamleval.calls import close_thread_loop
 from yamleval.executor import LocalExecutor, Slot
 from yamleval.plan import Prepared
-from yamleval.scoring import describe_exception, error_result, item_status, score_output
+from yamleval.scoring import as_usage, describe_exception, error_result, item_status, score_output
 from yamleval.types import ExperimentResult, Item, ItemResult, RunnerResult, Usage
 
 ItemCallback = Callable[[ItemResult], Any]
@@ -49,14 +49,10 @@ def _storable(value: Any, depth: int = 0) -> Any:
 
 
 def _usage(value: Any) -> Usage | None:
-    if value is None or isinstance(value, Usage):
-        return value
-    if isinstance(value, dict):
-        prompt = value.get("prompt_tokens", value.get("prompt", 0)) or 0
-        completion = value.get("completion_tokens", value.get("completion", 0)) or 0
-        if isinstance(prompt, int) and isinstance(completion, int):
-            return Usage(prompt, completion)
-    raise JunkOutput(f"usage {value!r}; give prompt_tokens and completion_tokens as whole numbers")
+    try:
+        return as_usage(value)
+    except ValueError as exc:
+        raise JunkOutput(str(exc)) from None
 
 
 class _ItemProcessor:

@@ -21,7 +21,20 @@ def _score(s: ScoreResult) -> dict[str, Any]:
         out["error"] = s.error
     if s.metadata:
         out["metadata"] = s.metadata
+    if s.usage is not None:
+        out["tokens"] = tokens(s.usage)
     return out
+
+
+def tokens(usage: Usage) -> dict[str, Any]:
+    out: dict[str, Any] = {"prompt": usage.prompt_tokens, "completion": usage.completion_tokens}
+    if usage.cost is not None:
+        out["cost"] = usage.cost
+    return out
+
+
+def _usage(d: dict[str, Any] | None) -> Usage | None:
+    return None if d is None else Usage(d["prompt"], d["completion"], d.get("cost"))
 
 
 def item_record(result: ItemResult) -> dict[str, Any]:
@@ -41,7 +54,7 @@ def item_record(result: ItemResult) -> dict[str, Any]:
     if item.metadata:
         out["metadata"] = item.metadata
     if result.usage is not None:
-        out["tokens"] = {"prompt": result.usage.prompt_tokens, "completion": result.usage.completion_tokens}
+        out["tokens"] = tokens(result.usage)
     if result.metadata:
         out["output_metadata"] = result.metadata
     if result.trace is not None:
@@ -52,12 +65,12 @@ def item_record(result: ItemResult) -> dict[str, Any]:
 def item_from_record(d: dict[str, Any]) -> ItemResult:
     item = Item(id=d["id"], index=d["index"], input=d["input"], expected=d["expected"], context=d.get("context"),
                 assertions=d.get("assertions"), metadata=d.get("metadata"), label=d.get("label"))
-    tokens = d.get("tokens")
     scores = {sid: ScoreResult(sid, s["status"], s["score"], s["passed"], s["threshold"],
-                               None if "error" in s else s["reason"], s.get("error"), s.get("metadata"))
+                               None if "error" in s else s["reason"], s.get("error"), s.get("metadata"),
+                               _usage(s.get("tokens")))
               for sid, s in d["scores"].items()}
     return ItemResult(item=item, status=d["status"], output=d["output"], error=d["error"],
-                      latency_ms=d["latency_ms"], usage=Usage(tokens["prompt"], tokens["completion"]) if tokens else None,
+                      latency_ms=d["latency_ms"], usage=_usage(d.get("tokens")),
                       scores=scores, metadata=d.get("output_metadata"), trace=d.get("trace"))
 
 
@@ -98,6 +111,8 @@ def encode_record(result: ItemResult) -> str:
             parts += [', "error": ', _value(s.error)]
         if s.metadata:
             parts += [', "metadata": ', encode(s.metadata)]
+        if s.usage is not None:
+            parts += [', "tokens": ', encode(tokens(s.usage))]
         parts.append("}")
     parts.append("}")
     for key, value in (("label", item.label), ("context", item.context), ("assertions", item.assertions)):
@@ -106,8 +121,7 @@ def encode_record(result: ItemResult) -> str:
     if item.metadata:
         parts += [', "metadata": ', encode(item.metadata)]
     if result.usage is not None:
-        parts += [', "tokens": {"prompt": ', str(result.usage.prompt_tokens), ', "completion": ',
-                  str(result.usage.completion_tokens), "}"]
+        parts += [', "tokens": ', encode(tokens(result.usage))]
     if result.metadata:
         parts += [', "output_metadata": ', encode(result.metadata)]
     if result.trace is not None:

@@ -7,7 +7,7 @@ from typing import Any, Mapping
 
 from yamleval.calls import BoundCall
 from yamleval.config.model import ScorerSpec
-from yamleval.types import Item, ItemResult, Score, ScoreResult
+from yamleval.types import Item, ItemResult, Score, ScoreResult, Usage
 
 
 @dataclass(frozen=True)
@@ -39,8 +39,22 @@ def _shareable(score: float | None, passed: Any) -> bool:
     return score is None or score == 1.0 or (score == 0.0 and math.copysign(1.0, score) > 0)
 
 
+def as_usage(value: Any) -> Usage | None:
+    """Token counts given as ``Usage`` or a mapping (``prompt_tokens``/``completion_tokens``,
+    optional ``cost``); ValueError for anything else."""
+    if value is None or isinstance(value, Usage):
+        return value
+    if isinstance(value, Mapping):
+        prompt = value.get("prompt_tokens", value.get("prompt", 0)) or 0
+        completion = value.get("completion_tokens", value.get("completion", 0)) or 0
+        cost = value.get("cost")
+        if isinstance(prompt, int) and isinstance(completion, int) and (cost is None or isinstance(cost, (int, float))):
+            return Usage(prompt, completion, None if cost is None else float(cost))
+    raise ValueError(f"usage {value!r}; give prompt_tokens and completion_tokens as whole numbers")
+
+
 def _finish(spec: ScorerSpec, score: float | None, verdict: bool | None, reason: str | None,
-            metadata: Mapping[str, Any] | None) -> ScoreResult:
+            metadata: Mapping[str, Any] | None, usage: Usage | None = None) -> ScoreResult:
     if spec.negate:
         score = None if score is None else 1.0 - score
         verdict = None if verdict is None else not verdict
@@ -48,8 +62,8 @@ def _finish(spec: ScorerSpec, score: float | None, verdict: bool | None, reason:
     if spec.threshold is not None and score is not None:
         meets = score >= spec.threshold
         passed = meets if passed is None else (passed and meets)
-    if reason is not None or metadata is not None or not _shareable(score, passed):
-        return ScoreResult(spec.id, "success", score, passed, spec.threshold, reason, None, metadata)
+    if reason is not None or metadata is not None or usage is not None or not _shareable(score, passed):
+        return ScoreResult(spec.id, "success", score, passed, spec.threshold, reason, None, metadata, usage)
     key = (id(spec), score, passed)
     shared = _SHARED.get(key)
     if shared is not None and shared[0] is spec:
@@ -87,7 +101,12 @@ def normalize(spec: ScorerSpec, value: Any) -> ScoreResult:
             score = float(score)
         elif value.passed is None:
             return _skipped(spec, value.reason or "no score")
-        return _finish(spec, score, value.passed, value.reason, dict(value.metadata) if value.metadata else None)
+        try:
+            usage = as_usage(value.usage)
+        except ValueError as exc:
+            return _error(spec, f"returned {exc}")
+        return _finish(spec, score, value.passed, value.reason, dict(value.metadata) if value.metadata else None,
+                       usage)
     if value is None:
         return _skipped(spec, "no score")
     return _error(spec, f"returned {type(value).__name__}; return a number from 0 to 1, a bool or yamleval.Score")

@@ -63,7 +63,8 @@ def summary_to_json(s: Summary) -> str:
         "total": s.total, "completed": s.completed, "passed": s.passed, "failed": s.failed, "errored": s.errored,
         "skipped": s.skipped, "mean_score": s.mean_score, "pass_rate": s.pass_rate, "duration_ms": s.duration_ms,
         "latency_ms": [s.latency_ms.mean, s.latency_ms.p50, s.latency_ms.p95, s.latency_ms.max],
-        "tokens": [s.tokens.prompt_tokens, s.tokens.completion_tokens],
+        "tokens": [s.tokens.prompt_tokens, s.tokens.completion_tokens, s.tokens.cost],
+        "judge_tokens": [s.judge_tokens.prompt_tokens, s.judge_tokens.completion_tokens, s.judge_tokens.cost],
         "scorers": [[x.id, x.name, x.threshold, x.mean, x.min, x.max, x.pass_rate, x.passed, x.failed, x.errored,
                      x.skipped] for x in s.scorers.values()],
         "criteria": [[c.type, c.min, c.actual, c.passed, c.severity, c.scorer, c.label] for c in s.criteria],
@@ -77,7 +78,7 @@ def summary_from_json(text: str) -> Summary:
         skipped=d["skipped"], mean_score=d["mean_score"], pass_rate=d["pass_rate"], duration_ms=d["duration_ms"],
         latency_ms=LatencySummary(*d["latency_ms"]), tokens=Usage(*d["tokens"]),
         scorers={x[0]: ScorerSummary(*x) for x in d["scorers"]},
-        criteria=tuple(CriterionResult(*c) for c in d["criteria"]),
+        criteria=tuple(CriterionResult(*c) for c in d["criteria"]), judge_tokens=Usage(*d["judge_tokens"]),
     )
 
 

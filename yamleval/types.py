@@ -24,8 +24,11 @@ class Item:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
+    """Tokens a call (or a sum of calls) used, and its cost in dollars when a price is known."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cost: float | None = None
 
     @property
     def total_tokens(self) -> int:
@@ -59,6 +62,7 @@ class Score:
     reason: str | None = None
     metadata: Mapping[str, Any] | None = None
     skipped: bool = False
+    usage: Usage | None = None  # what a judge model used to give this score
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +77,7 @@ class ScoreResult:
     reason: str | None = None
     error: str | None = None
     metadata: Mapping[str, Any] | None = None
+    usage: Usage | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +144,7 @@ class Summary:
     tokens: Usage
     scorers: Mapping[str, ScorerSummary]
     criteria: tuple[CriterionResult, ...] = ()
+    judge_tokens: Usage = Usage()  # kept apart from the system under test's
 
 
 @dataclass(frozen=True, slots=True)

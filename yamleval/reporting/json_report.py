@@ -11,10 +11,15 @@ from typing import Any, Callable, Iterable
 
 from yamleval.records import encode, encode_record
 from yamleval.reporting.files import atomic_output
-from yamleval.types import ExperimentResult, RunInfo, Summary
+from yamleval.types import ExperimentResult, RunInfo, Summary, Usage
 
 FORMAT_VERSION = 1
 _CHUNK = 1000  # items joined into one write
+
+
+def _tokens(usage: Usage) -> dict[str, Any]:
+    return {"prompt": usage.prompt_tokens, "completion": usage.completion_tokens, "total": usage.total_tokens,
+            "cost": usage.cost}
 
 
 def summary_dict(summary: Summary) -> dict[str, Any]:
@@ -24,8 +29,7 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
         "mean_score": summary.mean_score, "pass_rate": summary.pass_rate,
         "duration_ms": round(summary.duration_ms, 3),
         "latency_ms": asdict(summary.latency_ms),
-        "tokens": {"prompt": summary.tokens.prompt_tokens, "completion": summary.tokens.completion_tokens,
-                   "total": summary.tokens.total_tokens},
+        "tokens": _tokens(summary.tokens), "judge_tokens": _tokens(summary.judge_tokens),
         "scorers": {sid: {"name": s.name, "mean": s.mean, "min": s.min, "max": s.max, "pass_rate": s.pass_rate,
                           "passed": s.passed, "failed": s.failed, "errored": s.errored, "skipped": s.skipped,
                           "threshold": s.threshold}

@@ -91,3 +91,13 @@ def counting(input, item, log: str, seconds: float = 0.002):
     with open(log, "a") as handle:
         handle.write(f"{os.getpid()} {item.id}\n")
     return input if int(item.id.split("-")[1]) % 3 else "wrong"
+
+
+def judged(output):
+    """A scorer that reports what a judge model would have used."""
+    return Score(score=1.0, passed=True, reason="fine", usage={"prompt_tokens": 5, "completion_tokens": 1,
+                                                                "cost": 0.25})
+
+
+def priced(input):
+    return RunnerResult(output=input, usage={"prompt_tokens": 10, "completion_tokens": 2, "cost": 0.5})
