@@ -19,6 +19,9 @@ CASES = [
                        "s2": ScoreResult("s2", "skipped", None, None, None, "no expected")}),
     ItemResult(item=Item(id="n", index=1, input=3, expected=3.0), status="failed", output=float("nan"),
                latency_ms=1e-7, scores={"v": ScoreResult("v", "success", 0.25, False, 0.3, "low", None, {"n": 1})}),
+    ItemResult(item=Item(id="j", index=2, input="q"), status="passed", output="a", latency_ms=3.0,
+               usage=Usage(10, 2, 0.0125),
+               scores={"judge": ScoreResult("judge", "success", 1.0, True, None, "ok", None, None, Usage(5, 1, 0.5))}),
 ]
 
 
@@ -27,7 +30,7 @@ def test_fast_encoder_matches_the_plain_one(result):
     assert encode_record(result) == encode(item_record(result))
 
 
-@pytest.mark.parametrize("result", CASES[:2])
+@pytest.mark.parametrize("result", CASES[:2] + CASES[3:])
 def test_records_read_back(result):
     back = item_from_record(json.loads(encode_record(result)))
     assert encode_record(back) == encode_record(result)
