@@ -1,7 +1,23 @@
-"""Built-in scorers. Each is registered as an entry point in ``yamleval.scorers``."""
-from yamleval.scorers.structured import is_json, json_diff, json_schema, list_contains, numeric_diff
-from yamleval.scorers.text import (contains, contains_all, contains_any, exact_match, levenshtein, regex,
-                                   starts_with)
+"""Built-in scorers. Each is registered as an entry point in ``yamleval.scorers``.
 
-__all__ = ["contains", "contains_all", "contains_any", "exact_match", "is_json", "json_diff", "json_schema",
-           "levenshtein", "list_contains", "numeric_diff", "regex", "starts_with"]
+Loaded on first use, so a run that only compares strings never imports a model client.
+"""
+from __future__ import annotations
+
+import importlib
+
+_MODULES = {
+    "yamleval.scorers.text": ("contains", "contains_all", "contains_any", "exact_match", "levenshtein", "regex",
+                              "starts_with"),
+    "yamleval.scorers.structured": ("is_json", "json_diff", "json_schema", "list_contains", "numeric_diff"),
+    "yamleval.scorers.judges": ("classifier", "factuality", "humor", "judge", "possible", "summary", "translation"),
+}
+_SCORERS = {name: module for module, names in _MODULES.items() for name in names}
+
+__all__ = sorted(_SCORERS)
+
+
+def __getattr__(name: str):
+    if name not in _SCORERS:
+        raise AttributeError(f"module 'yamleval.scorers' has no attribute {name!r}")
+    return getattr(importlib.import_module(_SCORERS[name]), name)
