@@ -11,6 +11,9 @@ _MODULES = {
                               "starts_with"),
     "yamleval.scorers.structured": ("is_json", "json_diff", "json_schema", "list_contains", "numeric_diff"),
     "yamleval.scorers.judges": ("classifier", "factuality", "humor", "judge", "possible", "summary", "translation"),
+    "yamleval.scorers.rag": ("answer_correctness", "answer_relevancy", "context_precision", "context_recall",
+                             "context_relevancy", "moderation"),
+    "yamleval.scorers.tools": ("tool_call_accuracy",),
 }
 _SCORERS = {name: module for module, names in _MODULES.items() for name in names}
 
