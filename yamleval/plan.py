@@ -44,6 +44,8 @@ def _dataset_plugin(spec: DatasetSpec) -> Callable:
 
 
 def _check_dataset(spec: DatasetSpec, context: str, read_rows: bool) -> list[ConfigError]:
+    if spec.url is not None:
+        return []  # validate makes no network request
     if spec.plugin is not None or spec.name is not None:
         try:
             function = _dataset_plugin(spec)

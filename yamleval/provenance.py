@@ -42,7 +42,7 @@ def dataset_hash(experiment: Experiment) -> str:
         except OSError:
             digest.update(b"missing:" + spec.file.encode())
     else:
-        source = {"items": spec.items, "name": spec.name,
+        source = {"items": spec.items, "name": spec.name, "url": spec.url, "items_path": spec.items_path,
                   "uses": spec.plugin.uses if spec.plugin else None,
                   "with": dict(spec.plugin.with_) if spec.plugin else None}
         digest.update(json.dumps(source, sort_keys=True, default=str).encode())

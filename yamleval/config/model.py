@@ -77,6 +77,12 @@ class DatasetSpec:
     name: str | None = None
     fields: Mapping[str, str] = field(default_factory=dict)
     limit: int | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold secrets: never reported
+    page_size: int = 200
+    items_path: str | None = None
+    total_path: str | None = None
+    next_path: str | None = None
 
     def error(self, message: str, *, sub: Path = (), hint: str | None = None):
         return self.source.error(self.path + sub, message, hint=hint, context=self.context())
@@ -88,6 +94,9 @@ class DatasetSpec:
             return written if isinstance(written, str) else self.file
         if self.items is not None:
             return f"{len(self.items)} inline items"
+        if self.url:
+            written = self.source.raw_value(self.path + ("url",), self.url)
+            return (written if isinstance(written, str) else self.url).split("?")[0]
         return self.plugin.written() if self.plugin else f"registered dataset '{self.name}'"
 
     def context(self) -> str | None:
@@ -155,11 +164,14 @@ def build_scorers(entries: list, path: Path, source: SourceMap) -> tuple[ScorerS
 
 def build_dataset(data: Mapping[str, Any], path: Path, source: SourceMap, base_dir: str) -> DatasetSpec:
     plugin = _plugin({"uses": data["uses"], "with": data.get("with")}, path, source) if "uses" in data else None
+    remote = "url" in data
     return DatasetSpec(
         path=path, source=source, base_dir=base_dir,
-        items=data.get("items"), file=data.get("file"), format=data.get("format"),
+        items=None if remote else data.get("items"), file=data.get("file"), format=data.get("format"),
         plugin=plugin, name=data.get("name"), fields=data.get("fields") or {},
-        limit=data.get("limit"),
+        limit=data.get("limit"), url=data.get("url"), headers=data.get("headers") or {},
+        page_size=data.get("page_size", 200), items_path=data.get("items") if remote else None,
+        total_path=data.get("total"), next_path=data.get("next"),
     )
 
 

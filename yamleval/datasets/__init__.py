@@ -137,6 +137,21 @@ def _missing_file_hint(spec: DatasetSpec, path: str) -> str:
     return f"{looked}paths are relative to the config file's folder"
 
 
+def _remote_rows(spec: DatasetSpec, cap: int | None) -> Iterator[Row]:
+    """Rows of a paged JSON API, page by page as they are needed; errors point at ``url:``."""
+    from yamleval.datasets.remote import RemoteDatasetError, remote_rows
+
+    where = spec.source.locate(spec.path + ("url",))
+    shown = spec.describe()
+    try:
+        pages = remote_rows(spec.url, dict(spec.headers), spec.page_size, spec.items_path, spec.next_path, cap,
+                            total_path=spec.total_path)
+        for index, row in enumerate(pages):
+            yield Row(plain(row), where, None, what=f"item {index + 1} from {shown}")
+    except (RemoteDatasetError, ValueError) as exc:
+        raise spec.error(str(exc), sub=("url",)) from None
+
+
 def open_dataset(spec: DatasetSpec, limit: int | None = None,
                  load_plugin: Callable[[DatasetSpec], Callable[..., Any]] | None = None) -> Dataset:
     """Open ``spec`` for reading; ``limit`` (e.g. from the command line) caps the spec's own."""
@@ -157,6 +172,10 @@ def open_dataset(spec: DatasetSpec, limit: int | None = None,
         rows = read_rows(path, fmt, display_path(path))
         total = None
         description = spec.file
+    elif spec.url is not None:
+        rows = _remote_rows(spec, cap)
+        total = None
+        description = spec.describe()
     else:
         assert load_plugin is not None, "plugin datasets need a loader"
         function = load_plugin(spec)
