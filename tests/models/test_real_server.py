@@ -39,3 +39,30 @@ def test_structured(client):
     answer, reply = client.structured(messages, schema, "grade")
     assert answer["verdict"] in ("pass", "fail") and isinstance(answer["reasoning"], str)
     assert reply.usage.total_tokens > 0
+
+
+def test_an_experiment_with_the_openai_runner_and_the_judge(tmp_path):
+    """The plumbing end to end with a real model; its answers need not be right (a small model's are not)."""
+    import yamleval
+
+    path = tmp_path / "evals.yaml"
+    path.write_text(f"""
+models:
+  real: {{base_url: "{BASE_URL}", model: "{os.environ.get('YAMLEVAL_TEST_MODEL', 'test')}",
+         api_key: "${{YAMLEVAL_TEST_API_KEY:-none}}", temperature: 0, seed: 7, max_tokens: 48, timeout: 120}}
+experiments:
+  - id: real
+    dataset:
+      items:
+        - {{id: capital, input: "What is the capital of France?", expected: "Says Paris", assertions: [mentions Paris]}}
+        - {{id: colour, input: "What colour is the sky on a clear day?", expected: "Says blue"}}
+    runner: {{uses: openai, with: {{model: real, system: "Answer in one short sentence."}}}}
+    scorers: [{{uses: judge, with: {{model: real}}}}]
+""")
+    [experiment] = yamleval.load_experiments(path)
+    result = yamleval.run_experiment(experiment)
+    assert result.summary.completed == 2
+    for item in result.items:
+        assert item.status in ("passed", "failed"), item.error
+        assert isinstance(item.output, str) and item.scores["judge"].reason
+    assert result.summary.tokens.prompt_tokens > 0 and result.summary.judge_tokens.prompt_tokens > 0
