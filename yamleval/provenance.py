@@ -4,7 +4,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import platform
 import socket
 import subprocess
 import sys
@@ -116,4 +115,5 @@ def host() -> str:
 
 
 def python_version() -> str:
-    return f"{platform.python_implementation()} {platform.python_version()}"
+    version = ".".join(map(str, sys.version_info[:3]))
+    return f"{'CPython' if sys.implementation.name == 'cpython' else sys.implementation.name} {version}"

@@ -35,7 +35,7 @@ class Usage:
         return self.prompt_tokens + self.completion_tokens
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class RunnerResult:
     """What a runner returns when it has more to say than the output itself.
 
@@ -49,7 +49,7 @@ class RunnerResult:
     trace: list[Any] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Score:
     """What a scorer returns when a bare float or bool is not enough.
 
@@ -95,7 +95,7 @@ class ItemResult:
     trace: list[Any] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ScorerSummary:
     id: str
     name: str
@@ -110,7 +110,7 @@ class ScorerSummary:
     skipped: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class LatencySummary:
     mean: float | None = None
     p50: float | None = None
@@ -118,7 +118,7 @@ class LatencySummary:
     max: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class CriterionResult:
     type: str
     min: float
@@ -129,7 +129,7 @@ class CriterionResult:
     label: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Summary:
     total: int
     completed: int
@@ -147,7 +147,7 @@ class Summary:
     judge_tokens: Usage = Usage()  # kept apart from the system under test's
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ExperimentResult:
     """A finished (or interrupted) run of one experiment."""
 
@@ -168,7 +168,7 @@ class ExperimentResult:
     scorers: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class RunInfo:
     """One invocation of ``yamleval run``, as stored: what ran, where, with what."""
 

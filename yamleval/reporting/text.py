@@ -2,6 +2,7 @@
 and criteria. Shared by the reports and the console."""
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -13,10 +14,16 @@ MESSAGE_LIMIT = 200  # the one-line message attribute
 TRUNCATED = "… (truncated)"
 
 # CSI (colours, cursor moves), OSC (titles, hyperlinks) and two-byte escapes
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
+_ANSI = r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]"
 # outside XML 1.0 Char (even as &#NN;), plus DEL and C1 controls; 8-digit escapes for astral
-_ILLEGAL = re.compile("[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-_SPACE = re.compile(r"\s+")
+_ILLEGAL = "[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+_SPACE = r"\s+"
+
+
+@functools.lru_cache(maxsize=None)
+def _pattern(source: str) -> re.Pattern:
+    """Compiled on first use: the console imports this module on every run, most never clean text."""
+    return re.compile(source)
 
 
 def clean_text(text: str, limit: int = TEXT_LIMIT) -> str:
@@ -26,8 +33,8 @@ def clean_text(text: str, limit: int = TEXT_LIMIT) -> str:
     if cut:  # cleaning only removes characters: no need to look past the limit
         text = text[:limit]
     if "\x1b" in text:
-        text = _ANSI.sub("", text)
-    text = _ILLEGAL.sub("", text)
+        text = _pattern(_ANSI).sub("", text)
+    text = _pattern(_ILLEGAL).sub("", text)
     if len(text) * 4 > limit:
         data = text.encode("utf-8")
         if len(data) > limit:
@@ -37,7 +44,7 @@ def clean_text(text: str, limit: int = TEXT_LIMIT) -> str:
 
 def one_line(text: str, limit: int = MESSAGE_LIMIT) -> str:
     """``text`` cleaned, its whitespace runs collapsed to one space, at most ``limit`` characters."""
-    text = _SPACE.sub(" ", clean_text(text, limit * 4)).strip()
+    text = _pattern(_SPACE).sub(" ", clean_text(text, limit * 4)).strip()
     return text if len(text) <= limit else text[:limit - len(TRUNCATED)] + TRUNCATED
 
 
