@@ -267,3 +267,25 @@ def test_messages_keep_item_text_as_data():
     user = messages[1]["content"]
     assert '{"a": 1}' in user and "Use {braces}?" in user and "must be short" in user
     assert json.dumps(judges.GRADE_SCHEMA)  # the schema is plain JSON
+
+
+@pytest.mark.parametrize("votes, choice, agreement", [
+    (["yes", "no", "yes"], "yes", 2 / 3),
+    (["yes", "no"], "no", 0.5),          # a tie goes to the lower score
+])
+def test_classifier_repeats_take_the_most_frequent_choice(write_config, openai_server, votes, choice,  # noqa: F811
+                                                          agreement):
+    openai_server.push(*(choose(v, f"vote {v}") for v in votes))
+    result = run(write_config, openai_server, "[{input: q}]", f"""
+              - uses: {CLASSIFIER}
+                id: tone
+                with:
+                  model: grader
+                  prompt: "Is {{{{ output }}}} friendly?"
+                  choices: {{"yes": 1, "no": 0}}
+                  repeats: {len(votes)}""")
+    score = result.items[0].scores["tone"]
+    assert len(openai_server.bodies) == len(votes)
+    assert score.metadata["choice"] == choice and score.metadata["votes"] == votes
+    assert score.metadata["agreement"] == pytest.approx(agreement)
+    assert score.score == (1.0 if choice == "yes" else 0.0)

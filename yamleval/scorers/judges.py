@@ -110,6 +110,11 @@ def grader_messages(output: Any, input: Any, expected: Any = None, assertions: A
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
+def _check_repeats(repeats: Any) -> None:
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be a whole number of at least 1, not {repeats!r}")
+
+
 def judge(output: Any, input: Any, models: Any, model: str, expected: Any = None, assertions: Any = None,
           rubric: str | None = None, system: str | None = None, repeats: int = 1) -> Score:
     """The Eval Center grader: pass (1.0) or fail (0.0) with the grader's reasoning.
@@ -118,8 +123,7 @@ def judge(output: Any, input: Any, models: Any, model: str, expected: Any = None
     ``repeats: N`` asks N times and takes the majority verdict (a tie fails); an odd
     N avoids ties.
     """
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a whole number of at least 1, not {repeats!r}")
+    _check_repeats(repeats)
     messages = grader_messages(output, input, expected, assertions, rubric, system)
     votes: list[str] = []
     reasons: list[str] = []
@@ -161,7 +165,9 @@ def _choice_table(choices: Any) -> dict[str, float]:
 
 
 def _classify(output: Any, prompt: str, models: Any, model: str, choices: Mapping[str, float],
-              use_cot: bool, descriptions: Mapping[str, str] | None = None) -> Score:
+              use_cot: bool, descriptions: Mapping[str, str] | None = None, repeats: int = 1) -> Score:
+    """Ask ``repeats`` times; the most frequent choice wins, a tie going to the lowest score."""
+    _check_repeats(repeats)
     table = _choice_table(choices)
     names = list(table)
     listed = ", ".join(names)
@@ -177,18 +183,29 @@ def _classify(output: Any, prompt: str, models: Any, model: str, choices: Mappin
         required = ["choice"]
     schema = {"type": "object", "properties": properties, "required": required}
     messages = [{"role": "user", "content": f"{_text(prompt).rstrip()}\n\n{instruction}"}]
-    answer, usage = _ask(models, model, messages, schema, "select_choice")
-    choice = str(answer["choice"]).strip()
-    reasoning = answer.get("reasoning")
-    reasoning = str(reasoning).strip() if reasoning not in (None, "") else None
+    votes: list[str] = []
+    reasons: list[str | None] = []
+    usages: list[Usage] = []
+    for _ in range(repeats):
+        answer, usage = _ask(models, model, messages, schema, "select_choice")
+        votes.append(str(answer["choice"]).strip())
+        reasoning = answer.get("reasoning")
+        reasons.append(str(reasoning).strip() if reasoning not in (None, "") else None)
+        usages.append(usage)
+    choice = min(set(votes), key=lambda c: (-votes.count(c), table[c]))
+    reasoning = next(r for v, r in zip(votes, reasons) if v == choice)
     reason = reasoning
     if descriptions and choice in descriptions:
         reason = f"{descriptions[choice]} {reasoning or ''}".strip()
-    return Score(score=table[choice], reason=reason, metadata={"choice": choice, "model": model}, usage=usage)
+    metadata: dict[str, Any] = {"choice": choice, "model": model}
+    if repeats > 1:
+        metadata["votes"] = votes
+        metadata["agreement"] = votes.count(choice) / len(votes)
+    return Score(score=table[choice], reason=reason, metadata=metadata, usage=_sum_usage(usages))
 
 
 def classifier(output: Any, input: Any, models: Any, model: str, prompt: str, choices: dict[str, float],
-               expected: Any = None, use_cot: bool = True) -> Score:
+               expected: Any = None, use_cot: bool = True, repeats: int = 1) -> Score:
     """A judge defined in YAML: the model reads ``prompt`` and picks one of ``choices``.
 
     ``prompt`` arrives rendered: write ``{{ input }}``, ``{{ output }}`` and
@@ -197,7 +214,7 @@ def classifier(output: Any, input: Any, models: Any, model: str, prompt: str, ch
     """
     if not isinstance(prompt, str) or not prompt.strip():
         raise ValueError("prompt must be the text the judge reads")
-    return _classify(output, prompt, models, model, choices, use_cot)
+    return _classify(output, prompt, models, model, choices, use_cot, repeats=repeats)
 
 
 # -- built-in classifiers ------------------------------------------------------------------
@@ -304,32 +321,41 @@ def _fill(template: str, **values: Any) -> str:
     return template.format_map({k: _text(v) for k, v in values.items()})
 
 
-def factuality(output: Any, input: Any, expected: Any, models: Any, model: str, use_cot: bool = True) -> Score:
+def factuality(output: Any, input: Any, expected: Any, models: Any, model: str, use_cot: bool = True,
+        repeats: int = 1) -> Score:
     """How the answer's facts compare with the expected (expert) answer: C/E 1, B 0.6, A 0.4, D 0."""
     prompt = _fill(FACTUALITY_PROMPT, input=input, expected=expected, output=output)
-    return _classify(output, prompt, models, model, FACTUALITY_CHOICES, use_cot, FACTUALITY_DESCRIPTIONS)
+    return _classify(output, prompt, models, model, FACTUALITY_CHOICES, use_cot, FACTUALITY_DESCRIPTIONS,
+                     repeats)
 
 
-def summary(output: Any, input: Any, expected: Any, models: Any, model: str, use_cot: bool = True) -> Score:
+def summary(output: Any, input: Any, expected: Any, models: Any, model: str, use_cot: bool = True,
+        repeats: int = 1) -> Score:
     """Whether the output summarises the input text better than the expected summary: B 1, A 0."""
     prompt = _fill(SUMMARY_PROMPT, input=input, expected=expected, output=output)
-    return _classify(output, prompt, models, model, SUMMARY_CHOICES, use_cot, SUMMARY_DESCRIPTIONS)
+    return _classify(output, prompt, models, model, SUMMARY_CHOICES, use_cot, SUMMARY_DESCRIPTIONS,
+                     repeats)
 
 
 def translation(output: Any, input: Any, expected: Any, models: Any, model: str, use_cot: bool = True,
-                language: str = "the source language") -> Score:
+                language: str = "the source language", repeats: int = 1) -> Score:
     """Whether the output translation means the same as the expected one: Y 1, N 0."""
     prompt = _fill(TRANSLATION_PROMPT, language=language, input=input, expected=expected, output=output)
-    return _classify(output, prompt, models, model, TRANSLATION_CHOICES, use_cot, TRANSLATION_DESCRIPTIONS)
+    return _classify(output, prompt, models, model, TRANSLATION_CHOICES, use_cot, TRANSLATION_DESCRIPTIONS,
+                     repeats)
 
 
-def humor(output: Any, models: Any, model: str, use_cot: bool = True) -> Score:
+def humor(output: Any, models: Any, model: str, use_cot: bool = True,
+        repeats: int = 1) -> Score:
     """Whether the output is funny: YES 1, UNSURE 0.5, NO 0."""
     prompt = _fill(HUMOR_PROMPT, output=output)
-    return _classify(output, prompt, models, model, HUMOR_CHOICES, use_cot, HUMOR_DESCRIPTIONS)
+    return _classify(output, prompt, models, model, HUMOR_CHOICES, use_cot, HUMOR_DESCRIPTIONS,
+                     repeats)
 
 
-def possible(output: Any, input: Any, models: Any, model: str, use_cot: bool = True) -> Score:
+def possible(output: Any, input: Any, models: Any, model: str, use_cot: bool = True,
+        repeats: int = 1) -> Score:
     """Whether the output tries to solve the task (B 1) or declares it impossible (A 0)."""
     prompt = _fill(POSSIBLE_PROMPT, input=input, output=output)
-    return _classify(output, prompt, models, model, POSSIBLE_CHOICES, use_cot, POSSIBLE_DESCRIPTIONS)
+    return _classify(output, prompt, models, model, POSSIBLE_CHOICES, use_cot, POSSIBLE_DESCRIPTIONS,
+                     repeats)
