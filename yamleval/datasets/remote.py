@@ -1,24 +1,22 @@
 """Dataset rows from a paginated JSON service, fetched page by page as the run needs them.
 
 Two ways to page: ``limit``/``offset`` query parameters (the default), or following a
-next-page URL found in each page (``next``). Connection errors, timeouts, 408, 429 and
+next-page URL found in each page (``next``). Connection errors, timeouts, 408, 409, 429 and
 5xx are tried again with exponential backoff, honouring ``Retry-After``.
 
 Header values may hold credentials, and query strings may too: neither appears in an error.
 """
 from __future__ import annotations
 
-import email.utils
 import json
 import random
 import time
-from datetime import datetime, timezone
 from typing import Any, Callable, Iterator, Mapping
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 from yamleval.runners.paths import PathNotFound, lookup
+from yamleval.retrying import retry_after_seconds, retryable_status
 
-RETRY_STATUSES = frozenset({408, 429})
 MAX_WAIT = 60.0
 _SHOWN_BODY = 300
 
@@ -203,9 +201,9 @@ class _Fetcher:
                         raise RemoteDatasetError(f"{where}: the reply is not JSON ({kind}): "
                                                  f"{_snippet(response)!r}") from None
                 problem = f"HTTP {status}: {_snippet(response) or '(empty body)'}"
-                if not (status in RETRY_STATUSES or 500 <= status < 600):
+                if not retryable_status(status):
                     raise RemoteDatasetError(f"{where}: {problem}")
-                retry_after = _retry_after(response.headers.get("Retry-After"))
+                retry_after = retry_after_seconds(response.headers.get("Retry-After"))
             if attempt > self.retries:
                 raise RemoteDatasetError(f"{where}: {problem}{after}")
             if retry_after is not None:
@@ -219,19 +217,3 @@ class _Fetcher:
 def _snippet(response: Any) -> str:
     text = response.content.decode("utf-8", errors="replace").strip()
     return text if len(text) <= _SHOWN_BODY else text[:_SHOWN_BODY] + "…"
-
-
-def _retry_after(value: str | None) -> float | None:
-    if not value or not value.strip():
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())

@@ -7,7 +7,6 @@ token and never appears in a message, a repr or an exception.
 """
 from __future__ import annotations
 
-import email.utils
 import json
 import random
 import time
@@ -20,9 +19,9 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt
 
 from yamleval.errors import ConfigError, YamlevalError
 from yamleval.models.extract import parse_answer, schema_problem
+from yamleval.retrying import retry_after_seconds, retryable_status
 from yamleval.types import Usage
 
-RETRYABLE_STATUS = frozenset({408, 409, 429})
 MAX_RETRY_AFTER = 60.0
 MODEL_KEYS = frozenset({"base_url", "model", "api_key", "temperature", "max_tokens", "seed",
                         "timeout", "headers", "price", "retries"})
@@ -230,8 +229,8 @@ class ChatClient:
         status = response.status_code
         if status >= 400:
             raise self._error(f"HTTP {status}: {_server_message(response)}", status=status,
-                              retryable=status in RETRYABLE_STATUS or status >= 500,
-                              retry_after=_retry_after(response.headers.get("Retry-After")))
+                              retryable=retryable_status(status),
+                              retry_after=retry_after_seconds(response.headers.get("Retry-After")))
         try:
             data = response.json()
         except ValueError:
@@ -389,21 +388,6 @@ def _server_message(response: requests.Response) -> str:
             if isinstance(value, str) and value:
                 return value
     return _snippet(response.text)
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Seconds to wait from a Retry-After header: delta-seconds or an HTTP date."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def _first_line(exc: BaseException) -> str:

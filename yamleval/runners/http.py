@@ -5,11 +5,9 @@ or in the item's metadata, and neither does the URL's query string.
 """
 from __future__ import annotations
 
-import email.utils
 from http.client import RemoteDisconnected
 import json
 import threading
-from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -18,8 +16,8 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 
 from yamleval.runners.paths import PathNotFound, lookup
 from yamleval.types import Item, RunnerResult, Usage
+from yamleval.retrying import retry_after_seconds, retryable_status
 
-RETRY_STATUSES = frozenset({408, 409, 429})
 MAX_WAIT = 60.0
 _SHOWN_BODY = 500
 _SHOWN_TEXT = 200
@@ -139,7 +137,7 @@ def _accepted(status: list[int] | None):
 
 
 def _retryable(code: int) -> bool:
-    return code in RETRY_STATUSES or 500 <= code < 600
+    return retryable_status(code)
 
 
 def _session(url: str) -> requests.Session:
@@ -158,27 +156,10 @@ def _session(url: str) -> requests.Session:
 def _wait(retry_state) -> float:
     exc = retry_state.outcome.exception() if retry_state.outcome else None
     if isinstance(exc, _RetryableStatus):
-        delay = _retry_after(exc.response)
+        delay = retry_after_seconds(exc.response.headers.get("Retry-After"))
         if delay is not None:
             return min(delay, MAX_WAIT)
     return _backoff(retry_state)
-
-
-def _retry_after(response: requests.Response) -> float | None:
-    value = response.headers.get("Retry-After", "").strip()
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
 
 
 def _reason(exc: BaseException) -> str:
