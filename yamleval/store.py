@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import sqlite3
+import threading
 import time
 from typing import Any, Iterator, Sequence
 
@@ -100,6 +102,7 @@ class Store:
             raise UsageError(f"cannot open the results database {path}: {exc}") from None
         self._pending: list[tuple] = []
         self._flushed = time.monotonic()
+        self._writer: _ItemWriter | None = None
 
     def _migrate(self) -> None:
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
@@ -115,6 +118,8 @@ class Store:
 
     def close(self) -> None:
         self.flush()
+        if self._writer is not None:
+            self._writer.close()
         self.db.close()
 
     # -- writing -------------------------------------------------------------------------
@@ -151,18 +156,18 @@ class Store:
         self._pending.append((run_id, experiment_id, result.item.id, result.item.index, result.status,
                               encode_record(result)))
         if len(self._pending) >= FLUSH_ITEMS or time.monotonic() - self._flushed >= FLUSH_SECONDS:
-            self.flush()
+            self.flush(wait=False)
 
-    def flush(self) -> None:
+    def flush(self, wait: bool = True) -> None:
+        """Hand the queued items to the writer; with ``wait``, return once they are in the database."""
         self._flushed = time.monotonic()
-        if not self._pending:
-            return
-        rows, self._pending = self._pending, []
-        with self.db:
-            self.db.execute("BEGIN")
-            self.db.executemany(
-                "INSERT OR REPLACE INTO items (run_id, experiment_id, item_id, position, status, record)"
-                " VALUES (?, ?, ?, ?, ?, ?)", rows)
+        if self._pending:
+            if self._writer is None:
+                self._writer = _ItemWriter(self.path)
+            rows, self._pending = self._pending, []
+            self._writer.put(rows)
+        if wait and self._writer is not None:
+            self._writer.wait()
 
     def finish_experiment(self, run_id: str, result: ExperimentResult) -> None:
         self.flush()
@@ -250,6 +255,53 @@ class Store:
                 description=row["description"], tags=tuple(json.loads(row["tags"] or "[]")), runner=row["runner"],
                 dataset=row["dataset"], scorers=tuple(json.loads(row["scorers"] or "[]"))))
         return out
+
+
+class _ItemWriter:
+    """Writes batches of items on a thread and a connection of its own, so SQLite's work
+    (which runs without the GIL) overlaps with running and scoring the next items."""
+
+    def __init__(self, path: str):
+        self.db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA busy_timeout=5000")
+        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.failure: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="yamleval-store", daemon=True)
+        self.thread.start()
+
+    def put(self, rows: list[tuple]) -> None:
+        self.queue.put(rows)
+
+    def wait(self) -> None:
+        done = threading.Event()
+        self.queue.put(done)
+        done.wait()
+        if self.failure is not None:
+            failure, self.failure = self.failure, None
+            raise UsageError(f"writing results failed: {failure}")
+
+    def close(self) -> None:
+        self.queue.put(None)
+        self.thread.join()
+        self.db.close()
+
+    def _run(self) -> None:
+        while True:
+            entry = self.queue.get()
+            if entry is None:
+                return
+            if isinstance(entry, threading.Event):
+                entry.set()
+                continue
+            try:
+                with self.db:
+                    self.db.execute("BEGIN")
+                    self.db.executemany(
+                        "INSERT OR REPLACE INTO items (run_id, experiment_id, item_id, position, status, record)"
+                        " VALUES (?, ?, ?, ?, ?, ?)", entry)
+            except sqlite3.Error as exc:  # reported at the next wait(); the run goes on
+                self.failure = exc
 
 
 def _alive(pid: int | None, host: str | None) -> bool:
