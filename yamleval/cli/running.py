@@ -158,6 +158,8 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
                 if progress:
                     progress.close()
                 store.finish_experiment(run_id, result)
+                if item.models is not None:
+                    item.models.close()
             results.append(result)
             if quiet:
                 click.echo(f"{result.experiment_id}: {'PASSED' if result.passed else 'FAILED'} "
