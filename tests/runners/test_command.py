@@ -222,3 +222,13 @@ def test_the_demo_program_shouts(tmp_path):
     root = Path(__file__).resolve().parents[2]
     result = command(ITEM, argv=[PY, str(root / "plugins" / "shout.py")])
     assert result.output == "HELLO!"
+
+
+def test_shell_lines_read_the_item_from_the_environment_not_the_command_line():
+    from yamleval.runners.command import command
+    from yamleval.types import Item
+
+    hostile = 'x"; echo INJECTED; echo "'
+    result = command(Item(id="a-1", index=0, input=hostile), shell='printf "%s|%s" "$YAMLEVAL_ITEM_ID" "$YAMLEVAL_INPUT"',
+                     stdin="none")
+    assert result.output == f"a-1|{hostile}"

@@ -19,6 +19,17 @@ _STDERR_CHARS = 2000
 _SHOWN_STDOUT = 200
 
 
+_ENV_LIMIT = 100_000  # characters; Linux refuses a single variable of 128 KiB or more
+
+
+def _item_variables(item: Item) -> dict[str, str]:
+    text = item.input if isinstance(item.input, str) else json.dumps(item.input, ensure_ascii=False)
+    variables = {"YAMLEVAL_ITEM_ID": item.id}
+    if len(text) < _ENV_LIMIT and "\0" not in text:
+        variables["YAMLEVAL_INPUT"] = text
+    return variables
+
+
 def command(item: Item, argv: list | None = None, shell: str | None = None, stdin: str = "json",
             parse_json: bool = False, timeout: float = 60, env: dict | None = None,
             cwd: str | None = None) -> RunnerResult:
@@ -28,7 +39,10 @@ def command(item: Item, argv: list | None = None, shell: str | None = None, stdi
     ``input``, ``expected``, ``context`` and ``metadata``), ``input`` (the input as text, JSON
     when it is not a string) or ``none``. The output is stdout, decoded as UTF-8 without its
     trailing newline, or parsed as JSON with ``parse_json: true``. ``env`` adds variables to
-    the environment; ``cwd`` is the working directory.
+    the environment; ``cwd`` is the working directory. The program also finds the item's id
+    and input in ``YAMLEVAL_ITEM_ID`` and ``YAMLEVAL_INPUT``: in a ``shell`` line, use
+    ``"$YAMLEVAL_INPUT"`` rather than ``{{ input }}``, which would put item text into the
+    command line itself.
 
     After ``timeout`` seconds the process group is killed and TimeoutError raised; keep it
     below the experiment's ``timeout`` so that this error, not the item timeout, is recorded.
@@ -40,7 +54,7 @@ def command(item: Item, argv: list | None = None, shell: str | None = None, stdi
     data = _stdin_bytes(item, stdin)
     if env is not None and not isinstance(env, dict):
         raise ValueError(f"env must be a mapping of names to values, not {type(env).__name__}")
-    environment = None if not env else {**os.environ, **{str(k): str(v) for k, v in env.items()}}
+    environment = {**os.environ, **{str(k): str(v) for k, v in (env or {}).items()}, **_item_variables(item)}
 
     stdout, stderr, code = _run(args, data, float(timeout), environment, cwd)
     tail = _tail(stderr)
