@@ -280,3 +280,25 @@ def test_importing_the_module_leaves_jinja2_unloaded():
     code = "import sys, yamleval.reporting.html; print('jinja2' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_a_runners_trace_is_embedded_as_trajectory_steps(write_config):
+    from yamleval.reporting.text import trajectory_steps
+
+    steps = trajectory_steps([{"type": "model", "step": 1, "tool_calls": [{"name": "calculator", "arguments": {}}],
+                               "latency_ms": 12.0, "tokens": {"prompt": 10, "completion": 2}},
+                              {"type": "tool", "step": 1, "name": "calculator", "arguments": {"expression": "2+2"},
+                               "result": "4", "latency_ms": 0.4}])
+    assert steps[0][0] == "1. model · calls calculator · 12.0 ms · 12 tokens"
+    assert steps[1][0] == "2. tool calculator · 0.40 ms"
+    assert '"result": "4"' in steps[1][1]
+    path = write_config("""
+        experiments:
+          - id: traced
+            dataset: {items: [{input: a}]}
+            runner: fixture_plugins.behaviours:with_usage
+    """)
+    [experiment] = yamleval.load_experiments(path)
+    result = yamleval.run_experiment(experiment)
+    page = html.render(RunInfo(run_id="r", status="completed", started_at="2026-01-01T00:00:00Z"), [result])
+    assert '"trajectory"' in page and "1. step x" in page

@@ -189,3 +189,16 @@ def test_a_run_stopped_by_its_dataset_is_an_error(write_config, schema):
     assert counts(root.find("testsuite")) == (2, 0, 1, 0)
     error = root.find("testsuite/testcase[@name='run completed']/error")
     assert error.get("type") == "aborted" and "source went away" in error.get("message")
+
+
+def test_a_failure_body_carries_the_compact_trajectory(write_config, schema):
+    results = run_all(write_config, """
+        experiments:
+          - id: traced
+            dataset: {items: [{id: t, input: a, expected: b}]}
+            runner: fixture_plugins.behaviours:with_usage
+            scorers: [exact_match]
+    """)
+    root = validated(schema, junit.render(RUN, results))
+    [failure] = root.iter("failure")
+    assert "trajectory:\n  1. step x — " in failure.text

@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 from yamleval import figures
 from yamleval.reporting.files import atomic_output
+from yamleval.reporting.text import trajectory_steps
 from yamleval.types import ExperimentResult, ItemResult, RunInfo, ScoreResult
 
 FIELD_CAP = 20_000  # characters of one text field embedded in the page
@@ -28,7 +29,7 @@ STATUSES = ("passed", "failed", "error", "skipped")
 # An output equal to the expected text is sent as 0, not a second copy (text fields are strings).
 SAME_AS_EXPECTED = 0
 ROW_FIELDS = ("id", "status", "input", "output", "expected", "error", "latency_ms", "tokens",
-              "scores", "label", "metadata")
+              "scores", "label", "metadata", "trajectory")
 
 # One compact encoder for the blob; ``default=str`` as in results.json.
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
@@ -86,7 +87,13 @@ def _row(result: ItemResult, scorer_ids: Sequence[str]) -> list[Any]:
             _text(result.error), round(result.latency_ms, 1),
             None if result.usage is None else result.usage.total_tokens,
             [_score_cell(scores.get(sid)) for sid in scorer_ids], _text(item.label),
-            _text(item.metadata) if item.metadata else None]
+            _text(item.metadata) if item.metadata else None, _trajectory(result.trace)]
+
+
+def _trajectory(trace: Any) -> list[list[str]] | None:
+    """The runner's steps as [title, details] pairs, each capped like any other field."""
+    steps = trajectory_steps(trace)
+    return [[_text(title), _text(details)] for title, details in steps] if steps else None
 
 
 def _histograms(items: Sequence[ItemResult], scorer_ids: Sequence[str]) -> dict[str, list[int]]:

@@ -21,10 +21,11 @@ from typing import Iterable, Sequence
 
 from yamleval.reporting.files import atomic_output
 from yamleval.reporting.text import (as_text, clean_text, criterion_message, criterion_name, item_message, one_line,
-                                     score_text)
+                                     score_text, trajectory_steps)
 from yamleval.types import CriterionResult, ExperimentResult, ItemResult, RunInfo
 
 NAME_LIMIT = 512
+TRAJECTORY_STEPS = 30  # steps of an agent's trace shown in a failure body
 
 
 def _seconds(milliseconds: float | None) -> str:
@@ -87,6 +88,13 @@ def _details(result: ItemResult, message: str) -> str:
                          ("output", result.output)):
         if value is not None:
             parts += [f"{title}:", clean_text(as_text(value))]
+    steps = trajectory_steps(result.trace)
+    if steps:
+        parts.append("trajectory:")
+        for title, details in steps[:TRAJECTORY_STEPS]:
+            parts.append(f"  {one_line(title)}" + (f" — {one_line(details, 300)}" if details else ""))
+        if len(steps) > TRAJECTORY_STEPS:
+            parts.append(f"  … and {len(steps) - TRAJECTORY_STEPS} more steps")
     return "\n".join(parts)
 
 

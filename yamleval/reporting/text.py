@@ -91,3 +91,36 @@ def criterion_message(criterion: CriterionResult) -> str:
         return f"{subject}: no value (nothing was scored), needs at least {criterion.min:g}"
     relation = ">=" if criterion.passed else "<"
     return f"{subject} {criterion.actual:.3f} {relation} min {criterion.min:g}"
+
+
+_STEP_KEYS_SHOWN_IN_TITLE = ("type", "step", "latency_ms", "tokens")
+
+
+def trajectory_steps(trace: Any) -> list[tuple[str, str]]:
+    """A runner's trace as (title, details) per step: ``2. tool calculator · 3 ms`` and the
+    rest of the step as text. Works on any list of steps; agents record dicts with ``type``,
+    ``name``, ``tool_calls``, ``arguments``, ``result``/``error``, ``latency_ms`` and ``tokens``."""
+    from yamleval import figures
+
+    if not isinstance(trace, list):
+        return []
+    steps = []
+    for number, entry in enumerate(trace, 1):
+        if not isinstance(entry, dict):
+            steps.append((f"{number}. {one_line(as_text(entry, None), 200)}", ""))
+            continue
+        name = entry.get("name") or entry.get("tool")
+        bits = [f"{number}. {entry.get('type') or entry.get('role') or 'step'}" + (f" {name}" if name else "")]
+        calls = entry.get("tool_calls")
+        if isinstance(calls, list) and calls:
+            bits.append("calls " + ", ".join(str(c.get("name", "?")) if isinstance(c, dict) else "?" for c in calls))
+        if entry.get("error"):
+            bits.append("error")
+        if isinstance(entry.get("latency_ms"), (int, float)):
+            bits.append(figures.ms(entry["latency_ms"]))
+        tokens = entry.get("tokens")
+        if isinstance(tokens, dict):
+            bits.append(f"{(tokens.get('prompt') or 0) + (tokens.get('completion') or 0)} tokens")
+        rest = {k: v for k, v in entry.items() if k not in _STEP_KEYS_SHOWN_IN_TITLE}
+        steps.append((" · ".join(bits), as_text(rest)))
+    return steps

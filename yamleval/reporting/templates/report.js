@@ -413,10 +413,25 @@
     grid.appendChild(diff);
     if (this.scorers.length) grid.appendChild(this.scoreTable(it[F.scores]));
     if (it[F.metadata] !== null) grid.appendChild(block("Metadata", it[F.metadata], "wide"));
+    if (it[F.trajectory]) grid.appendChild(trajectory(it[F.trajectory]));
     td.appendChild(grid);
     tr.appendChild(td);
     return tr;
   };
+
+  // The runner's steps (an agent's model turns and tool calls), collapsed until opened.
+  function trajectory(steps) {
+    var box = el("details", "wide trajectory"), list = el("ol", "steps");
+    box.appendChild(el("summary", null, "Trajectory (" + steps.length + " step" + (steps.length === 1 ? "" : "s") + ")"));
+    steps.forEach(function (step) {
+      var li = el("li");
+      li.appendChild(el("b", null, step[0]));
+      if (step[1]) li.appendChild(el("pre", null, step[1]));
+      list.appendChild(li);
+    });
+    box.appendChild(list);
+    return box;
+  }
 
   Table.prototype.scoreTable = function (scores) {
     var box = el("section", "wide"), table = el("table", "scores"), head = el("tr");
