@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import importlib
 
-_RUNNERS = {"command": "yamleval.runners.command", "echo": "yamleval.runners.echo", "http": "yamleval.runners.http",
-            "openai": "yamleval.runners.openai"}
+_RUNNERS = {"agent": "yamleval.runners.agent", "command": "yamleval.runners.command", "echo": "yamleval.runners.echo",
+            "http": "yamleval.runners.http", "openai": "yamleval.runners.openai"}
 
 __all__ = sorted(_RUNNERS)
 

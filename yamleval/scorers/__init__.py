@@ -14,6 +14,7 @@ _MODULES = {
     "yamleval.scorers.rag": ("answer_correctness", "answer_relevancy", "context_precision", "context_recall",
                              "context_relevancy", "moderation"),
     "yamleval.scorers.tools": ("tool_call_accuracy",),
+    "yamleval.scorers.trajectory": ("trajectory",),
 }
 _SCORERS = {name: module for module, names in _MODULES.items() for name in names}
 

@@ -1,0 +1,87 @@
+"""``python_exec``: Python code in a separate, limited process with an empty environment."""
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+
+from yamleval.tools.tool import ToolError
+
+MAX_CODE = 100_000
+
+# Limits are set by the child itself before the code runs, rather than in a preexec_fn,
+# because a preexec_fn can deadlock when the runner calls tools from several threads.
+_PRELUDE = """\
+import resource, sys
+memory, cpu, fsize = {memory}, {cpu}, {fsize}
+resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+code = sys.stdin.read()
+sys.stdin = open("/dev/null")
+del resource, memory, cpu, fsize
+exec(compile(code, "<python_exec>", "exec"), {{"__name__": "__main__", "__builtins__": __builtins__}})
+"""
+
+
+def _read_capped(stream, limit: int) -> str:
+    stream.seek(0, os.SEEK_END)
+    size = stream.tell()
+    stream.seek(0)
+    text = stream.read(limit * 4).decode("utf-8", errors="replace")
+    if len(text) > limit or size > limit * 4:
+        text = text[:limit] + f"\n[output truncated: {size} bytes in all]"
+    return text
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def python_exec(code: str, *, sandbox: str, timeout: float = 10, memory_mb: int = 512,
+                max_output: int = 20_000, max_file_mb: int = 64) -> str:
+    """Run Python code in a fresh process and return its exit code, stdout and stderr.
+
+    The working directory is a scratch folder that file_ops can also see; print what you need.
+
+    Args:
+        code: a complete Python program; use print() to see values.
+    """
+    if len(code) > MAX_CODE:
+        raise ToolError(f"code is longer than {MAX_CODE} characters")
+    prelude = _PRELUDE.format(memory=memory_mb * 1024 * 1024, cpu=math.ceil(timeout) + 1,
+                              fsize=max_file_mb * 1024 * 1024)
+    # No variable of the parent's environment reaches the code: API keys stay out.
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": sandbox, "LC_ALL": "C.UTF-8"}
+    with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
+        process = subprocess.Popen([sys.executable, "-I", "-c", prelude], stdin=subprocess.PIPE,
+                                   stdout=stdout, stderr=stderr, cwd=sandbox, env=env,
+                                   start_new_session=True, close_fds=True)
+        try:
+            try:
+                process.stdin.write(code.encode("utf-8", errors="replace"))
+                process.stdin.close()
+            except BrokenPipeError:
+                pass
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(process)
+            process.wait()
+            raise ToolError(f"python_exec timed out after {timeout:g} s") from None
+        finally:
+            # Also ends whatever the code started in the background.
+            _kill_group(process)
+        out, err = _read_capped(stdout, max_output), _read_capped(stderr, max_output)
+    code_line = f"exit code {process.returncode}"
+    if process.returncode < 0:
+        name = signal.Signals(-process.returncode).name
+        reason = {"SIGXCPU": "CPU time limit", "SIGXFSZ": "file size limit"}.get(name, "")
+        code_line = f"killed by {name}" + (f" ({reason} reached)" if reason else "")
+    return f"{code_line}\n--- stdout ---\n{out}\n--- stderr ---\n{err}"
+

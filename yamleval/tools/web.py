@@ -1,0 +1,163 @@
+"""``web_fetch`` and ``web_search``: GET requests with a timeout, a size cap and text out."""
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from typing import Any, Optional
+from urllib.parse import quote_plus, urljoin, urlsplit
+
+from yamleval.tools.tool import ToolError
+
+MAX_REDIRECTS = 5
+_SKIPPED = {"script", "style", "noscript", "template", "svg", "head"}
+_BLOCKS = {"p", "div", "br", "li", "ul", "ol", "tr", "table", "section", "article", "header",
+           "footer", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "blockquote", "hr", "title"}
+
+
+class _TextExtractor(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.title = ""
+        self._skipping = 0
+        self._in_title = False
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        if tag == "title":
+            self._in_title = True
+        elif tag in _SKIPPED:
+            self._skipping += 1
+        if tag in _BLOCKS:
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self._in_title = False
+        elif tag in _SKIPPED and self._skipping:
+            self._skipping -= 1
+        if tag in _BLOCKS:
+            self.parts.append("\n")
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title += data
+        elif not self._skipping:
+            self.parts.append(data)
+
+
+def html_to_text(html: str) -> tuple[str, str]:
+    """Title and visible text of an HTML page, whitespace collapsed."""
+    parser = _TextExtractor()
+    parser.feed(html)
+    parser.close()
+    lines = (" ".join(line.split()) for line in "".join(parser.parts).splitlines())
+    text = "\n".join(line for line in lines if line)
+    return " ".join(parser.title.split()), text
+
+
+def _host_allowed(host: str, allow_domains: Optional[list]) -> bool:
+    if not allow_domains:
+        return True
+    host = host.lower().rstrip(".")
+    return any(host == d.lower().strip(".") or host.endswith("." + d.lower().strip("."))
+               for d in allow_domains)
+
+
+def _get(url: str, timeout: float, max_bytes: int, allow_domains: Optional[list] = None,
+         headers: Optional[dict] = None) -> tuple[Any, bytes, bool]:
+    """Response, body (at most max_bytes) and whether it was cut; redirects checked one by one."""
+    import requests
+
+    for _ in range(MAX_REDIRECTS + 1):
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ToolError(f"only http and https URLs can be fetched, not '{url}'")
+        if not _host_allowed(parts.hostname, allow_domains):
+            raise ToolError(f"'{parts.hostname}' is not in allow_domains ({', '.join(allow_domains)})")
+        try:
+            response = requests.get(url, timeout=timeout, stream=True, allow_redirects=False,
+                                    headers={"User-Agent": "yamleval", **(headers or {})})
+        except requests.RequestException as exc:
+            raise ToolError(f"could not fetch {url}: {exc}") from None
+        with response:
+            if response.is_redirect and response.headers.get("location"):
+                url = urljoin(url, response.headers["location"])
+                continue
+            if not 200 <= response.status_code < 300:
+                raise ToolError(f"{url} answered HTTP {response.status_code} {response.reason or ''}".rstrip())
+            body, cut = bytearray(), False
+            try:
+                for chunk in response.iter_content(chunk_size=65536):
+                    body += chunk
+                    if len(body) > max_bytes:
+                        cut = True
+                        break
+            except requests.RequestException as exc:
+                raise ToolError(f"could not read {url}: {exc}") from None
+            return response, bytes(body[:max_bytes]), cut
+    raise ToolError(f"more than {MAX_REDIRECTS} redirects from {url}")
+
+
+def web_fetch(url: str, *, timeout: float = 15, max_bytes: int = 2_000_000,
+              max_chars: int = 20_000, allow_domains: Optional[list] = None) -> str:
+    """Fetch a web page (http or https) and return its text.
+
+    Args:
+        url: the full URL, starting with http:// or https://.
+    """
+    response, body, cut = _get(url, timeout, max_bytes, allow_domains)
+    text = body.decode(response.encoding or "utf-8", errors="replace")
+    kind = response.headers.get("content-type", "").lower()
+    title = ""
+    if "html" in kind or (not kind and text.lstrip()[:1] == "<"):
+        title, text = html_to_text(text)
+    if cut or len(text) > max_chars:
+        text = text[:max_chars] + "\n[truncated]"
+    head = f"URL: {response.url}\n" + (f"Title: {title}\n" if title else "")
+    return f"{head}\n{text}"
+
+
+def _at_path(data: Any, path: str) -> Any:
+    for key in (p for p in path.split(".") if p):
+        if isinstance(data, list) and key.isdigit() and int(key) < len(data):
+            data = data[int(key)]
+        elif isinstance(data, dict) and key in data:
+            data = data[key]
+        else:
+            raise ToolError(f"the search response has no '{path}' (stopped at '{key}')")
+    return data
+
+
+def web_search(query: str, *, url: str, results: str = "", title: str = "title",
+               link: str = "url", snippet: str = "snippet", max_results: int = 5,
+               timeout: float = 15, max_bytes: int = 2_000_000,
+               headers: Optional[dict] = None) -> str:
+    """Search the web and return the top results (title, link and snippet).
+
+    Args:
+        query: what to search for.
+    """
+    # str.replace, not format: a URL template may hold other braces.
+    response, body, cut = _get(url.replace("{query}", quote_plus(query)), timeout, max_bytes,
+                               headers=headers)
+    if cut:
+        raise ToolError(f"the search response is larger than {max_bytes} bytes")
+    try:
+        data = json.loads(body.decode(response.encoding or "utf-8", errors="replace"))
+    except ValueError:
+        raise ToolError("the search response is not JSON") from None
+    found = _at_path(data, results)
+    if not isinstance(found, list):
+        raise ToolError(f"'{results or '(the response)'}' in the search response is not a list")
+    lines = []
+    for number, result in enumerate(found[:max_results], 1):
+        if not isinstance(result, dict):
+            lines.append(f"{number}. {result}")
+            continue
+        lines.append(f"{number}. {result.get(title, '(no title)')}")
+        for field in (link, snippet):
+            value = result.get(field)
+            if value:
+                lines.append("   " + re.sub(r"\s+", " ", str(value)).strip())
+    return "\n".join(lines) if lines else f"no results for {query!r}"
