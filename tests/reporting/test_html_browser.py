@@ -53,6 +53,11 @@ CONFIG = """
         dataset: {items: [{id: fine, input: ok, expected: ok}, {id: boom, input: raise, expected: x}]}
         runner: fixture_plugins.behaviours:per_item
         scorers: [exact_match]
+      - id: agent
+        label: Agent with a trace
+        dataset: {items: [{id: sum, input: "What is 2+2?", expected: "4"}]}
+        runner: fixture_plugins.behaviours:agentish
+        scorers: [exact_match]
 """
 
 
@@ -238,4 +243,20 @@ def test_the_page_makes_no_network_request(opened):
     opened.section().locator(".pager select").select_option("25")
     assert opened.rows().count() == 25
     assert page.evaluate("window.__pwned") is None
+    opened.assert_quiet()
+
+
+def test_expanding_a_trajectory_shows_each_step_as_text(opened):
+    section = opened.section(2)
+    opened.rows(2).nth(0).click()
+    trajectory = section.locator("tr.detail details.trajectory")
+    assert trajectory.count() == 1
+    assert trajectory.get_attribute("open") is None, "collapsed until opened"
+    assert trajectory.locator("summary").inner_text() == "Trajectory (3 steps)"
+    trajectory.locator("summary").click()
+    titles = trajectory.locator("li b").all_inner_texts()
+    assert titles == ["1. model · calls calculator · 12.5 ms · 13 tokens", "2. tool calculator · 0.30 ms",
+                      "3. model · 9.0 ms · 23 tokens"]
+    assert '"result": "4 <img src=x onerror=\\"window.__pwned=1\\">"' in trajectory.locator("li pre").nth(1).inner_text()
+    assert opened.page.evaluate("window.__pwned") is None
     opened.assert_quiet()

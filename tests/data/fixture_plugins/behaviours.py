@@ -101,3 +101,15 @@ def judged(output):
 
 def priced(input):
     return RunnerResult(output=input, usage={"prompt_tokens": 10, "completion_tokens": 2, "cost": 0.5})
+
+
+def agentish(input):
+    """An answer with an agent-like trace: a model turn calling a tool, its result, the final turn."""
+    return RunnerResult(output="4", usage={"prompt_tokens": 30, "completion_tokens": 6}, trace=[
+        {"type": "model", "step": 1, "text": "", "tool_calls": [{"name": "calculator", "arguments": {"expression": "2+2"}}],
+         "latency_ms": 12.5, "tokens": {"prompt": 10, "completion": 3}},
+        {"type": "tool", "step": 1, "name": "calculator", "arguments": {"expression": "2+2"},
+         "result": "4 <img src=x onerror=\"window.__pwned=1\">", "latency_ms": 0.3},
+        {"type": "model", "step": 2, "text": "4", "tool_calls": [], "latency_ms": 9.0,
+         "tokens": {"prompt": 20, "completion": 3}},
+    ])
