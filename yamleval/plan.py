@@ -68,7 +68,7 @@ def _check_dataset(spec: DatasetSpec, context: str, read_rows: bool) -> list[Con
 def _models(experiment: Experiment) -> Models:
     from yamleval.models.registry import Models
 
-    return Models(experiment.models, experiment.retries, experiment.timeout)
+    return Models(experiment.models, experiment.retries, experiment.timeout, experiment.base_dir)
 
 
 def _check_model_names(spec: PluginSpec, bound: calls.BoundCall | None, models: Models, context: str) -> list:

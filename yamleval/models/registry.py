@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import difflib
+import os
 import threading
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -12,8 +13,10 @@ if TYPE_CHECKING:
 class Models:
     """Name -> ChatClient for the endpoints a config declares; plugins receive it as ``models``."""
 
-    def __init__(self, configs: Mapping[str, Mapping[str, Any]], retries: int = 2, timeout: float = 60.0):
+    def __init__(self, configs: Mapping[str, Mapping[str, Any]], retries: int = 2, timeout: float = 60.0,
+                 base_dir: str = "."):
         self.configs = dict(configs)
+        self.base_dir = base_dir
         self.retries = retries
         self.timeout = timeout
         self._clients: dict[str, ChatClient] = {}
@@ -38,6 +41,11 @@ class Models:
         from yamleval.models.client import ChatClient, ModelConfig  # requests is slow to import
 
         with self._lock:
+            if name not in self._clients and "script" in self.configs[name]:
+                from yamleval.models.scripted import ScriptedClient
+
+                path = os.path.join(self.base_dir, str(self.configs[name]["script"]))
+                self._clients[name] = ScriptedClient.from_file(name, path, str(self.configs[name].get("model")))
             if name not in self._clients:
                 config = ModelConfig.from_mapping(name, self.configs[name], retries=self.retries, timeout=self.timeout)
                 self._clients[name] = ChatClient(config)

@@ -421,7 +421,7 @@
 
   // The runner's steps (an agent's model turns and tool calls), collapsed until opened.
   function trajectory(steps) {
-    var box = el("details", "wide trajectory"), list = el("ol", "steps");
+    var box = el("details", "wide trajectory"), list = el("ul", "steps");
     box.appendChild(el("summary", null, "Trajectory (" + steps.length + " step" + (steps.length === 1 ? "" : "s") + ")"));
     steps.forEach(function (step) {
       var li = el("li");
