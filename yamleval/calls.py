@@ -92,6 +92,14 @@ def bind(spec: PluginSpec, kind: str, reserved: tuple[str, ...], context: str | 
                 templated[key] = templating.compile_value(value)
             except templating.TemplateProblem as exc:
                 errors.append(_template_error(spec, key, value, exc, context))
+    check = getattr(constructor or function, "validate_with", None)
+    if check is not None and not errors:
+        try:
+            check(dict(static))
+        except ValueError as exc:  # the plugin's own load-time check of its `with:` values
+            key = getattr(exc, "key", None)  # the with: key at fault, when the plugin says
+            errors.append(spec.error(str(exc), sub=("with", key) if key in spec.with_ else ("with",),
+                                     context=context))
     raise_all(errors)
     if constructor is None:
         return BoundCall(function, sig.wanted, static, templated, sig.is_async, _requires_expected(function))

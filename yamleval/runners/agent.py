@@ -169,3 +169,25 @@ def _total(replies: Sequence[ChatReply]) -> Usage:
     return Usage(sum(reply.usage.prompt_tokens for reply in replies),
                  sum(reply.usage.completion_tokens for reply in replies),
                  sum(costs) if costs else None)
+
+
+def _validate_with(arguments: dict) -> None:
+    """Load-time check: every tool in ``tools:`` exists and is configured (ValueError otherwise)."""
+    import shutil
+    import tempfile
+
+    from yamleval.tools import build_tools
+
+    if not isinstance(arguments.get("tools", []), list):
+        raise ValueError("tools must be a list of tool names or {uses: ...} entries")
+    sandbox = tempfile.mkdtemp(prefix="yamleval-check-")
+    try:
+        build_tools(list(arguments.get("tools") or []), sandbox)
+    except ValueError as exc:
+        exc.key = "tools"
+        raise
+    finally:
+        shutil.rmtree(sandbox, ignore_errors=True)
+
+
+agent.validate_with = _validate_with
