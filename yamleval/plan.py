@@ -80,39 +80,40 @@ def _check_model_names(spec: PluginSpec, bound: calls.BoundCall | None, models: 
     return [spec.error(problem, sub=("with", "model"), context=context)] if problem else []
 
 
-def _bind_all(experiment: Experiment, instantiate: bool) -> tuple[list, list, list[ConfigError]]:
+def _bind_all(experiment: Experiment, instantiate: bool):
+    """The bound runner (None if it failed), the bound scorers, the models and every error met."""
     _importable(experiment)
     errors: list[ConfigError] = []
-    bound_runner = []
     models = _models(experiment)
-    try:
-        bound = calls.bind(experiment.runner, "runners", calls.RUNNER_CONTEXT, experiment.context(), instantiate)
-        bound_runner.append(bound)
-        errors.extend(_check_model_names(experiment.runner, bound, models, experiment.context()))
-    except ConfigError as exc:
-        errors.extend(getattr(exc, "errors", [exc]))
+    runner = None
     scorers = []
-    for spec in experiment.scorers:
+    plugins_to_bind = [(experiment.runner, "runners", calls.RUNNER_CONTEXT, None)]
+    plugins_to_bind += [(spec.plugin, "scorers", calls.SCORER_CONTEXT, spec) for spec in experiment.scorers]
+    for plugin, kind, reserved, scorer in plugins_to_bind:
+        context = experiment.context(scorer.id if scorer else None)
         try:
-            bound = calls.bind(spec.plugin, "scorers", calls.SCORER_CONTEXT, experiment.context(spec.id),
-                               instantiate)
-            scorers.append(Scorer(spec, bound))
-            errors.extend(_check_model_names(spec.plugin, bound, models, experiment.context(spec.id)))
+            bound = calls.bind(plugin, kind, reserved, context, instantiate)
         except ConfigError as exc:
             errors.extend(getattr(exc, "errors", [exc]))
-    return bound_runner, scorers, errors
+            continue
+        errors.extend(_check_model_names(plugin, bound, models, context))
+        if scorer is None:
+            runner = bound
+        else:
+            scorers.append(Scorer(scorer, bound))
+    return runner, scorers, models, errors
 
 
 def check(experiment: Experiment, read_rows: bool = True) -> list[ConfigError]:
     """Every error ``prepare`` would raise, plus every bad dataset row, without running anything."""
-    _, _, errors = _bind_all(experiment, instantiate=False)
+    _, _, _, errors = _bind_all(experiment, instantiate=False)
     errors.extend(_check_dataset(experiment.dataset, experiment.context(), read_rows))
     return errors
 
 
 def prepare(experiment: Experiment) -> Prepared:
     """Bind the runner and scorers; raise every config error found."""
-    runner, scorers, errors = _bind_all(experiment, instantiate=True)
+    runner, scorers, models, errors = _bind_all(experiment, instantiate=True)
     errors.extend(_check_dataset(experiment.dataset, experiment.context(), read_rows=False))
     raise_all(errors)
-    return Prepared(experiment, runner[0], tuple(scorers), _models(experiment) if experiment.models else None)
+    return Prepared(experiment, runner, tuple(scorers), models if experiment.models else None)

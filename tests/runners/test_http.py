@@ -13,7 +13,7 @@ import pytest
 
 import yamleval
 from yamleval.runners.http import http
-from yamleval.runners.paths import PathNotFound
+from yamleval.paths import PathNotFound
 from yamleval.types import Item, RunnerResult, Usage
 
 ITEM = Item(id="q1", index=0, input="hello")

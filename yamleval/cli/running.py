@@ -13,7 +13,7 @@ import click
 
 from yamleval import __version__
 from yamleval.cli import cli
-from yamleval.cli.common import load, select, store_path
+from yamleval.cli.common import DEFAULT_STORE, load, select
 from yamleval.errors import ExitCode, UsageError, display_path
 from yamleval.types import RunInfo
 
@@ -104,7 +104,7 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
     experiments = select(project, experiment_ids)
     prepared = [plan.prepare(e) for e in experiments]
     ids = [e.id for e in experiments]
-    store = Store(store_file or project.store or store_path(None, ""))
+    store = Store(store_file or project.store or DEFAULT_STORE)
     texts = provenance.config_texts(project.files)
     config_hash = provenance.config_hash(texts)
     dataset_hashes = {e.id: provenance.dataset_hash(e) for e in experiments}

@@ -14,7 +14,7 @@ import time
 from typing import Any, Callable, Iterator, Mapping
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
-from yamleval.runners.paths import PathNotFound, lookup
+from yamleval.paths import PathNotFound, lookup
 from yamleval.retrying import retry_after_seconds, retryable_status
 
 MAX_WAIT = 60.0

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import requests
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential, wait_random
 
-from yamleval.runners.paths import PathNotFound, lookup
+from yamleval.paths import PathNotFound, lookup
 from yamleval.types import Item, RunnerResult, Usage
 from yamleval.retrying import retry_after_seconds, retryable_status
 

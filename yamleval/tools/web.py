@@ -7,6 +7,7 @@ from html.parser import HTMLParser
 from typing import Any, Optional
 from urllib.parse import quote_plus, urljoin, urlsplit
 
+from yamleval.paths import PathNotFound, lookup
 from yamleval.tools.tool import ToolError
 
 MAX_REDIRECTS = 5
@@ -119,14 +120,14 @@ def web_fetch(url: str, *, timeout: float = 15, max_bytes: int = 2_000_000,
 
 
 def _at_path(data: Any, path: str) -> Any:
-    for key in (p for p in path.split(".") if p):
-        if isinstance(data, list) and key.isdigit() and int(key) < len(data):
-            data = data[int(key)]
-        elif isinstance(data, dict) and key in data:
-            data = data[key]
-        else:
-            raise ToolError(f"the search response has no '{path}' (stopped at '{key}')")
-    return data
+    if not path:
+        return data
+    try:
+        return lookup(data, path)
+    except PathNotFound as exc:
+        raise ToolError(f"the search response has no '{path}' (stopped at '{exc.step}')") from None
+    except ValueError as exc:
+        raise ToolError(str(exc)) from None
 
 
 def web_search(query: str, *, url: str, results: str = "", title: str = "title",

@@ -1,9 +1,9 @@
-"""Dotted paths into JSON replies (yamleval.runners.paths)."""
+"""Dotted paths into JSON replies (yamleval.paths)."""
 from __future__ import annotations
 
 import pytest
 
-from yamleval.runners.paths import PathNotFound, lookup
+from yamleval.paths import PathNotFound, lookup
 
 REPLY = {"choices": [{"message": {"content": "hi", "role": "bot"}}], "data": {"answer": 42, "0": "zero"},
          "usage": None}

@@ -9,6 +9,10 @@ _SHOWN_KEYS = 20
 class PathNotFound(KeyError):
     """A dotted path that does not lead anywhere in the value; the message says where it stops."""
 
+    def __init__(self, message: str, step: str | None = None):
+        super().__init__(message)
+        self.step = step  # the step of the path where it stopped
+
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""
 
@@ -28,21 +32,21 @@ def lookup(data: Any, path: str) -> Any:
         where = ".".join(walked) or "the top level"
         if isinstance(value, dict):
             if step not in value:
-                raise PathNotFound(f"no key '{step}' at {where} in {path!r}; {_keys(value)}")
+                raise PathNotFound(f"no key '{step}' at {where} in {path!r}; {_keys(value)}", step)
             value = value[step]
         elif isinstance(value, list):
             try:
                 index = int(step)
             except ValueError:
                 raise PathNotFound(f"'{step}' is not a list index at {where} in {path!r}; "
-                                   f"it is a list of {len(value)}") from None
+                                   f"it is a list of {len(value)}", step) from None
             if not -len(value) <= index < len(value):
                 raise PathNotFound(f"index {index} is out of range at {where} in {path!r}; "
-                                   f"it is a list of {len(value)}")
+                                   f"it is a list of {len(value)}", step)
             value = value[index]
         else:
             raise PathNotFound(f"cannot look up '{step}' at {where} in {path!r}: "
-                               f"it is {_kind(value)}, not an object or a list")
+                               f"it is {_kind(value)}, not an object or a list", step)
         walked.append(step)
     return value
 
