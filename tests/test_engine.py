@@ -348,6 +348,23 @@ def test_concurrency_bounds_items_in_flight(write_config):
     assert 0.75 <= result.summary.duration_ms / 1000 < 3.0
 
 
+def test_a_hang_among_instant_items_loses_none_of_the_items_handed_out_with_it(write_config):
+    """Instant items travel to workers in chunks; the rest of a timed-out item's chunk still runs."""
+    inputs = ["hang" if i in (700, 1500) else f"x{i}" for i in range(2000)]
+    result = run(write_config, """
+        experiments:
+          - id: e
+            timeout: 0.5
+            concurrency: 2
+            dataset: {items: [%s]}
+            runner: fixture_plugins.behaviours:per_item
+    """ % ", ".join(f"{{id: i{i}, input: {text}}}" for i, text in enumerate(inputs)))
+    assert [r.item.id for r in result.items] == [f"i{i}" for i in range(2000)]
+    errors = {r.item.id: r.error for r in result.items if r.status == "error"}
+    assert errors == {"i700": "timed out after 0.5s (in the runner)", "i1500": "timed out after 0.5s (in the runner)"}
+    assert result.summary.passed == 1998
+
+
 def test_stop_event_finishes_running_items_and_starts_no_more(write_config):
     stop = threading.Event()
     path = write_config("""

@@ -6,6 +6,11 @@ it and hand its result over. No lock is shared by the workers on their way throu
 item: with a shared lock, threads that are quick (an instant runner) end up handing the
 lock and the GIL to each other on every item, which costs more than the item itself.
 
+Items travel in chunks whose size adapts to how long items take: one at a time while
+they take a millisecond or more, so slow items spread over every worker, and up to
+``MAX_CHUNK`` at once when they are instant, so that handing an item from one thread to
+another (which costs more than an instant item itself) happens once per chunk.
+
 A watchdog thread times out items that run too long: it records them as errors and
 starts a replacement worker, leaving the stuck call to finish (and be ignored) on
 its own thread, since Python cannot kill a thread.
@@ -24,6 +29,9 @@ _EXIT = object()   # in the result queue: a worker holding a seat has ended
 _WAKE = object()   # in the result queue: look at ``cancelled`` again
 _STOP = object()   # in the result queue: ``run`` is returning; record what came before, then end
 
+MAX_CHUNK = 64        # items handed to a worker at once
+CHUNK_SECONDS = 0.002  # work per chunk worth one hand-over between threads
+
 
 class Slot:
     """What one worker is doing now; ``phase`` says where an item hangs.
@@ -32,10 +40,13 @@ class Slot:
     exactly one of them records the item.
     """
 
-    __slots__ = ("item", "started", "phase", "abandoned", "guard")
+    __slots__ = ("item", "started", "phase", "abandoned", "guard", "chunk", "position", "done")
 
     def __init__(self):
         self.item: Item | None = None
+        self.chunk: list[Item] = []  # the items this worker holds; ``item`` is chunk[position]
+        self.position = 0
+        self.done: list[ItemResult] = []  # results of the chunk's earlier items, not yet handed over
         self.started = 0.0
         self.phase = ""
         self.abandoned = False
@@ -51,7 +62,7 @@ class LocalExecutor:
 
     ``record`` is called once per item, under one lock, in completion order.
     ``lost(item, why, elapsed_ms)`` makes the error result of an item that timed out or was abandoned.
-    Items are read at most ``ahead`` before they start (never past the iterator's end or a limit).
+    Items are read about ``ahead`` before they start (never past the iterator's end or a limit).
     """
 
     def __init__(self, concurrency: int, timeout: float | None,
@@ -67,6 +78,7 @@ class LocalExecutor:
         self._slots: set[Slot] = set()
         self._seats = 0
         self._todo: queue.SimpleQueue = queue.SimpleQueue()
+        self._pace: float | None = None  # seconds per item, recently
         self._finished: queue.SimpleQueue = queue.SimpleQueue()
 
     def cancel(self) -> None:
@@ -102,32 +114,33 @@ class LocalExecutor:
                 with slot.guard:
                     if slot.item is not None and not slot.abandoned:
                         slot.abandoned = True
+                        for result in slot.done:
+                            self._record(result)
                         elapsed = (time.monotonic() - slot.started) * 1000.0
                         self._record(self._lost(slot.item, "cancelled before it finished", elapsed))
             self.done.set()
         self._todo.put(_END)
 
-    def _start_worker(self) -> None:
-        threading.Thread(target=self._work, name="yamleval-worker", daemon=True).start()
+    def _start_worker(self, first: list[Item] | None = None) -> None:
+        threading.Thread(target=self._work, args=(first,), name="yamleval-worker", daemon=True).start()
 
     def _coordinate(self) -> None:
         """Keep the item queue filled and record results as they come, until every worker has ended."""
-        todo, finished, record, ahead = self._todo, self._finished, self._record, self.ahead
+        todo, finished, record = self._todo, self._finished, self._record
         exhausted = False
         try:
             while True:
-                while not exhausted and todo.qsize() < ahead:
+                size = self._chunk_size()
+                while not exhausted and todo.qsize() * size < self.ahead:
                     if self.cancelled:
                         exhausted = True
                     else:
-                        try:
-                            todo.put(next(self._items))
+                        chunk = self._read(size)
+                        if chunk:
+                            todo.put(chunk)
+                        if len(chunk) == size:
                             continue
-                        except StopIteration:
-                            exhausted = True
-                        except BaseException as exc:  # a broken dataset row or plugin: stop reading;
-                            self.failure = exc        # what was read still runs, what finished is kept
-                            exhausted = True
+                        exhausted = True
                     todo.put(_END)
                 entry = finished.get()
                 with self.lock:
@@ -139,7 +152,8 @@ class LocalExecutor:
                             if self._seats == 0:
                                 self.done.set()
                         elif entry is not _WAKE:
-                            record(entry)
+                            for result in entry:
+                                record(result)
                         try:
                             entry = finished.get_nowait()
                         except queue.Empty:
@@ -150,27 +164,58 @@ class LocalExecutor:
             todo.put(_END)
             raise
 
-    def _work(self) -> None:
+    def _read(self, size: int) -> list[Item]:
+        """Up to ``size`` items from the iterator; fewer only at its end or on a failure."""
+        chunk = []
+        try:
+            for _ in range(size):
+                chunk.append(next(self._items))
+        except StopIteration:
+            pass
+        except BaseException as exc:  # a broken dataset row or plugin: stop reading;
+            self.failure = exc        # what was read still runs, what finished is kept
+        return chunk
+
+    def _chunk_size(self) -> int:
+        """Items per chunk: as many as take ``CHUNK_SECONDS`` at the recent pace, 1 to ``MAX_CHUNK``."""
+        pace = self._pace
+        if pace is None or pace >= CHUNK_SECONDS:
+            return 1
+        return max(1, min(MAX_CHUNK, int(CHUNK_SECONDS / max(pace, 1e-6))))
+
+    def _work(self, first: list[Item] | None) -> None:
+        """Run chunks of items until the end; ``first``: the rest of a chunk whose worker timed out."""
         slot = Slot()
         todo, finished, process, guard = self._todo, self._finished, self._process, slot.guard
         with self.lock:
             self._slots.add(slot)
         try:
             while True:
-                item = todo.get()
-                if item is _END:
+                chunk, first = first or todo.get(), None
+                if chunk is _END:
                     todo.put(_END)
                     return
-                with guard:
-                    if self.cancelled:
-                        return
-                    slot.started, slot.phase, slot.item = time.monotonic(), "runner", item
-                result = process(item, slot)
-                with guard:
-                    if slot.abandoned:  # timed out or abandoned: recorded already, and its seat taken over
-                        return
-                    slot.item = None
-                    finished.put(result)
+                done = []
+                began = time.monotonic()
+                for position, item in enumerate(chunk):
+                    with guard:
+                        if self.cancelled:
+                            break
+                        slot.started, slot.phase, slot.item = time.monotonic(), "runner", item
+                        slot.chunk, slot.position, slot.done = chunk, position, done
+                    result = process(item, slot)
+                    with guard:
+                        if slot.abandoned:  # timed out or abandoned: recorded already with the results before
+                            return          # it, and the rest of the chunk went to the worker that took over
+                        slot.item = None
+                    done.append(result)
+                if done:
+                    # a running mean of seconds per item, which sizes the next chunks (races are harmless)
+                    pace = (time.monotonic() - began) / len(done)
+                    self._pace = pace if self._pace is None else 0.8 * self._pace + 0.2 * pace
+                    finished.put(done)
+                if self.cancelled:
+                    return
         finally:
             if self.thread_exit is not None:
                 self.thread_exit()
@@ -190,8 +235,11 @@ class LocalExecutor:
                         if slot.item is None or slot.abandoned or now - slot.started < self.timeout:
                             continue
                         slot.abandoned = True
+                        rest, held = slot.chunk[slot.position + 1:], slot.done
                     self._slots.discard(slot)
                     where = "in the runner" if slot.phase == "runner" else f"while {slot.phase}"
                     elapsed = (now - slot.started) * 1000.0
+                    for result in held:
+                        self._record(result)
                     self._record(self._lost(slot.item, f"timed out after {self.timeout:g}s ({where})", elapsed))
-                    self._start_worker()
+                    self._start_worker(rest)
