@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import re
 from functools import lru_cache
 from importlib import resources
@@ -13,7 +14,8 @@ from yamleval.errors import ConfigError
 
 SCHEMA_FILE = "yamleval.schema.json"
 _TYPE_NAMES = {"object": "a mapping", "array": "a list", "string": "a string", "integer": "a whole number",
-               "number": "a number", "boolean": "true or false", "null": "null"}
+               "number": "a number", "boolean": "true or false", "null": "null",
+               "non-finite": "a value that is not a finite number"}
 
 
 def schema_text() -> str:
@@ -21,14 +23,26 @@ def schema_text() -> str:
     return resources.files("yamleval.config").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
 
 
+NO_NUL = "^[^\\u0000]*$"  # the schema's pattern for paths: the OS cannot open a name holding a NUL
+
+
+def _finite(value: Any) -> bool:
+    return not isinstance(value, float) or math.isfinite(value)
+
+
 @lru_cache(maxsize=None)
 def _validator(definition: str):
+    """A validator for one definition. Its "number" excludes .inf and .nan, which YAML can write
+    but no setting can use (a NaN timeout would time every item out at once)."""
     import jsonschema
 
     schema = dict(_schema())
     schema.pop("anyOf", None)
     schema["$ref"] = f"#/$defs/{definition}"
-    return jsonschema.Draft202012Validator(schema)
+    base = jsonschema.Draft202012Validator
+    checker = base.TYPE_CHECKER.redefine(
+        "number", lambda checker, value: base.TYPE_CHECKER.is_type(value, "number") and _finite(value))
+    return jsonschema.validators.extend(base, type_checker=checker)(schema)
 
 
 def _type_of(value: Any) -> str:
@@ -38,13 +52,20 @@ def _type_of(value: Any) -> str:
         return "boolean"
     if isinstance(value, int):
         return "integer"
+    if not _finite(value):
+        return "non-finite"
     for python, name in ((float, "number"), (str, "string"), (list, "array"), (dict, "object")):
         if isinstance(value, python):
             return name
     return type(value).__name__
 
 
+_YAML_SPECIALS = {"inf": ".inf", "-inf": "-.inf", "nan": ".nan"}
+
+
 def _show(value: Any) -> str:
+    if not _finite(value):
+        return _YAML_SPECIALS[repr(value)]
     text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -109,6 +130,8 @@ def _pattern_problem(pattern: str, value: Any, description: str) -> tuple[str, s
     """Message and hint for a string that does not match; the two patterns YAML authors meet,
     slugs and plugin references, get a corrected value."""
     defs = _schema()["$defs"]
+    if isinstance(value, str) and pattern == NO_NUL:
+        return f"{_show(value)} holds a NUL character (\\0), which no file name can", "remove it"
     if isinstance(value, str) and pattern == defs["slug"]["pattern"]:
         fixed = re.sub(r"[^A-Za-z0-9_.-]+", "-", value.strip()).strip("-_.")
         hint = f"did you mean '{fixed}'?" if fixed and re.match(pattern, fixed) else None

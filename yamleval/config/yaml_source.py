@@ -105,19 +105,57 @@ def _mark(node) -> tuple[int, int]:
     return node.start_mark.line + 1, node.start_mark.column + 1
 
 
+MAX_DEPTH = 100
+"""Levels of nesting a file may have. Deeper data would exhaust the recursion of the
+checks after parsing (and no config or dataset needs it)."""
+
+MAX_ALIAS_NODES = 100_000
+"""Values an alias may copy in one file, in total. Every ``*alias`` is expanded into a
+copy, so a few lines of nested aliases (a "billion laughs") would otherwise take all
+memory; real configs reuse a runner or a list of scorers, a few hundred values."""
+
+
 class _Builder:
     def __init__(self, source: SourceMap, loader):
         self.source = source
         self.loader = loader
+        self.built: set[int] = set()   # nodes built once; building one again is an alias's copy
+        self.open: set[int] = set()    # collections being built: meeting one again is a cycle
+        self.copied = 0
+        self.merged: dict[int, int] = {}  # mapping node -> how many of its pairs came from `<<:` merges
 
     def build(self, node, path: Path) -> Any:
         self.source.values[path] = _mark(node)
         if not isinstance(node, yaml.ScalarNode) and node.tag not in _PLAIN_TAGS:
             raise self._tag_error(node, path)
+        if isinstance(node, yaml.ScalarNode):
+            return self._scalar(node, path)
+        if len(path) > MAX_DEPTH:
+            raise self._limit_error(node, path, f"the value is nested more than {MAX_DEPTH} levels deep",
+                                    "flatten it; nesting this deep is not supported")
+        key = id(node)
+        if key in self.open:
+            raise self._limit_error(node, path, "an alias refers to a value that contains it",
+                                    "a value cannot include itself; copy the part you need instead")
+        if key in self.built:
+            self.copied += len(node.value)
+            if self.copied > MAX_ALIAS_NODES:
+                raise self._limit_error(node, path, f"aliases expand to more than {MAX_ALIAS_NODES:,} values",
+                                        "aliases are copied where they are used; use fewer or smaller ones")
+        self.built.add(key)
+        self.open.add(key)
+        try:
+            return self._collection(node, path)
+        finally:
+            self.open.discard(key)
+
+    def _collection(self, node, path: Path) -> Any:
         if isinstance(node, yaml.MappingNode):
-            own = sum(1 for key_node, _ in node.value if key_node.tag != _MERGE_TAG)
-            self.loader.flatten_mapping(node)  # resolves `<<: *anchor` merge keys
-            merged = len(node.value) - own  # merged pairs come first; the mapping's own keys override them
+            merged = self.merged.get(id(node))
+            if merged is None:  # an alias's copy meets the node flattened already
+                own = sum(1 for key_node, _ in node.value if key_node.tag != _MERGE_TAG)
+                self.loader.flatten_mapping(node)  # resolves `<<: *anchor` merge keys
+                merged = self.merged[id(node)] = len(node.value) - own  # merged pairs come first; own keys override
             out: dict = {}
             own_keys: set = set()
             for index, (key_node, value_node) in enumerate(node.value):
@@ -126,7 +164,7 @@ class _Builder:
                     line, col = _mark(key_node)
                     raise ConfigError(f"a key must be plain text, not {kind}", Location(self.source.file, line, col,
                                       format_path(path)), source_line=self.source.line_text(line))
-                key = self.loader.construct_object(key_node)
+                key = self._scalar(key_node, path)
                 key = key if isinstance(key, str) else str(key)
                 child = path + (key,)
                 if index >= merged:
@@ -139,9 +177,10 @@ class _Builder:
                 self.source.keys[child] = _mark(key_node)
                 out[key] = self.build(value_node, child)
             return out
-        if isinstance(node, yaml.SequenceNode):
-            return [self.build(child, path + (i,)) for i, child in enumerate(node.value)]
-        if isinstance(node, yaml.ScalarNode) and node.style == "|":
+        return [self.build(child, path + (i,)) for i, child in enumerate(node.value)]
+
+    def _scalar(self, node, path: Path) -> Any:
+        if node.style == "|":
             self.source.literal_blocks.add(path)
         try:
             return self.loader.construct_object(node)
@@ -149,6 +188,14 @@ class _Builder:
             if "constructor for the tag" not in (exc.problem or ""):
                 raise
             raise self._tag_error(node, path) from None
+        except ValueError as exc:  # an integer too long for Python to convert (over 4300 digits)
+            raise self._limit_error(node, path, f"cannot read this value: {exc}".split(";")[0],
+                                    "write it as a string in quotes") from None
+
+    def _limit_error(self, node, path: Path, message: str, hint: str) -> ConfigError:
+        line, col = _mark(node)
+        return ConfigError(message, Location(self.source.file, line, col, format_path(path)), hint=hint,
+                           source_line=self.source.line_text(line))
 
     def _tag_error(self, node, path: Path) -> ConfigError:
         tag = node.tag.replace("tag:yaml.org,2002:", "!!", 1)
