@@ -19,3 +19,29 @@ def atomic_output(path: str) -> Iterator[IO[str]]:
         if os.path.exists(temporary):
             os.remove(temporary)
         raise
+    _remove_abandoned(path)
+
+
+def _remove_abandoned(path: str) -> None:
+    """Delete temporary files of ``path`` left by processes that died while writing it
+    (killed, or the machine went down), so a report folder holds only whole reports.
+    A process still alive may be writing its own: its file is left alone."""
+    folder, prefix = os.path.dirname(path) or ".", os.path.basename(path) + ".tmp-"
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith(prefix) and n[len(prefix):].isdigit()]
+    except OSError:
+        return
+    for name in names:
+        if not _alive(int(name[len(prefix):])):
+            with contextlib.suppress(OSError):
+                os.remove(os.path.join(folder, name))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
