@@ -1,10 +1,12 @@
 """``yamleval run``: run experiments, store every item as it finishes, write the reports."""
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 import signal
 import sys
+import tempfile
 import threading
 import uuid
 from datetime import datetime, timezone
@@ -97,7 +99,6 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
     """
     from yamleval import engine, plan, provenance
     from yamleval.console import Progress, summary_text
-    from yamleval.reporting import write_reports
     from yamleval.store import Store
 
     project = load(paths)
@@ -109,6 +110,9 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
     config_hash = provenance.config_hash(texts)
     dataset_hashes = {e.id: provenance.dataset_hash(e) for e in experiments}
     finished_rows = {}
+    out_dir = report_dir or project.reports_dir or "reports"
+    if project.report_formats:
+        _writable_folder(out_dir)
     if resume:
         run_info = _resumable(store, resume, ids)
         if not force:
@@ -168,12 +172,8 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
                 click.echo(summary_text(result) + "\n")
     interrupted = interrupts.stop.is_set()
     passed = len(results) == len(prepared) and all(r.passed for r in results) and not interrupted
-    store.finish_run(run_id, "interrupted" if interrupted else "completed", passed, _now())
-    run_info = store.find_run(run_id)
-    out_dir = report_dir or project.reports_dir or "reports"
-    written = write_reports(out_dir, project.report_formats, run_info, results,
-                            lambda result: store.records(run_id, result.experiment_id))
-    store.close()
+    run_info = _finished(store.find_run(run_id), "interrupted" if interrupted else "completed", passed)
+    written = _write_reports_then_finish(store, out_dir, project.report_formats, run_info, results)
     for path in written:
         click.echo(f"report: {display_path(path)}", err=quiet)
     _github(run_info, results)
@@ -186,6 +186,47 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
             click.echo(r.aborted, err=True)
         sys.exit(ExitCode.CONFIG_ERROR)
     sys.exit(ExitCode.OK if passed else ExitCode.FAILED)
+
+
+def _finished(run_info: RunInfo, status: str, passed: bool) -> RunInfo:
+    """The run as it will be stored once finished, so the reports show what the store keeps
+    (and ``yamleval report`` renders them again byte for byte)."""
+    return dataclasses.replace(run_info, status=status, passed=passed, completed_at=_now())
+
+
+def _write_reports_then_finish(store, out_dir: str, formats, run_info: RunInfo, results) -> list[str]:
+    """Write the reports, then record the run as finished.
+
+    In this order, a process killed while rendering leaves the run unfinished, so
+    ``--resume`` writes the reports again. A report that cannot be written (a full disk,
+    a read-only folder) does not undo the run: it is recorded as finished, the error says
+    how to render the reports again, and the store is closed cleanly.
+    """
+    from yamleval.reporting import write_reports
+
+    store.flush()
+    try:
+        written = write_reports(out_dir, formats, run_info, results,
+                                lambda result: store.records(run_info.run_id, result.experiment_id))
+    except UsageError:
+        store.finish_run(run_info.run_id, run_info.status, run_info.passed, run_info.completed_at)
+        store.close()
+        raise
+    store.finish_run(run_info.run_id, run_info.status, run_info.passed, run_info.completed_at)
+    store.close()
+    return written
+
+
+def _writable_folder(folder: str) -> None:
+    """Fail before anything runs when reports cannot be written into ``folder``, rather than
+    after a long (and maybe costly) run."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise UsageError(f"cannot write reports into {display_path(folder)}: {exc.strerror or exc}; make the folder "
+                         "writable or choose another with --report-dir") from None
 
 
 def _github(run_info: RunInfo, results) -> None:
