@@ -15,9 +15,9 @@ so the same results always give the same bytes.
 """
 from __future__ import annotations
 
+import io
 import math
-import xml.etree.ElementTree as ET
-from typing import Iterable, Sequence
+from typing import IO, Sequence
 
 from yamleval.reporting.files import atomic_output
 from yamleval.reporting.text import (as_text, clean_text, criterion_message, criterion_name, item_message, one_line,
@@ -40,26 +40,51 @@ def _number(value: float | None) -> str:
 
 
 class _Names:
-    """Unique testcase names within one classname: ``a``, ``a #2``, ``a #3``."""
+    """Unique testcase names within one classname: ``a``, ``a #2``, ``a #3``.
 
-    def __init__(self) -> None:
+    With ``distinct`` (item ids, unique already) only names that cleaning changed
+    (whitespace, control characters, length) can collide, so only those are remembered,
+    and a run of a million items does not keep a million names."""
+
+    def __init__(self, distinct: bool = False) -> None:
         self.seen: set[str] = set()
+        self.distinct = distinct
 
     def __call__(self, name: str) -> str:
-        name = one_line(name, NAME_LIMIT) or "(unnamed)"
-        unique, n = name, 1
+        cleaned = one_line(name, NAME_LIMIT) or "(unnamed)"
+        if self.distinct and cleaned == name and name not in self.seen:
+            return name
+        unique, n = cleaned, 1
         while unique in self.seen:
             n += 1
-            unique = f"{name} #{n}"
+            unique = f"{cleaned} #{n}"
         self.seen.add(unique)
         return unique
 
 
-def _sub(parent: ET.Element, tag: str, text: str | None = None, **attributes: str) -> ET.Element:
-    element = ET.SubElement(parent, tag, {k.rstrip("_"): v for k, v in attributes.items()})
+def _text(value: str) -> str:
+    return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _attribute(value: str) -> str:
+    value = _text(value).replace('"', "&quot;")
+    if "\n" in value or "\r" in value or "\t" in value:
+        value = value.replace("\r", "&#13;").replace("\n", "&#10;").replace("\t", "&#09;")
+    return value
+
+
+def _element(depth: int, tag: str, text: str | None = None, **attributes: str) -> str:
+    """One element on its own indented line: ``<tag a="1" />`` or ``<tag a="1">text</tag>``."""
+    attrs = "".join(f' {k.rstrip("_")}="{_attribute(v)}"' for k, v in attributes.items())
+    indent = "  " * depth
     if text:
-        element.text = text
-    return element
+        return f"{indent}<{tag}{attrs}>{_text(text)}</{tag}>\n"
+    return f"{indent}<{tag}{attrs} />\n"
+
+
+def _open(depth: int, tag: str, **attributes: str) -> str:
+    attrs = "".join(f' {k.rstrip("_")}="{_attribute(v)}"' for k, v in attributes.items())
+    return f"{'  ' * depth}<{tag}{attrs}>\n"
 
 
 def _details(result: ItemResult, message: str) -> str:
@@ -111,34 +136,39 @@ def _metrics(result: ItemResult) -> str:
     return "\n".join(lines)
 
 
-def _item_case(suite: ET.Element, classname: str, name: str, result: ItemResult) -> str:
-    case = _sub(suite, "testcase", name=name, classname=classname, time=_seconds(result.latency_ms))
+def _item_case(classname: str, name: str, result: ItemResult) -> str:
+    parts = [_open(2, "testcase", name=name, classname=classname, time=_seconds(result.latency_ms))]
     if result.status != "passed":
         message = item_message(result)
         if result.status == "skipped":
-            _sub(case, "skipped", message=one_line(message))
+            parts.append(_element(3, "skipped", message=one_line(message)))
         else:
             tag = "failure" if result.status == "failed" else "error"
-            _sub(case, tag, _details(result, message), type_=tag, message=one_line(message))
-    _sub(case, "system-out", _metrics(result))
-    return result.status
+            parts.append(_element(3, tag, _details(result, message), type_=tag, message=one_line(message)))
+    parts.append(_element(3, "system-out", _metrics(result)))
+    parts.append("    </testcase>\n")
+    return "".join(parts)
 
 
-def _criterion_case(suite: ET.Element, classname: str, name: str, criterion: CriterionResult) -> str:
-    case = _sub(suite, "testcase", name=name, classname=classname, time="0.000")
+def _case(classname: str, name: str, child: str) -> str:
+    return _open(2, "testcase", name=name, classname=classname, time="0.000") + child + "    </testcase>\n"
+
+
+def _criterion_case(classname: str, name: str, criterion: CriterionResult) -> tuple[str, str]:
+    """The test case of a pass criterion, and its status."""
     message = criterion_message(criterion)
     if not criterion.passed and criterion.severity == "warn":
-        _sub(case, "skipped", message=one_line(f"warning (severity warn, not fatal): {message}"))
-        return "skipped"
+        child = _element(3, "skipped", message=one_line(f"warning (severity warn, not fatal): {message}"))
+        return _case(classname, name, child), "skipped"
     if not criterion.passed:
-        _sub(case, "failure", f"{one_line(message)}\n\nseverity: {criterion.severity}",
-             type_="criterion", message=one_line(message))
-        return "failed"
-    _sub(case, "system-out", message + (f"\nseverity: {criterion.severity}" if criterion.severity != "error" else ""))
-    return "passed"
+        child = _element(3, "failure", f"{one_line(message)}\n\nseverity: {criterion.severity}",
+                         type_="criterion", message=one_line(message))
+        return _case(classname, name, child), "failed"
+    out = message + (f"\nseverity: {criterion.severity}" if criterion.severity != "error" else "")
+    return _case(classname, name, _element(3, "system-out", out)), "passed"
 
 
-def _properties(suite: ET.Element, run: RunInfo, result: ExperimentResult) -> None:
+def _properties(run: RunInfo, result: ExperimentResult) -> str:
     s = result.summary
     values = (("run_id", run.run_id), ("config_hash", run.config_hash), ("git_commit", run.git_commit or ""),
               ("yamleval_version", run.yamleval_version), ("label", result.label or ""),
@@ -146,64 +176,120 @@ def _properties(suite: ET.Element, run: RunInfo, result: ExperimentResult) -> No
               ("mean_score", _number(s.mean_score)), ("pass_rate", _number(s.pass_rate)),
               ("passed", "true" if result.passed else "false"))
     kept = [(name, value) for name, value in values if value]
-    if kept:
-        properties = _sub(suite, "properties")
-        for name, value in kept:
-            _sub(properties, "property", name=name, value=one_line(value, 1000))
+    if not kept:
+        return ""
+    return ("    <properties>\n" + "".join(_element(3, "property", name=name, value=one_line(value, 1000))
+                                       for name, value in kept) + "    </properties>\n")
 
 
-def _suite(parent: ET.Element, run: RunInfo, result: ExperimentResult) -> dict[str, int]:
-    # counters are set once known; placing them now keeps the attribute order fixed
-    suite = _sub(parent, "testsuite", name=one_line(result.experiment_id, NAME_LIMIT) or "(unnamed)",
-                 tests="", failures="", errors="", skipped="", time=_seconds(result.summary.duration_ms),
-                 timestamp=one_line(result.started_at, 64))
-    if run.host:
-        suite.set("hostname", one_line(run.host, NAME_LIMIT))
-    _properties(suite, run, result)
-    statuses: list[str] = []
-    classname = f"yamleval.{one_line(result.experiment_id, NAME_LIMIT)}"
-    names = _Names()
-    for item in result.items:
-        statuses.append(_item_case(suite, classname, names(item.item.id), item))
-    names = _Names()
-    for criterion in result.summary.criteria:
-        statuses.append(_criterion_case(suite, classname + ".criteria", names(criterion_name(criterion)), criterion))
-    if result.aborted or result.interrupted:
-        # an incomplete run fails its experiment even when every item that ran passed
-        message = f"stopped: {result.aborted}" if result.aborted else "interrupted before every item ran"
-        case = _sub(suite, "testcase", name=names("run completed"), classname=classname + ".criteria",
-                    time="0.000")
-        _sub(case, "error", one_line(message, 1000), type_="aborted" if result.aborted else "interrupted",
-             message=one_line(message))
-        statuses.append("error")
-    if not statuses:  # some readers drop a suite without test cases
-        case = _sub(suite, "testcase", name="no items", classname=classname, time="0.000")
-        _sub(case, "skipped", message="the dataset had no items")
-        statuses.append("skipped")
-    counts = {"tests": len(statuses), "failures": statuses.count("failed"), "errors": statuses.count("error"),
-              "skipped": statuses.count("skipped")}
-    for key, value in counts.items():
-        suite.set(key, str(value))
-    if result.warnings:
-        _sub(suite, "system-out", clean_text("\n".join(f"warning: {w}" for w in result.warnings)))
-    return counts
+class _Suite:
+    """One experiment's ``<testsuite>``: the cases that follow its items, and its counts,
+    which are known from the summary before any item is read."""
+
+    def __init__(self, result: ExperimentResult):
+        self.result = result
+        self.classname = f"yamleval.{one_line(result.experiment_id, NAME_LIMIT)}"
+        s = result.summary
+        item_statuses = {"passed": s.passed, "failed": s.failed, "error": s.errored, "skipped": s.skipped}
+        names = _Names()
+        self.trailer: list[str] = []
+        statuses = []
+        for criterion in s.criteria:
+            case, status = _criterion_case(self.classname + ".criteria", names(criterion_name(criterion)), criterion)
+            self.trailer.append(case)
+            statuses.append(status)
+        if result.aborted or result.interrupted:
+            # an incomplete run fails its experiment even when every item that ran passed
+            message = f"stopped: {result.aborted}" if result.aborted else "interrupted before every item ran"
+            self.trailer.append(_case(self.classname + ".criteria", names("run completed"),
+                                      _element(3, "error", one_line(message, 1000),
+                                               type_="aborted" if result.aborted else "interrupted",
+                                               message=one_line(message))))
+            statuses.append("error")
+        if not statuses and not s.completed:  # some readers drop a suite without test cases
+            self.trailer.append(_case(self.classname, "no items", _element(3, "skipped", message="the dataset had no items")))
+            statuses.append("skipped")
+        self.counts = {"tests": s.completed + len(statuses),
+                       "failures": item_statuses["failed"] + statuses.count("failed"),
+                       "errors": item_statuses["error"] + statuses.count("error"),
+                       "skipped": item_statuses["skipped"] + statuses.count("skipped")}
+
+    def head(self, run: RunInfo) -> str:
+        result = self.result
+        attributes = {"name": one_line(result.experiment_id, NAME_LIMIT) or "(unnamed)",
+                      **{key: str(value) for key, value in self.counts.items()},
+                      "time": _seconds(result.summary.duration_ms), "timestamp": one_line(result.started_at, 64)}
+        if run.host:
+            attributes["hostname"] = one_line(run.host, NAME_LIMIT)
+        return _open(1, "testsuite", **attributes) + _properties(run, result)
+
+    def tail(self) -> str:
+        warnings = self.result.warnings
+        out = "".join(self.trailer)
+        if warnings:
+            out += _element(2, "system-out", clean_text("\n".join(f"warning: {w}" for w in warnings)))
+        return out + "  </testsuite>\n"
 
 
-def render(run: RunInfo, results: Iterable[ExperimentResult]) -> str:
+class Writer:
+    """Writes the document as items stream by: each experiment's items once, in order."""
+
+    def __init__(self, out: IO[str], run: RunInfo, results: Sequence[ExperimentResult]):
+        self.out, self.run = out, run
+        self.suites = {id(result): _Suite(result) for result in results}
+        totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+        duration_ms = 0.0
+        for result in results:
+            for key, value in self.suites[id(result)].counts.items():
+                totals[key] += value
+            if math.isfinite(result.summary.duration_ms) and result.summary.duration_ms > 0:
+                duration_ms += result.summary.duration_ms
+        attributes = {"name": "yamleval", **{k: str(v) for k, v in totals.items()}, "time": _seconds(duration_ms)}
+        out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
+        if results:
+            out.write(_open(0, "testsuites", **attributes))
+        else:
+            out.write(_element(0, "testsuites", **attributes))
+        self.closing = "</testsuites>\n" if results else ""
+        self.names = _Names()
+        self.pending: list[str] = []
+        self.classname = ""
+
+    def begin(self, result: ExperimentResult) -> None:
+        suite = self.suites[id(result)]
+        self.out.write(suite.head(self.run))
+        self.names, self.classname = _Names(distinct=True), suite.classname
+
+    def item(self, result: ItemResult) -> None:
+        pending = self.pending
+        pending.append(_item_case(self.classname, self.names(result.item.id), result))
+        if len(pending) >= 1000:
+            self.flush()
+
+    def flush(self) -> None:
+        self.out.write("".join(self.pending))
+        self.pending = []
+
+    def end(self, result: ExperimentResult) -> None:
+        self.flush()
+        self.out.write(self.suites[id(result)].tail())
+
+    def close(self) -> None:
+        self.out.write(self.closing)
+
+
+def render(run: RunInfo, results: Sequence[ExperimentResult]) -> str:
     """The JUnit XML document for ``results``, as text starting with the XML declaration."""
-    root = ET.Element("testsuites", {"name": "yamleval"})
-    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    duration_ms = 0.0
+    out = io.StringIO()
+    results = list(results)
+    writer = Writer(out, run, results)
     for result in results:
-        for key, value in _suite(root, run, result).items():
-            totals[key] += value
-        if math.isfinite(result.summary.duration_ms) and result.summary.duration_ms > 0:
-            duration_ms += result.summary.duration_ms
-    for key, value in totals.items():
-        root.set(key, str(value))
-    root.set("time", _seconds(duration_ms))
-    ET.indent(root, space="  ")
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+        writer.begin(result)
+        for item in result.items:
+            writer.item(item)
+        writer.end(result)
+    writer.close()
+    return out.getvalue()
 
 
 def write(path: str, run: RunInfo, results: Sequence[ExperimentResult]) -> str:
