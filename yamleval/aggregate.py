@@ -8,9 +8,12 @@ from typing import Mapping
 
 from yamleval.types import ItemResult, LatencySummary, ScorerSummary, Summary, Usage
 
+BINS = 10  # score histogram bins over [0, 1]; scores outside it count in the first or last
+
 
 class _ScorerTally:
-    __slots__ = ("name", "threshold", "values", "count", "low", "high", "passed", "failed", "errored", "skipped")
+    __slots__ = ("name", "threshold", "values", "count", "low", "high", "passed", "failed", "errored", "skipped",
+                 "bins")
 
     def __init__(self, name: str, threshold: float | None):
         self.name, self.threshold = name, threshold
@@ -18,6 +21,7 @@ class _ScorerTally:
         self.count = self.passed = self.failed = self.errored = self.skipped = 0
         self.low = math.inf
         self.high = -math.inf
+        self.bins = [0] * BINS
 
 
 def _percentile(ordered: list[float], fraction: float) -> float:
@@ -82,6 +86,7 @@ class Aggregator:
                     tally.low = value
                 if value > tally.high:
                     tally.high = value
+                tally.bins[0 if value <= 0 else BINS - 1 if value >= 1 else int(value * BINS)] += 1
             if score.passed is False:
                 tally.failed += 1
             elif score.passed:
@@ -104,7 +109,7 @@ class Aggregator:
                 mean=math.fsum(t.values) / t.count if t.count else None,
                 min=t.low if t.count else None, max=t.high if t.count else None,
                 pass_rate=t.passed / decided if decided else None,
-                passed=t.passed, failed=t.failed, errored=t.errored, skipped=t.skipped,
+                passed=t.passed, failed=t.failed, errored=t.errored, skipped=t.skipped, histogram=tuple(t.bins),
             )
         return Summary(
             total=max(total or 0, self.completed), completed=self.completed,

@@ -6,6 +6,7 @@ the reports (inputs, outputs, scores, summaries) are stored as JSON text, whole.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -14,7 +15,7 @@ import threading
 import time
 from typing import Any, Iterator, Sequence
 
-from yamleval.errors import UsageError
+from yamleval.errors import UsageError, display_path
 from yamleval.records import encode, encode_record, item_from_record
 from yamleval.types import (CriterionResult, ExperimentResult, ItemResult, LatencySummary, RunInfo, ScorerSummary,
                             Summary, Usage)
@@ -48,6 +49,28 @@ MIGRATIONS: dict[int, list[str]] = {0: _SCHEMA}
 
 
 
+class StoreWriteError(UsageError):
+    """The results database could not be written: a full disk, a read-only file or folder."""
+
+
+RESUME_HINT = "then `yamleval run --resume` continues the run"
+
+
+def _cannot_write(path: str, exc: BaseException, then: str = RESUME_HINT) -> StoreWriteError:
+    return StoreWriteError(f"cannot write the results database {display_path(path)}: {exc} (is the disk full or the"
+                           f" file read-only?); free some space or make it writable, {then}")
+
+
+@contextlib.contextmanager
+def _writing(path: str, then: str = RESUME_HINT) -> Iterator[None]:
+    """Turn SQLite's failure to write into an error that names the database and what to do,
+    instead of a traceback. SQLite has rolled the transaction back: what was stored stays."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise _cannot_write(path, exc, then) from None
+
+
 def _json(value: Any) -> str | None:
     return None if value is None else encode(value)
 
@@ -68,7 +91,7 @@ def summary_to_json(s: Summary) -> str:
         "tokens": [s.tokens.prompt_tokens, s.tokens.completion_tokens, s.tokens.cost],
         "judge_tokens": [s.judge_tokens.prompt_tokens, s.judge_tokens.completion_tokens, s.judge_tokens.cost],
         "scorers": [[x.id, x.name, x.threshold, x.mean, x.min, x.max, x.pass_rate, x.passed, x.failed, x.errored,
-                     x.skipped] for x in s.scorers.values()],
+                     x.skipped, x.histogram] for x in s.scorers.values()],
         "criteria": [[c.type, c.min, c.actual, c.passed, c.severity, c.scorer, c.label] for c in s.criteria],
     })
 
@@ -79,7 +102,8 @@ def summary_from_json(text: str) -> Summary:
         total=d["total"], completed=d["completed"], passed=d["passed"], failed=d["failed"], errored=d["errored"],
         skipped=d["skipped"], mean_score=d["mean_score"], pass_rate=d["pass_rate"], duration_ms=d["duration_ms"],
         latency_ms=LatencySummary(*d["latency_ms"]), tokens=Usage(*d["tokens"]),
-        scorers={x[0]: ScorerSummary(*x) for x in d["scorers"]},
+        scorers={x[0]: ScorerSummary(*x[:11], histogram=tuple(x[11]) if len(x) > 11 and x[11] else None)
+                 for x in d["scorers"]},
         criteria=tuple(CriterionResult(*c) for c in d["criteria"]), judge_tokens=Usage(*d["judge_tokens"]),
     )
 
@@ -99,7 +123,7 @@ class Store:
             self.db.execute("PRAGMA busy_timeout=5000")
             self._migrate()
         except sqlite3.DatabaseError as exc:
-            raise UsageError(f"cannot open the results database {path}: {exc}") from None
+            raise UsageError(f"cannot open the results database {display_path(path)}: {exc}") from None
         self._pending: list[tuple] = []
         self._flushed = time.monotonic()
         self._writer: _ItemWriter | None = None
@@ -126,7 +150,7 @@ class Store:
 
     def create_run(self, run: RunInfo, config_text: dict[str, str], plugin_versions: dict[str, str],
                    experiment_ids: Sequence[str]) -> None:
-        with self.db:
+        with _writing(self.path, then="then run again"), self.db:
             self.db.execute("BEGIN")
             self.db.execute(
                 "INSERT INTO runs (run_id, status, started_at, completed_at, passed, yamleval_version, python_version,"
@@ -138,13 +162,13 @@ class Store:
                  encode(list(experiment_ids))))
 
     def reopen_run(self, run_id: str) -> None:
-        with self.db:
+        with _writing(self.path), self.db:
             self.db.execute("UPDATE runs SET status = 'running', completed_at = NULL, passed = NULL, pid = ?"
                             " WHERE run_id = ?", (os.getpid(), run_id))
 
     def start_experiment(self, run_id: str, position: int, experiment_id: str, label: str | None,
                          dataset_hash: str, started_at: str) -> None:
-        with self.db:
+        with _writing(self.path), self.db:
             self.db.execute(
                 "INSERT INTO experiments (run_id, experiment_id, position, label, dataset_hash, status, started_at)"
                 " VALUES (?, ?, ?, ?, ?, 'running', ?)"
@@ -152,7 +176,13 @@ class Store:
                 (run_id, experiment_id, position, label, dataset_hash, started_at))
 
     def add_item(self, run_id: str, experiment_id: str, result: ItemResult) -> None:
-        """Queue one finished item; written in a batch within a second."""
+        """Queue one finished item; written in a batch within a second.
+
+        Raises StoreWriteError once a batch has failed, so a run whose results cannot be
+        kept stops early rather than running (and paying for) every item in vain.
+        """
+        if self._writer is not None and self._writer.failure is not None:
+            raise _cannot_write(self.path, self._writer.failure)
         self._pending.append((run_id, experiment_id, result.item.id, result.item.index, result.status,
                               encode_record(result)))
         if len(self._pending) >= FLUSH_ITEMS or time.monotonic() - self._flushed >= FLUSH_SECONDS:
@@ -168,11 +198,13 @@ class Store:
             self._writer.put(rows)
         if wait and self._writer is not None:
             self._writer.wait()
+            if self._writer.failure is not None:
+                raise _cannot_write(self.path, self._writer.failure)
 
     def finish_experiment(self, run_id: str, result: ExperimentResult) -> None:
         self.flush()
         status = "interrupted" if result.interrupted else ("aborted" if result.aborted else "completed")
-        with self.db:
+        with _writing(self.path), self.db:
             self.db.execute(
                 "UPDATE experiments SET status = ?, passed = ?, interrupted = ?, aborted = ?, warnings = ?,"
                 " completed_at = ?, summary = ?, description = ?, tags = ?, runner = ?, dataset = ?, scorers = ?,"
@@ -184,7 +216,7 @@ class Store:
 
     def finish_run(self, run_id: str, status: str, passed: bool | None, completed_at: str) -> None:
         self.flush()
-        with self.db:
+        with _writing(self.path), self.db:
             self.db.execute("UPDATE runs SET status = ?, passed = ?, completed_at = ? WHERE run_id = ?",
                             (status, passed, completed_at, run_id))
 
@@ -274,12 +306,10 @@ class _ItemWriter:
         self.queue.put(rows)
 
     def wait(self) -> None:
+        """Return once every batch put before is written, or has failed (see ``failure``)."""
         done = threading.Event()
         self.queue.put(done)
         done.wait()
-        if self.failure is not None:
-            failure, self.failure = self.failure, None
-            raise UsageError(f"writing results failed: {failure}")
 
     def close(self) -> None:
         self.queue.put(None)
@@ -300,7 +330,7 @@ class _ItemWriter:
                     self.db.executemany(
                         "INSERT OR REPLACE INTO items (run_id, experiment_id, item_id, position, status, record)"
                         " VALUES (?, ?, ?, ?, ?, ?)", entry)
-            except sqlite3.Error as exc:  # reported at the next wait(); the run goes on
+            except sqlite3.Error as exc:  # kept: the store raises it at the next item or flush
                 self.failure = exc
 
 

@@ -108,6 +108,7 @@ class ScorerSummary:
     failed: int
     errored: int
     skipped: int
+    histogram: tuple[int, ...] | None = None  # scores in ten bins over [0, 1]
 
 
 @dataclass(frozen=True)

@@ -10,19 +10,20 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import json
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Sequence
+from typing import IO, Any, Sequence
 
 from yamleval import figures
+from yamleval.aggregate import BINS
 from yamleval.reporting.files import atomic_output
 from yamleval.reporting.text import trajectory_steps
 from yamleval.types import ExperimentResult, ItemResult, RunInfo, ScoreResult
 
 FIELD_CAP = 20_000  # characters of one text field embedded in the page
 TRUNCATED = "… (truncated; full text in results.json / the database)"
-BINS = 10  # score histogram bins over [0, 1]
 STATUSES = ("passed", "failed", "error", "skipped")
 
 # Item rows are arrays (keys once, in the page's script) with these positions.
@@ -96,16 +97,6 @@ def _trajectory(trace: Any) -> list[list[str]] | None:
     return [[_text(title), _text(details)] for title, details in steps] if steps else None
 
 
-def _histograms(items: Sequence[ItemResult], scorer_ids: Sequence[str]) -> dict[str, list[int]]:
-    bins = {sid: [0] * BINS for sid in scorer_ids}
-    for result in items:
-        for sid, score in result.scores.items():
-            counts = bins.get(sid)
-            if counts is not None and score.status == "success" and score.score is not None:
-                counts[min(int(score.score * BINS), BINS - 1)] += 1
-    return bins
-
-
 def _histogram_svg(counts: list[int]) -> dict[str, Any]:
     """Bar geometry for the template: 10 bars in a 100 x 28 box, with a label per bar."""
     top = max(counts) or 1
@@ -159,18 +150,16 @@ def _shares(counts: dict[str, int]) -> list[dict[str, Any]]:
     return shares
 
 
-def _experiment_view(number: int, result: ExperimentResult) -> tuple[dict[str, Any], dict[str, Any]]:
-    """What the template shows of one experiment, and its part of the data blob."""
+def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
+    """What the template shows of one experiment: all of it comes from the summary."""
     summary = result.summary
     scorer_ids = list(summary.scorers)
-    counts = dict.fromkeys(STATUSES, 0)
-    for item in result.items:
-        counts[item.status] = counts.get(item.status, 0) + 1
-    histograms = _histograms(result.items, scorer_ids)
+    counts = {"passed": summary.passed, "failed": summary.failed, "error": summary.errored,
+              "skipped": summary.skipped}
     scorers = [{"id": sid, "name": s.name, "threshold": figures.number(s.threshold, 2) if s.threshold is not None else "—",
                 "mean": figures.number(s.mean), "min": figures.number(s.min), "max": figures.number(s.max),
                 "pass_rate": figures.percent(s.pass_rate), "passed": s.passed, "failed": s.failed,
-                "errored": s.errored, "skipped": s.skipped, "histogram": _histogram_svg(histograms[sid])}
+                "errored": s.errored, "skipped": s.skipped, "histogram": _histogram_svg(list(s.histogram or [0] * BINS))}
                for sid, s in summary.scorers.items()]
     criteria = [{"name": c.label or (c.type + (f" of {c.scorer}" if c.scorer else "")), "labelled": bool(c.label),
                  "what": c.type + (f" of {c.scorer}" if c.scorer else ""),
@@ -181,15 +170,14 @@ def _experiment_view(number: int, result: ExperimentResult) -> tuple[dict[str, A
         "label": result.label or result.experiment_id, "status": _status(result),
         "description": result.description, "tags": list(result.tags), "runner": result.runner or "—",
         "dataset": result.dataset or "—", "started_at": _when(result.started_at),
-        "aborted": result.aborted, "warnings": list(result.warnings), "total": len(result.items),
+        "aborted": result.aborted, "warnings": list(result.warnings), "total": summary.completed,
         "stats": [("Pass rate", figures.percent(summary.pass_rate)), ("Mean score", figures.number(summary.mean_score)),
                   ("Avg latency", figures.ms(summary.latency_ms.mean)), ("p95 latency", figures.ms(summary.latency_ms.p95)),
                   ("Total tokens", f"{summary.tokens.total_tokens:,}"), ("Duration", figures.ms(summary.duration_ms)),
                   ("Items", f"{summary.total:,}")],
         "counts": counts, "shares": _shares(counts), "scorers": scorers, "criteria": criteria,
     }
-    data = {"scorers": scorer_ids, "items": [_row(item, scorer_ids) for item in result.items]}
-    return view, data
+    return view
 
 
 @lru_cache(maxsize=None)
@@ -210,16 +198,12 @@ def _template():
 _DATA_SLOT = "\x00yamleval-data\x00"
 
 
-def _parts(run: RunInfo, results: Sequence[ExperimentResult]) -> tuple[str, str, str]:
-    """The document as (before the data blob, the blob, after it): no copy of the blob is made."""
+def _page(run: RunInfo, results: Sequence[ExperimentResult]) -> tuple[str, str]:
+    """The document around the data blob: (before it, after it)."""
     from markupsafe import Markup
 
     script, style = _asset("report.js"), _asset("report.css")
-    views, blobs = [], []
-    for number, result in enumerate(results):
-        view, data = _experiment_view(number, result)
-        views.append(view)
-        blobs.append(data)
+    views = [_experiment_view(number, result) for number, result in enumerate(results)]
     csp = ("default-src 'none'; script-src " + csp_hash(script) + "; style-src " + csp_hash(style)
            + "; img-src data:; font-src data:; connect-src 'none'; form-action 'none'; base-uri 'none';"
            " object-src 'none'")
@@ -233,17 +217,64 @@ def _parts(run: RunInfo, results: Sequence[ExperimentResult]) -> tuple[str, str,
         script=Markup(script), style=Markup(style), data=Markup(_DATA_SLOT),
     )
     head, _, tail = page.rpartition(_DATA_SLOT)
-    return head, script_json({"fields": ROW_FIELDS, "experiments": blobs}), tail
+    return head, tail
+
+
+_ROWS_PER_WRITE = 1000
+
+
+class Writer:
+    """Writes the page as items stream by: the header from the summaries first, then the
+    data blob one experiment at a time, so a large run is never held in memory."""
+
+    def __init__(self, out: IO[str], run: RunInfo, results: Sequence[ExperimentResult]):
+        self.out = out
+        head, self.tail = _page(run, results)
+        out.write(head)
+        out.write('{"fields":' + script_json(ROW_FIELDS) + ',"experiments":[')
+        self.separator = ""
+        self.rows: list[list[Any]] = []
+        self.scorer_ids: list[str] = []
+
+    def begin(self, result: ExperimentResult) -> None:
+        self.scorer_ids = list(result.summary.scorers)
+        self.out.write(self.separator + '{"scorers":' + script_json(self.scorer_ids) + ',"items":[')
+        self.separator, self.first = ",", True
+
+    def item(self, result: ItemResult) -> None:
+        self.rows.append(_row(result, self.scorer_ids))
+        if len(self.rows) >= _ROWS_PER_WRITE:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.rows:
+            self.out.write(("" if self.first else ",") + script_json(self.rows)[1:-1])
+            self.rows, self.first = [], False
+
+    def end(self, result: ExperimentResult) -> None:
+        self.flush()
+        self.out.write("]}")
+
+    def close(self) -> None:
+        self.out.write("]}" + self.tail)
 
 
 def render(run: RunInfo, results: Sequence[ExperimentResult]) -> str:
     """The report as one complete HTML document."""
-    return "".join(_parts(run, results))
+    out = io.StringIO()
+    results = list(results)
+    writer = Writer(out, run, results)
+    for result in results:
+        writer.begin(result)
+        for item in result.items:
+            writer.item(item)
+        writer.end(result)
+    writer.close()
+    return out.getvalue()
 
 
 def write(path: str, run: RunInfo, results: Sequence[ExperimentResult]) -> str:
     """Write the report to ``path`` atomically (a temporary file renamed over it)."""
-    parts = _parts(run, results)
     with atomic_output(path) as out:
-        out.writelines(parts)
+        out.write(render(run, results))
     return path
