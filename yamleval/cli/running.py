@@ -99,7 +99,7 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
     """
     from yamleval import engine, plan, provenance
     from yamleval.console import Progress, summary_text
-    from yamleval.store import Store
+    from yamleval.store import Store, StoreWriteError
 
     project = load(paths)
     experiments = select(project, experiment_ids)
@@ -150,8 +150,14 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
                                        dataset_hashes[experiment_id], _now())
                 progress = None if quiet else Progress(experiment_id)
 
-                def on_item(result, progress=progress, experiment_id=experiment_id):
-                    store.add_item(run_id, experiment_id, result)
+                store_failures = []
+
+                def on_item(result, progress=progress, experiment_id=experiment_id, failures=store_failures):
+                    try:
+                        store.add_item(run_id, experiment_id, result)
+                    except StoreWriteError as exc:  # results cannot be kept: start no more items
+                        failures.append(exc)
+                        interrupts.stop.set()
                     if progress is not None:
                         progress.on_item(result)
 
@@ -161,6 +167,8 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
                     stop=interrupts.stop, abandon=interrupts.abandon, previous=previous)
                 if progress:
                     progress.close()
+                if store_failures:
+                    raise store_failures[0]
                 store.finish_experiment(run_id, result)
                 if item.models is not None:
                     item.models.close()
@@ -225,8 +233,9 @@ def _writable_folder(folder: str) -> None:
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as exc:
-        raise UsageError(f"cannot write reports into {display_path(folder)}: {exc.strerror or exc}; make the folder "
-                         "writable or choose another with --report-dir") from None
+        why = "it is a file, not a folder" if isinstance(exc, FileExistsError) else exc.strerror or str(exc)
+        raise UsageError(f"cannot write reports into {display_path(folder)}: {why}; make the folder writable or "
+                         "choose another with --report-dir") from None
 
 
 def _github(run_info: RunInfo, results) -> None:
