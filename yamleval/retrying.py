@@ -1,9 +1,12 @@
 """What every HTTP caller shares about retrying: which replies are worth another try,
-and how long a server asks us to wait."""
+how long a server asks us to wait, and how much of a reply to read before giving up."""
 from __future__ import annotations
 
 import email.utils
+import time
 from datetime import datetime, timezone
+from http.client import RemoteDisconnected
+from typing import Any
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429})  # and every 5xx
 
@@ -27,3 +30,87 @@ def retry_after_seconds(value: str | None) -> float | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
     return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+class ReplyTooLarge(Exception):
+    """A reply body beyond the caller's limit: not retried, since the server would send it again."""
+
+    def __init__(self, limit: int):
+        super().__init__(f"larger than {describe_size(limit)}")
+        self.limit = limit
+
+
+class ReplyTooSlow(Exception):
+    """A reply body that did not arrive within the attempt's timeout (it stalled or trickled)."""
+
+
+def describe_size(size: int) -> str:
+    """``10 MB`` for 10,000,000 bytes; exact bytes below a kilobyte."""
+    for unit, scale in (("GB", 10 ** 9), ("MB", 10 ** 6), ("kB", 10 ** 3)):
+        if size >= scale:
+            return f"{size / scale:g} {unit}"
+    return f"{size} bytes"
+
+
+def read_body(response: Any, limit: int, deadline: float, chunk_size: int = 65536) -> bytes:
+    """The whole body of a ``requests`` reply opened with ``stream=True``.
+
+    Reading stops at ``limit`` bytes (ReplyTooLarge), so a runaway server cannot fill the
+    memory of a run, and past ``deadline`` (a ``time.monotonic()`` value, checked as each
+    piece arrives; ReplyTooSlow), so a server trickling its body cannot stretch an attempt
+    far beyond its timeout. A read timeout mid-body is ReplyTooSlow too. The connection is
+    dropped when the body is refused; connection errors propagate as ``requests`` raises them.
+    """
+    import requests  # slow to import; the callers have already
+    from urllib3.exceptions import ReadTimeoutError
+
+    declared = response.headers.get("Content-Length", "")
+    if declared.strip().isdigit() and int(declared) > limit:
+        response.close()
+        raise ReplyTooLarge(limit)
+    chunks: list[bytes] = []
+    size = 0
+    complete = False
+    try:
+        for chunk in response.iter_content(chunk_size):
+            size += len(chunk)
+            if size > limit:
+                raise ReplyTooLarge(limit)
+            chunks.append(chunk)
+            if time.monotonic() > deadline:
+                raise ReplyTooSlow()
+        complete = True
+    except requests.ConnectionError as exc:
+        # requests reports a read timeout in the middle of a streamed body as a ConnectionError
+        if any(isinstance(arg, ReadTimeoutError) for arg in exc.args):
+            raise ReplyTooSlow() from None
+        raise
+    finally:
+        if not complete:
+            response.close()  # the rest of the body is unread: the connection cannot be reused
+    return b"".join(chunks)
+
+
+def connection_reason(exc: BaseException) -> str:
+    """Why a connection failed, without the URL that requests and urllib3 put in their messages."""
+    import requests  # slow to import; the callers have already
+
+    seen: set[int] = set()
+    todo = [exc]
+    while todo:
+        current = todo.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, RemoteDisconnected):
+            return "the server closed the connection without replying"
+        if isinstance(current, OSError) and current.strerror:
+            return f"connection failed: {current.strerror}"
+        todo.extend(a for a in current.args if isinstance(a, BaseException))
+        for name in ("reason", "__cause__", "__context__"):
+            value = getattr(current, name, None)
+            if isinstance(value, BaseException):
+                todo.append(value)
+    if isinstance(exc, requests.exceptions.ChunkedEncodingError):
+        return "the reply was cut off"
+    return f"connection failed ({type(exc).__name__})"

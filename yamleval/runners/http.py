@@ -5,9 +5,9 @@ or in the item's metadata, and neither does the URL's query string.
 """
 from __future__ import annotations
 
-from http.client import RemoteDisconnected
 import json
 import threading
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -16,7 +16,8 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 
 from yamleval.paths import PathNotFound, lookup
 from yamleval.types import Item, RunnerResult, Usage
-from yamleval.retrying import retry_after_seconds, retryable_status
+from yamleval.retrying import (ReplyTooLarge, ReplyTooSlow, connection_reason, read_body,
+                               retry_after_seconds, retryable_status)
 
 MAX_WAIT = 60.0
 _SHOWN_BODY = 500
@@ -28,15 +29,16 @@ _local = threading.local()
 class _RetryableStatus(Exception):
     """A reply worth asking again for (408, 409, 429, 5xx)."""
 
-    def __init__(self, response: requests.Response):
+    def __init__(self, response: requests.Response, body: bytes):
         super().__init__(response.status_code)
         self.response = response
+        self.body = body
 
 
 def http(item: Item, url: str, method: str = "POST", headers: dict | None = None,
          query: dict | None = None, body: Any = None, output: str | None = None,
          usage: str | None = None, status: list[int] | None = None, timeout: float = 30,
-         retries: int = 2) -> RunnerResult:
+         retries: int = 2, max_reply_mb: float = 10) -> RunnerResult:
     """Send ``method`` to ``url`` with ``headers``, ``query`` parameters and ``body``.
 
     ``body`` goes as JSON when it is an object or a list, as text when it is a string; its
@@ -48,10 +50,13 @@ def http(item: Item, url: str, method: str = "POST", headers: dict | None = None
 
     Connection errors, timeouts, 408, 409, 429 and 5xx are tried again up to ``retries``
     times, with exponential backoff and jitter, or after the reply's ``Retry-After`` (at
-    most 60 s). ``timeout`` is per attempt.
+    most 60 s). ``timeout`` is per attempt and covers the whole reply, so a server that
+    trickles its body times out too. A reply larger than ``max_reply_mb`` megabytes is
+    an error rather than a run that swallows memory; it is not retried.
     """
     # ``item`` reaches the service only through templates in url, query, headers and body
     method, where = _check(url, method, retries)
+    limit = _limit(max_reply_mb)
     accepted = _accepted(status)
     request = {"method": method, "url": url, "timeout": float(timeout),
                "headers": {str(k): str(v) for k, v in (headers or {}).items()}}
@@ -66,30 +71,35 @@ def http(item: Item, url: str, method: str = "POST", headers: dict | None = None
     session = _session(url)
     attempts = 0
 
-    def send() -> requests.Response:
+    def send() -> tuple[requests.Response, bytes]:
         nonlocal attempts
         attempts += 1
-        response = session.request(**request)
+        deadline = time.monotonic() + float(timeout)
+        response = session.request(**request, stream=True)
+        body = read_body(response, limit, deadline)
         if not accepted(response.status_code) and _retryable(response.status_code):
-            raise _RetryableStatus(response)
-        return response
+            raise _RetryableStatus(response, body)
+        return response, body
 
     retrying = Retrying(stop=stop_after_attempt(int(retries) + 1), wait=_wait, reraise=True,
                         retry=retry_if_exception_type((requests.ConnectionError, requests.Timeout,
                                                        requests.exceptions.ChunkedEncodingError,
-                                                       _RetryableStatus)))
+                                                       ReplyTooSlow, _RetryableStatus)))
     try:
-        response = retrying(send)
+        response, body = retrying(send)
     except _RetryableStatus as exc:
-        response = exc.response
-    except requests.Timeout:
+        response, body = exc.response, exc.body
+    except (requests.Timeout, ReplyTooSlow):
         after = f" ({attempts} attempts)" if attempts > 1 else ""
         raise TimeoutError(f"{where}: no reply within {float(timeout):g}s{after}") from None
     except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
         after = f" ({attempts} attempts)" if attempts > 1 else ""
-        raise ConnectionError(f"{where}: {_reason(exc)}{after}") from None
+        raise ConnectionError(f"{where}: {connection_reason(exc)}{after}") from None
+    except ReplyTooLarge as exc:
+        raise ValueError(f"the reply from {where} is {exc}, more than `max_reply_mb` allows; "
+                         "raise it if such replies are expected") from None
 
-    text = _text(response)
+    text = _text(response, body)
     code = response.status_code
     if not accepted(code):
         after = f" after {attempts} attempts" if attempts > 1 else ""
@@ -123,6 +133,13 @@ def _check(url: Any, method: Any, retries: Any) -> tuple[str, str]:
         raise ValueError(f"`retries` must be a whole number of 0 or more, not {retries!r}")
     host = parts.netloc.rsplit("@", 1)[-1]  # user:password@ stays out of errors
     return method.upper(), f"{method.upper()} {parts.scheme}://{host}{parts.path or '/'}"
+
+
+def _limit(max_reply_mb: Any) -> int:
+    """The reply size limit in bytes."""
+    if isinstance(max_reply_mb, bool) or not isinstance(max_reply_mb, (int, float)) or not max_reply_mb > 0:
+        raise ValueError(f"`max_reply_mb` must be a number of megabytes above 0, not {max_reply_mb!r}")
+    return int(max_reply_mb * 1_000_000)
 
 
 def _accepted(status: list[int] | None):
@@ -162,36 +179,13 @@ def _wait(retry_state) -> float:
     return _backoff(retry_state)
 
 
-def _reason(exc: BaseException) -> str:
-    """Why a connection failed, without the URL that requests and urllib3 put in their messages."""
-    seen: set[int] = set()
-    todo = [exc]
-    while todo:
-        current = todo.pop(0)
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        if isinstance(current, RemoteDisconnected):
-            return "the server closed the connection without replying"
-        if isinstance(current, OSError) and current.strerror:
-            return f"connection failed: {current.strerror}"
-        todo.extend(a for a in current.args if isinstance(a, BaseException))
-        for name in ("reason", "__cause__", "__context__"):
-            value = getattr(current, name, None)
-            if isinstance(value, BaseException):
-                todo.append(value)
-    if isinstance(exc, requests.exceptions.ChunkedEncodingError):
-        return "the reply was cut off"
-    return f"connection failed ({type(exc).__name__})"
-
-
-def _text(response: requests.Response) -> str:
+def _text(response: requests.Response, body: bytes) -> str:
     # requests guesses ISO-8859-1 for text/* without a charset; JSON and most services mean UTF-8
     charset = "charset=" in response.headers.get("Content-Type", "").lower() and response.encoding
     try:
-        return response.content.decode(charset or "utf-8", errors="replace")
+        return body.decode(charset or "utf-8", errors="replace")
     except LookupError:
-        return response.content.decode("utf-8", errors="replace")
+        return body.decode("utf-8", errors="replace")
 
 
 def _parse(text: str) -> tuple[Any, bool]:
