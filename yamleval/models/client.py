@@ -19,10 +19,14 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt
 
 from yamleval.errors import ConfigError, YamlevalError
 from yamleval.models.extract import parse_answer, schema_problem
-from yamleval.retrying import retry_after_seconds, retryable_status
+from yamleval.retrying import (ReplyTooLarge, ReplyTooSlow, connection_reason, read_body, retry_after_seconds,
+                               retryable_status)
 from yamleval.types import Usage
 
 MAX_RETRY_AFTER = 60.0
+# A chat completion is kilobytes; a reply this big is a wrong endpoint or a broken server, and
+# reading it whole, twenty items at a time, would exhaust the memory of the run.
+MAX_REPLY_BYTES = 10_000_000
 MODEL_KEYS = frozenset({"base_url", "model", "api_key", "temperature", "max_tokens", "seed",
                         "timeout", "headers", "price", "retries"})
 
@@ -215,29 +219,38 @@ class ChatClient:
         return min(maximum, initial * 2 ** (state.attempt_number - 1)) + random.uniform(0, initial)
 
     def _post(self, payload: str) -> tuple[Any, float]:
+        """One attempt; ``timeout`` bounds the whole of it, body included."""
         start = time.perf_counter()
+        deadline = time.monotonic() + self.config.timeout
         try:
-            response = self._session.post(self.url, data=payload.encode("utf-8"), timeout=self.config.timeout)
-        except requests.Timeout as exc:
-            raise self._error(f"timed out after {self.config.timeout:g}s ({type(exc).__name__})",
-                              retryable=True) from None
-        except requests.ConnectionError as exc:
-            raise self._error(f"connection failed: {_first_line(exc)}", retryable=True) from None
+            response = self._session.post(self.url, data=payload.encode("utf-8"), timeout=self.config.timeout,
+                                          stream=True)
+            body = read_body(response, MAX_REPLY_BYTES, deadline)
+        except (requests.Timeout, ReplyTooSlow) as exc:
+            how = "the body came too slowly" if isinstance(exc, ReplyTooSlow) else type(exc).__name__
+            raise self._error(f"timed out after {self.config.timeout:g}s ({how})", retryable=True) from None
+        except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
+            # a connection that broke in the middle of the body is as transient as one that broke before it
+            raise self._error(connection_reason(exc), retryable=True) from None
         except requests.RequestException as exc:
             raise self._error(f"request failed: {_first_line(exc)}") from None
+        except ReplyTooLarge as exc:
+            raise self._error(f"the reply is {exc}; a chat completion never is: check base_url") from None
         latency_ms = (time.perf_counter() - start) * 1000.0
         status = response.status_code
+        text = body.decode("utf-8", errors="replace")
         if status >= 400:
-            raise self._error(f"HTTP {status}: {_server_message(response)}", status=status,
+            raise self._error(f"HTTP {status}: {_server_message(text, response.reason)}", status=status,
                               retryable=retryable_status(status),
                               retry_after=retry_after_seconds(response.headers.get("Retry-After")))
         try:
-            data = response.json()
+            data = json.loads(body)
         except ValueError:
-            raise self._error(f"reply is not JSON (HTTP {status}): {_snippet(response.text)}",
+            kind = response.headers.get("Content-Type") or "no content type"
+            raise self._error(f"reply is not JSON (HTTP {status}, {kind}): {_snippet(text)}",
                               status=status) from None
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
-            raise self._error(f"reply has no choices (HTTP {status}): {_snippet(response.text)}", status=status)
+            raise self._error(f"reply has no choices (HTTP {status}): {_snippet(text)}", status=status)
         return data, latency_ms
 
     def _error(self, detail: str, *, status: int | None = None, retryable: bool = False,
@@ -375,11 +388,11 @@ def _tool_calls(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _server_message(response: requests.Response) -> str:
+def _server_message(text: str, reason: str | None) -> str:
     try:
-        data = response.json()
+        data = json.loads(text)
     except ValueError:
-        return _snippet(response.text) or response.reason or "no message"
+        return _snippet(text) or reason or "no message"
     if isinstance(data, Mapping):
         error = data.get("error")
         if isinstance(error, Mapping) and error.get("message"):
@@ -387,7 +400,7 @@ def _server_message(response: requests.Response) -> str:
         for value in (error, data.get("message"), data.get("detail")):
             if isinstance(value, str) and value:
                 return value
-    return _snippet(response.text)
+    return _snippet(text)
 
 
 def _first_line(exc: BaseException) -> str:
