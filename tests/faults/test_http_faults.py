@@ -55,11 +55,13 @@ PLANS: dict[str, Plan] = {
     "reset-once": Plan(("reset", "ok"), "passed", attempts=2),
     "slow-once": Plan(("slow", "ok"), "passed", attempts=2),
     "trickle-once": Plan(("trickle", "ok"), "passed", attempts=2),
+    "stall-once": Plan(("stall", "ok"), "passed", attempts=2),
     "500-always": Plan(("500-ra0",), "error", r"HTTP 500", RETRIES + 1),
     "429-always": Plan(("429-ra0",), "error", r"HTTP 429", RETRIES + 1),
     "503-always": Plan(("503",), "error", r"HTTP 503", RETRIES + 1),
     "reset-always": Plan(("reset",), "error", r"(?i)connection|cut off", RETRIES + 1),
     "slow-always": Plan(("slow",), "error", r"timed out|no reply within", RETRIES + 1),
+    "stall-always": Plan(("stall",), "error", r"timed out|no reply within", RETRIES + 1),
     "400": Plan(("400",), "error", r"HTTP 400"),
     "truncated": Plan(("truncated",), "error", r"not JSON"),
     "html": Plan(("html",), "error", r"not JSON.*text/html"),
@@ -71,13 +73,15 @@ PLANS: dict[str, Plan] = {
 # Retry-After, timeouts) once a block, so 1,000 items take seconds rather than minutes.
 BLOCK = (["ok"] * 44 + ["wrong"] * 6 + ["json-as-text"] * 4 + ["429-twice"] * 10 + ["502-once"] * 5
          + ["500-always"] * 5 + ["429-always"] * 4 + ["400"] * 4 + ["truncated"] * 4 + ["html"] * 4
-         + ["reset-once"] * 2 + ["503-wait-once", "429-backoff-once", "500-backoff-once", "slow-once",
-                                 "trickle-once", "503-always", "reset-always", "slow-always"])
-HUGE = {13: "huge", 413: "huge-undeclared", 613: "huge", 913: "huge-undeclared"}  # 50 MB each: a few
+         + ["reset-once", "stall-once", "503-wait-once", "429-backoff-once", "500-backoff-once", "slow-once",
+            "trickle-once", "503-always", "reset-always", "slow-always"])
+# A few items only: 50 MB replies, and stalls that cost three timeouts
+RARE = {13: "huge", 413: "huge-undeclared", 613: "huge", 913: "huge-undeclared",
+        222: "stall-always", 722: "stall-always"}
 
 
 def plan_name(index: int) -> str:
-    return HUGE.get(index) or BLOCK[(index * 37) % len(BLOCK)]  # 37 is prime to 100: spread, not clustered
+    return RARE.get(index) or BLOCK[(index * 37) % len(BLOCK)]  # 37 is prime to 100: spread, not clustered
 
 
 def item_id(index: int) -> str:

@@ -133,6 +133,18 @@ def _trickle(handler: _Handler, item_id: str, raw: bytes) -> None:
         time.sleep(handler.server.owner.slow_seconds / pieces)
 
 
+def _stall_mid_body(handler: _Handler, item_id: str, raw: bytes) -> None:
+    """Half the body, then silence for longer than the client's timeout, then a close."""
+    body = good_body(item_id, raw)
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body[: len(body) // 2])
+    time.sleep(handler.server.owner.slow_seconds)
+    handler.close_connection = True
+
+
 def _truncated_json(handler: _Handler, item_id: str, raw: bytes) -> None:
     body = good_body(item_id, raw)
     handler.send(200, body[: len(body) // 2])  # a complete HTTP reply whose JSON stops halfway
@@ -172,6 +184,7 @@ FAULTS: dict[str, Callable[[_Handler, str, bytes], None]] = {
     "reset": _reset_mid_body,
     "slow": _slow,
     "trickle": _trickle,
+    "stall": _stall_mid_body,
     "truncated": _truncated_json,
     "html": _html,
     "huge": _huge,
