@@ -33,15 +33,18 @@ def _finite(value: Any) -> bool:
 @lru_cache(maxsize=None)
 def _validator(definition: str):
     """A validator for one definition. Its "number" excludes .inf and .nan, which YAML can write
-    but no setting can use (a NaN timeout would time every item out at once)."""
+    but no setting can use (a NaN timeout would time every item out at once); its "integer"
+    excludes 2.0, which JSON Schema counts as one but Python's range() and islice() refuse."""
     import jsonschema
 
     schema = dict(_schema())
     schema.pop("anyOf", None)
     schema["$ref"] = f"#/$defs/{definition}"
     base = jsonschema.Draft202012Validator
-    checker = base.TYPE_CHECKER.redefine(
-        "number", lambda checker, value: base.TYPE_CHECKER.is_type(value, "number") and _finite(value))
+    checker = base.TYPE_CHECKER.redefine_many({
+        "number": lambda checker, value: base.TYPE_CHECKER.is_type(value, "number") and _finite(value),
+        "integer": lambda checker, value: isinstance(value, int) and not isinstance(value, bool),
+    })
     return jsonschema.validators.extend(base, type_checker=checker)(schema)
 
 
@@ -68,6 +71,12 @@ def _show(value: Any) -> str:
         return _YAML_SPECIALS[repr(value)]
     text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _got(value: Any) -> str:
+    """What a value is, for "expected a list, got ...": its kind, then the value unless it is null."""
+    kind = _TYPE_NAMES.get(_type_of(value), "a value")
+    return kind if value is None else f"{kind} {_show(value)}"
 
 
 def _expected_types(schema: dict) -> list[str]:
@@ -172,7 +181,7 @@ def _messages(error, source: SourceMap, path: tuple) -> list[ConfigError]:
     if v == "type":
         kinds = _expected_types(error.schema)
         wanted = " or ".join(_TYPE_NAMES.get(t, t) for t in kinds)
-        return [source.error(path, f"expected {wanted}, got {_TYPE_NAMES.get(_type_of(instance), 'a value')} {_show(instance)}",
+        return [source.error(path, f"expected {wanted}, got {_got(instance)}",
                              hint=_number_hint(instance, kinds))]
     if v == "enum":
         allowed = ", ".join(_show(x) for x in value)
@@ -202,6 +211,8 @@ def _messages(error, source: SourceMap, path: tuple) -> list[ConfigError]:
     if v == "uniqueItems":
         return [source.error(path, "must not list the same value twice")]
     if v == "oneOf" and all(sub.validator == "required" for sub in error.context or ()):
+        if not isinstance(instance, dict):
+            return []  # not a mapping at all: its type error says so
         options = [branch["required"][0] for branch in value]
         given = [k for k in instance if k in options]
         if given:
@@ -216,7 +227,7 @@ def _messages(error, source: SourceMap, path: tuple) -> list[ConfigError]:
                 out.extend(_messages(sub, source, tuple(sub.absolute_path)))
             return out
         wanted = " or ".join(_TYPE_NAMES.get(t, t) for t in _branch_types(error))
-        return [source.error(path, f"expected {wanted}, got {_TYPE_NAMES.get(_type_of(instance), 'a value')} {_show(instance)}")]
+        return [source.error(path, f"expected {wanted}, got {_got(instance)}")]
     return [source.error(path, error.message)]
 
 

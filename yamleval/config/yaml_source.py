@@ -188,8 +188,10 @@ class _Builder:
             if "constructor for the tag" not in (exc.problem or ""):
                 raise
             raise self._tag_error(node, path) from None
-        except ValueError as exc:  # an integer too long for Python to convert (over 4300 digits)
-            raise self._limit_error(node, path, f"cannot read this value: {exc}".split(";")[0],
+        except Exception as exc:  # an integer of over 4300 digits, 2020-02-30, `!!timestamp` on other text
+            tag = node.tag.replace("tag:yaml.org,2002:", "!!", 1)
+            why = str(exc).split(";")[0] if isinstance(exc, ValueError) else f"it is not a valid {tag}"
+            raise self._limit_error(node, path, f"cannot read this value: {why}",
                                     "write it as a string in quotes") from None
 
     def _limit_error(self, node, path: Path, message: str, hint: str) -> ConfigError:
