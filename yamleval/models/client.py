@@ -300,15 +300,16 @@ class ChatClient:
 
     def _structured_once(self, messages: Sequence[Mapping[str, Any]], schema: Mapping[str, Any],
                          name: str, extra: dict[str, Any]) -> tuple[Any, str, ChatReply]:
+        refused: list[str] = []
         if not self._tools_unsupported:
             tool = {"type": "function", "function": {"name": name, "parameters": dict(schema)}}
             try:
                 reply = self.chat(messages, tools=[tool],
                                   tool_choice={"type": "function", "function": {"name": name}}, **extra)
             except ModelError as exc:
-                if not _rejects(exc, ("tool", "function")):
+                if not self._refuses(exc, ("tool", "function")):
                     raise
-                self._tools_unsupported = True
+                refused.append("tools")
             else:
                 calls = [c for c in reply.tool_calls if c["name"] == name] or reply.tool_calls
                 if calls:
@@ -321,22 +322,34 @@ class ChatClient:
             try:
                 reply = self.chat(prompted, response_format={"type": "json_object"}, **extra)
             except ModelError as exc:
-                if not _rejects(exc, ("response_format", "json")):
+                if not self._refuses(exc, ("response_format", "json")):
                     raise
-                self._json_mode_unsupported = True
+                refused.append("json_mode")
             else:
+                self._remember_refused(refused)
                 return parse_answer(reply.text), reply.text, reply
         reply = self.chat(prompted, **extra)
+        self._remember_refused(refused)
         return parse_answer(reply.text), reply.text, reply
+
+    def _refuses(self, exc: ModelError, words: Sequence[str]) -> bool:
+        """Whether the server refused a request feature: a 400-ish reply whose message names it
+        (the model's name, at the start of every message, does not count)."""
+        prefix = self._redact(f"model {self.config.name!r}: ")
+        text = exc.message[len(prefix):] if exc.message.startswith(prefix) else exc.message
+        return exc.status in (400, 422, 501) and any(w in text.lower() for w in words)
+
+    def _remember_refused(self, refused: Sequence[str]) -> None:
+        """Skip the refused features from now on, for every item, but only once a call without
+        them has succeeded: a 400 that names a feature may be about one request alone (a prompt
+        too long for its functions), and must not change how every later item is asked."""
+        if "tools" in refused:
+            self._tools_unsupported = True
+        if "json_mode" in refused:
+            self._json_mode_unsupported = True
 
 
 # -- helpers -------------------------------------------------------------------------------
-
-def _rejects(exc: ModelError, words: Sequence[str]) -> bool:
-    """Whether the server refused a request feature (a 400-ish reply naming it)."""
-    text = exc.message.lower()
-    return exc.status in (400, 422, 501) and any(w in text for w in words)
-
 
 def _with_schema_instruction(messages: Sequence[Mapping[str, Any]], schema: Mapping[str, Any]) -> list[dict]:
     # JSON mode on OpenAI requires the word JSON in the messages; the schema says what to put in it.
