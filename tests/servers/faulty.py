@@ -7,7 +7,8 @@ the attempts per item, so a test can check that retries stop where they should.
 
 The successful reply is a Chat Completions object, so the same server answers the
 ``http`` runner (``output: choices.0.message.content``), the ``openai`` runner and a
-judge (a forced ``grade`` function call when the request offers tools).
+judge (a forced ``grade`` function call when the request offers tools; without tools the
+plain answer text, as a server that ignores ``response_format`` would).
 """
 from __future__ import annotations
 
@@ -103,6 +104,13 @@ def _error(status: int, retry_after: str | None = None) -> Callable[..., None]:
     return fault
 
 
+def _too_long(handler: _Handler, item_id: str, raw: bytes) -> None:
+    """The 400 a real endpoint gives one oversized request; it happens to mention functions."""
+    handler.send_json(400, {"error": {"message": f"{item_id}: this model's maximum context length is 4096 tokens, "
+                                                 "but your messages and functions use 5120 tokens",
+                                      "code": "context_length_exceeded"}})
+
+
 def _reset_mid_body(handler: _Handler, item_id: str, raw: bytes) -> None:
     body = good_body(item_id, raw)
     handler.send_response(200)
@@ -176,6 +184,7 @@ FAULTS: dict[str, Callable[[_Handler, str, bytes], None]] = {
     "429": _error(429),
     "429-ra0": _error(429, "0"),
     "400": _error(400),
+    "400-too-long": _too_long,
     "500": _error(500),
     "500-ra0": _error(500, "0"),
     "502-ra0": _error(502, "0"),
