@@ -2,9 +2,15 @@
 
 JSONL and CSV are read lazily line by line; JSON and YAML files are parsed whole
 (their formats cannot be streamed with the standard library).
+
+Every format is UTF-8, with or without a byte-order mark. A file in another encoding,
+an empty file, and a value nested too deeply or a number too long for Python to read
+are errors at the file and line; blank lines of a JSONL file and empty rows of a CSV
+file are skipped; a CSV value may be of any length.
 """
 from __future__ import annotations
 
+import codecs
 import csv
 import json
 import os
@@ -16,6 +22,13 @@ from yamleval.errors import ConfigError, Location
 
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".yaml": "yaml", ".yml": "yaml", ".csv": "csv"}
 _SHOWN = 200  # characters of a source line shown under a message
+_ENCODING = "utf-8-sig"  # UTF-8, and a byte-order mark at the start is dropped (editors on Windows write one)
+_OTHER_BOMS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),  # UTF-32 LE starts like UTF-16 LE
+               (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"))
+
+# The csv module refuses values over 128 KiB by default; a long document or transcript is a
+# fair dataset value. (The limit is the module's, so this sets it for the whole process.)
+csv.field_size_limit(max(csv.field_size_limit(), 2 ** 31 - 1))
 
 
 class Row(NamedTuple):
@@ -49,8 +62,17 @@ def detect_format(path: str, given: str | None) -> str | None:
     return given or FORMATS.get(os.path.splitext(path)[1].lower())
 
 
+def _unreadable_json(exc: Exception, where: Location, source_line: str | None) -> ConfigError:
+    """JSON that parses as text but not into Python values: too deep, or a number too long."""
+    if isinstance(exc, RecursionError):
+        return ConfigError("a value is nested too deeply to read", where, source_line=source_line,
+                           hint="flatten it; nesting this deep is not supported")
+    return ConfigError(f"a value cannot be read: {str(exc).split(';')[0]}", where, source_line=source_line,
+                       hint="write a number this long as a string")
+
+
 def _jsonl(path: str, shown: str) -> Iterator[Row]:
-    with open(path, encoding="utf-8") as handle:
+    with open(path, encoding=_ENCODING) as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
@@ -60,6 +82,8 @@ def _jsonl(path: str, shown: str) -> Iterator[Row]:
                 raise ConfigError(f"line is not valid JSON: {exc.msg}", Location(shown, number, exc.colno),
                                   hint="each line of a .jsonl file must be one JSON object",
                                   source_line=line.rstrip("\r\n")[:_SHOWN]) from None
+            except (RecursionError, ValueError) as exc:
+                raise _unreadable_json(exc, Location(shown, number, 1), line.rstrip("\r\n")[:_SHOWN]) from None
             yield Row(value, Location(shown, number, 1), line)
 
 
@@ -67,7 +91,7 @@ _JSON_SPACE = " \t\n\r"
 
 
 def _json(path: str, shown: str) -> Iterator[Row]:
-    with open(path, encoding="utf-8") as handle:
+    with open(path, encoding=_ENCODING) as handle:
         text = handle.read()
     lines = text.splitlines()
     # offset reached, its line, the offset of the last newline before it: each character is counted once
@@ -86,6 +110,8 @@ def _json(path: str, shown: str) -> Iterator[Row]:
     except json.JSONDecodeError as exc:
         raise ConfigError(f"not valid JSON: {exc.msg}", Location(shown, exc.lineno, exc.colno),
                           source_line=lines[exc.lineno - 1][:_SHOWN] if exc.lineno <= len(lines) else None) from None
+    except (RecursionError, ValueError) as exc:
+        raise _unreadable_json(exc, Location(shown), None) from None
     if not isinstance(data, list):
         start = len(text) - len(text.lstrip(_JSON_SPACE))
         line, col = position(start)
@@ -112,7 +138,7 @@ def _yaml(path: str, shown: str) -> Iterator[Row]:
 
 def _line_at(path: str, number: int) -> str | None:
     """Line ``number`` of a file as a csv reader counts lines, read again to show it."""
-    with open(path, encoding="utf-8", newline="") as handle:
+    with open(path, encoding=_ENCODING, newline="") as handle:
         for count, line in enumerate(handle, 1):
             if count == number:
                 return line.rstrip("\r\n")[:_SHOWN]
@@ -120,7 +146,7 @@ def _line_at(path: str, number: int) -> str | None:
 
 
 def _csv(path: str, shown: str) -> Iterator[Row]:
-    with open(path, encoding="utf-8", newline="") as handle:
+    with open(path, encoding=_ENCODING, newline="") as handle:
         reader = csv.reader(handle)
         start = 1
         try:
@@ -147,9 +173,42 @@ def _csv(path: str, shown: str) -> Iterator[Row]:
 READERS = {"jsonl": _jsonl, "json": _json, "yaml": _yaml, "csv": _csv}
 
 
+def _check_start(path: str, shown: str) -> None:
+    """Errors a file's first bytes show: another encoding's byte-order mark, or nothing at all."""
+    with open(path, "rb") as handle:
+        start = handle.read(4096)
+        for bom, name in _OTHER_BOMS:
+            if start.startswith(bom):
+                raise ConfigError(f"the file is {name} text, not UTF-8", Location(shown, 1, 1),
+                                  hint="save it as UTF-8")
+        rest = start.removeprefix(codecs.BOM_UTF8)
+        while not rest.strip():  # only white space so far: read on until some text or the end
+            if not rest:
+                raise ConfigError("the dataset file is empty", Location(shown, 1, 1),
+                                  hint="add items to it, or use `items: []` for a deliberately empty dataset")
+            rest = handle.read(65536)
+
+
+def _first_bad_byte(path: str, shown: str) -> ConfigError:
+    """The not-UTF-8 error at its line and column, found by reading the file again line by line
+    (decoding errors surface with offsets into an internal buffer, not into the file)."""
+    with open(path, "rb") as handle:
+        for number, line in enumerate(handle, 1):
+            if number == 1:
+                line = line.removeprefix(codecs.BOM_UTF8)
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                error = yaml_source.not_utf8(line, exc, shown)
+                error.location = Location(shown, number, error.location.col)
+                return error
+    return ConfigError("the file is not UTF-8 text", Location(shown), hint="save it as UTF-8")
+
+
 def read_rows(path: str, fmt: str, shown: str) -> Iterator[Row]:
     """Rows of a dataset file, lazily; errors name the file and line."""
+    _check_start(path, shown)
     try:
         yield from READERS[fmt](path, shown)
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"the file is not UTF-8 text: {exc.reason}", Location(shown)) from None
+    except UnicodeDecodeError:
+        raise _first_bad_byte(path, shown) from None
