@@ -6,12 +6,59 @@ The record is encoded once, when the item finishes; the store keeps that text an
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from yamleval.types import Item, ItemResult, ScoreResult, Usage
 
-# json.dumps(value, ensure_ascii=False, default=str) without building an encoder per call
-encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
+# json.dumps(value, ensure_ascii=False, default=str, allow_nan=False) without building an encoder per call
+_encode = json.JSONEncoder(ensure_ascii=False, default=str, allow_nan=False).encode
+
+MAX_DEPTH = 200  # levels of nesting written; deeper values (data, metadata) are cut there
+_NON_FINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
+
+
+def encode(value: Any) -> str:
+    """``value`` as JSON text. Values JSON cannot hold are written so that the text stays valid
+    JSON: NaN and infinities as the strings "NaN", "Infinity" and "-Infinity", a reference cycle
+    or nesting past MAX_DEPTH as a note in brackets, other objects as their ``str()``. That
+    repair is made only when plain encoding fails, so ordinary values cost nothing extra."""
+    try:
+        return _encode(value)
+    except (ValueError, TypeError, RecursionError):  # NaN, a cycle, an int of 4300+ digits, odd keys
+        return _encode(_writable(value, (), 0))
+
+
+def _writable(value: Any, parents: tuple, depth: int) -> Any:
+    """A copy of ``value`` that JSON can hold (see ``encode``)."""
+    if isinstance(value, str) or value is None or value is True or value is False:
+        return value
+    if isinstance(value, int):
+        return value if value.bit_length() < 14_000 else "[an integer too long to write]"
+    if isinstance(value, float):
+        return value if math.isfinite(value) else _NON_FINITE.get(value, "NaN")
+    if depth >= MAX_DEPTH:
+        return f"[nested more than {MAX_DEPTH} levels deep]"
+    if id(value) in parents:
+        return "[circular reference]"
+    inner = parents + (id(value),)
+    if isinstance(value, dict):
+        return {_key(k): _writable(v, inner, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_writable(v, inner, depth + 1) for v in value]
+    return _text(value)
+
+
+def _key(key: Any) -> str:
+    return key if isinstance(key, str) else _text(_writable(key, (), 0))
+
+
+def _text(value: Any) -> str:
+    """``str(value)``, or its type's name when even that fails."""
+    try:
+        return str(value)
+    except Exception:
+        return f"<{type(value).__name__}>"
 
 
 def _score(s: ScoreResult) -> dict[str, Any]:
