@@ -267,6 +267,8 @@ FOUND = {
     "nul-in-store": 'store: "a\\0b"\nexperiments: []\n',
     "null-dataset": "experiments:\n  - {id: a, dataset: null, runner: echo}\n",
     "float-limit": "experiments:\n  - {id: a, dataset: {items: [{input: 1}], limit: 0.0}, runner: echo}\n",
+    "limit-past-maxsize": "experiments:\n  - {id: a, dataset: {items: [{input: 1}], limit: 9223372036854775808},"
+                          " runner: echo}\n",
     "bad-timestamp-tag": "experiments: !!timestamp 2020-02-30x\n",
     "python-tag": "experiments: !!python/object/apply:os.system ['echo pwned']\n",
 }
