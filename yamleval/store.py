@@ -123,7 +123,9 @@ class Store:
             self.db.execute("PRAGMA busy_timeout=5000")
             self._migrate()
         except sqlite3.DatabaseError as exc:
-            raise UsageError(f"cannot open the results database {display_path(path)}: {exc}") from None
+            hint = (" (is the disk full or the file read-only?); free some space or make it writable, then run again"
+                    if isinstance(exc, sqlite3.OperationalError) else "")
+            raise UsageError(f"cannot open the results database {display_path(path)}: {exc}{hint}") from None
         self._pending: list[tuple] = []
         self._flushed = time.monotonic()
         self._writer: _ItemWriter | None = None
