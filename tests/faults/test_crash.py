@@ -189,22 +189,22 @@ def _kill_at_random(child: subprocess.Popen, folder: Path, rng: random.Random) -
     return None
 
 
-def _kill_during_report(child: subprocess.Popen, folder: Path, rng: random.Random) -> str | None:
-    """Kill while a report is half written: its temporary file exists. (``results.json``
-    holds every item's metadata, so it takes long enough to render to be seen from outside.)"""
-    name = "results.json"
-    out = folder / "out"
-
-    def rendering() -> bool:
+def _rendering(out: Path, name: str = "results.json"):
+    """A check: is the report ``name`` half written (its temporary file exists)?"""
+    def check() -> bool:
         try:
             return any(entry.startswith(name + ".tmp") for entry in os.listdir(out))
         except OSError:
             return False
+    return check
 
-    if _wait_for(child, rendering, timeout=120):
+
+def _kill_during_report(child: subprocess.Popen, folder: Path, rng: random.Random) -> str | None:
+    """Kill while a report is half written. (``results.json`` holds every item's metadata,
+    so it takes long enough to render to be seen from outside.)"""
+    if _wait_for(child, _rendering(folder / "out"), timeout=120):
         _kill(child)
-        assert not (out / name).exists() or (out / name).stat().st_size > 0
-        return f"rendering {name}"
+        return "rendering results.json"
     return None
 
 
@@ -311,3 +311,23 @@ def test_sigint_and_sigterm_mark_the_run_interrupted_and_resume_completes_it(tmp
     fresh = _project(tmp_path / "fresh", items=400, pad=0, seconds=0.005)
     assert run_cli("run", "-q", cwd=fresh, timeout=120).returncode == 1
     assert _summaries(folder / "out" / "results.json") == _summaries(fresh / "out" / "results.json")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_writing_reports_exits_130_and_resume_writes_them(tmp_path, uninterrupted, signum):
+    folder = _project(tmp_path)
+    child = _start(folder)
+    assert _wait_for(child, _rendering(folder / "out"), timeout=120)
+    child.send_signal(signum)
+    _, stderr = child.communicate(timeout=60)
+    assert child.returncode == 130, stderr
+    assert "Traceback" not in stderr and "--resume" in stderr
+    assert [n for n in os.listdir(folder / "out") if ".tmp" in n] == [], "no half-written report left"
+    with sqlite3.connect(folder / "results.db") as con:
+        assert con.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"
+
+    resumed = run_cli("run", "-q", "--resume", cwd=folder, timeout=120)
+    assert resumed.returncode == 1, resumed.stderr
+    _assert_stored_once(folder / "results.db", {"first": ITEMS, "second": 1500})
+    _assert_reports_whole(folder / "out")
+    assert _summaries(folder / "out" / "results.json") == uninterrupted

@@ -1,6 +1,7 @@
 """``yamleval run``: run experiments, store every item as it finishes, write the reports."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import os
@@ -206,23 +207,45 @@ def _write_reports_then_finish(store, out_dir: str, formats, run_info: RunInfo, 
     """Write the reports, then record the run as finished.
 
     In this order, a process killed while rendering leaves the run unfinished, so
-    ``--resume`` writes the reports again. A report that cannot be written (a full disk,
-    a read-only folder) does not undo the run: it is recorded as finished, the error says
-    how to render the reports again, and the store is closed cleanly.
+    ``--resume`` writes the reports again. Ctrl-C or SIGTERM while rendering stops it
+    (no half-written report is left) and records the run as interrupted, for the same
+    reason. A report that cannot be written (a full disk, a read-only folder) does not
+    undo the run: it is recorded as finished, the error says how to render the reports
+    again, and the store is closed cleanly.
     """
     from yamleval.reporting import write_reports
 
     store.flush()
     try:
-        written = write_reports(out_dir, formats, run_info, results,
-                                lambda result: store.records(run_info.run_id, result.experiment_id))
+        with _terminate_as_interrupt():
+            written = write_reports(out_dir, formats, run_info, results,
+                                    lambda result: store.records(run_info.run_id, result.experiment_id))
     except UsageError:
         store.finish_run(run_info.run_id, run_info.status, run_info.passed, run_info.completed_at)
         store.close()
         raise
+    except KeyboardInterrupt:
+        store.finish_run(run_info.run_id, "interrupted", False, _now())
+        store.close()
+        click.echo(f"\ninterrupted while writing the reports: `yamleval run --resume {run_info.run_id}` writes them",
+                   err=True)
+        sys.exit(ExitCode.INTERRUPTED)
     store.finish_run(run_info.run_id, run_info.status, run_info.passed, run_info.completed_at)
     store.close()
     return written
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt():
+    """SIGTERM raises KeyboardInterrupt, as Ctrl-C does, instead of ending the process on the spot."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _writable_folder(folder: str) -> None:
