@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping
 
 from yamleval import plugins, templating
 from yamleval.config.model import PluginSpec
-from yamleval.errors import raise_all
+from yamleval.errors import describe_exception, raise_all
 
 RUNNER_CONTEXT = ("item", "input", "expected", "context", "metadata", "vars", "models")
 SCORER_CONTEXT = ("output", "expected", "input", "item", "context", "assertions", "metadata", "trace", "vars",
@@ -100,6 +100,11 @@ def bind(spec: PluginSpec, kind: str, reserved: tuple[str, ...], context: str | 
             key = getattr(exc, "key", None)  # the with: key at fault, when the plugin says
             errors.append(spec.error(str(exc), sub=("with", key) if key in spec.with_ else ("with",),
                                      context=context))
+        except Exception as exc:  # the check itself is broken: say so, at the plugin
+            where = plugins.raised_at(exc)
+            errors.append(spec.error(f"checking the `with:` values of '{spec.uses}' raised "
+                                     f"{describe_exception(exc)}", context=context,
+                                     hint=f"raised at {where}" if where else None))
     raise_all(errors)
     if constructor is None:
         return BoundCall(function, sig.wanted, static, templated, sig.is_async, _requires_expected(function))
@@ -109,7 +114,7 @@ def bind(spec: PluginSpec, kind: str, reserved: tuple[str, ...], context: str | 
         instance = constructor(**spec.with_)
     except Exception as exc:
         where = plugins.raised_at(exc)
-        raise spec.error(f"creating '{spec.uses}' raised {type(exc).__name__}: {exc}", context=context,
+        raise spec.error(f"creating '{spec.uses}' raised {describe_exception(exc)}", context=context,
                          hint=f"raised at {where}" if where else None) from None
     call_sig = plugins.signature_of(instance, reserved)
     return BoundCall(instance, call_sig.wanted, {}, None, call_sig.is_async, _requires_expected(instance))

@@ -120,3 +120,13 @@ def raise_all(errors: list[ConfigError]) -> None:
         raise errors[0]
     if errors:
         raise ConfigErrors(errors)
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``Type: message`` for an exception raised by a plugin. Plugin code may define an exception
+    whose ``str()`` itself raises; the description must not fail with it."""
+    try:
+        text = str(exc)
+    except Exception:
+        text = "(its message cannot be shown: str() raised)"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Any, Callable, Iterable
 
 from yamleval.config.model import PluginSpec
-from yamleval.errors import ConfigError, display_path
+from yamleval.errors import ConfigError, describe_exception, display_path
 
 KINDS = ("runners", "scorers", "datasets")
 
@@ -79,8 +79,8 @@ def resolve(spec: PluginSpec, kind: str, context: str | None = None) -> Any:
             raise spec.error(f"unknown {singular} '{ref}'", sub=at, hint=hint, context=context)
         try:
             return names[ref].load()
-        except Exception as exc:  # a broken third-party distribution
-            raise spec.error(f"{singular} '{ref}' failed to load: {type(exc).__name__}: {exc}",
+        except (Exception, SystemExit) as exc:  # a broken third-party distribution
+            raise spec.error(f"{singular} '{ref}' failed to load: {describe_exception(exc)}",
                              sub=at, context=context) from None
     module_name, _, attr = ref.partition(":")
     try:
@@ -96,9 +96,9 @@ def resolve(spec: PluginSpec, kind: str, context: str | None = None) -> Any:
         raise spec.error(f"{singular} '{ref}': importing '{module_name}' failed: no module named '{exc.name}'",
                          sub=at, context=context,
                          hint=f"{f'imported at {where}; ' if where else ''}install it, or fix the import") from None
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # SystemExit: a module calling sys.exit() when imported
         where = raised_at(exc)
-        raise spec.error(f"{singular} '{ref}': importing '{module_name}' raised {type(exc).__name__}: {exc}",
+        raise spec.error(f"{singular} '{ref}': importing '{module_name}' raised {describe_exception(exc)}",
                          sub=at, context=context,
                          hint=f"fix the error {f'at {where}' if where else 'in the plugin module'}") from None
     target: Any = module
@@ -118,7 +118,7 @@ def resolve(spec: PluginSpec, kind: str, context: str | None = None) -> Any:
                              context=context, hint=hint) from None
         except Exception as exc:  # a module-level __getattr__ that fails
             raise spec.error(f"{singular} '{ref}': reading '{part}' from '{walked}' raised "
-                             f"{type(exc).__name__}: {exc}", sub=at, context=context) from None
+                             f"{describe_exception(exc)}", sub=at, context=context) from None
         walked += ("." if walked != module_name else ":") + part
     return target
 

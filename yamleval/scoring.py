@@ -7,6 +7,7 @@ from typing import Any, Mapping
 
 from yamleval.calls import BoundCall
 from yamleval.config.model import ScorerSpec
+from yamleval.errors import describe_exception
 from yamleval.types import Item, ItemResult, Score, ScoreResult, Usage
 
 
@@ -22,9 +23,6 @@ class Scorer:
         return self.spec.id
 
 
-def describe_exception(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 # Outcomes that recur item after item (a verdict, a full or zero score, nothing else said) are
@@ -39,6 +37,11 @@ def _shareable(score: float | None, passed: Any) -> bool:
     return score is None or score == 1.0 or (score == 0.0 and math.copysign(1.0, score) > 0)
 
 
+def _count(value: Any) -> bool:
+    """A token count: a whole number, not negative, not a bool (summed into the run's totals)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def as_usage(value: Any) -> Usage | None:
     """Token counts given as ``Usage`` or a mapping (``prompt_tokens``/``completion_tokens``,
     optional ``cost``); ValueError for anything else."""
@@ -48,9 +51,11 @@ def as_usage(value: Any) -> Usage | None:
         prompt = value.get("prompt_tokens", value.get("prompt", 0)) or 0
         completion = value.get("completion_tokens", value.get("completion", 0)) or 0
         cost = value.get("cost")
-        if isinstance(prompt, int) and isinstance(completion, int) and (cost is None or isinstance(cost, (int, float))):
+        if _count(prompt) and _count(completion) and (cost is None or (
+                isinstance(cost, (int, float)) and not isinstance(cost, bool) and 0 <= cost < math.inf)):
             return Usage(prompt, completion, None if cost is None else float(cost))
-    raise ValueError(f"usage {value!r}; give prompt_tokens and completion_tokens as whole numbers")
+    raise ValueError(f"usage {value!r}; give prompt_tokens and completion_tokens as whole numbers, "
+                     "and cost (if any) as a finite number, none of them negative")
 
 
 def _finish(spec: ScorerSpec, score: float | None, verdict: bool | None, reason: str | None,
@@ -125,8 +130,8 @@ def score_output(scorers: tuple[Scorer, ...], context: dict[str, Any]) -> dict[s
         context["expected"] = expected
         try:
             results[spec.id] = normalize(spec, scorer.call(context))
-        except Exception as exc:
-            results[spec.id] = _error(spec, describe_exception(exc))
+        except BaseException as exc:  # sys.exit() or KeyboardInterrupt raised by a scorer is its error too:
+            results[spec.id] = _error(spec, describe_exception(exc))  # Ctrl-C reaches the main thread only
     context["expected"] = item_expected
     return results
 

@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from yamleval.config.model import DatasetSpec
 from yamleval.datasets.files import Row, detect_format, plain, read_rows
-from yamleval.errors import ConfigError, Location, display_path
+from yamleval.errors import ConfigError, Location, describe_exception, display_path
 from yamleval.types import Item
 
 ITEM_FIELDS = ("id", "label", "input", "expected", "context", "assertions", "metadata")
@@ -189,7 +189,7 @@ def open_dataset(spec: DatasetSpec, limit: int | None = None,
 
             where = raised_at(exc)
             raise spec.error(f"dataset plugin '{spec.plugin.uses if spec.plugin else spec.name}' raised "
-                             f"{type(exc).__name__}: {exc}", sub=("uses",) if spec.plugin else ("name",),
+                             f"{describe_exception(exc)}", sub=("uses",) if spec.plugin else ("name",),
                              hint=f"raised at {where}" if where else None) from None
         rows = _plugin_rows(result, spec)
         total = None
