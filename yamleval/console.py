@@ -6,7 +6,7 @@ import time
 from typing import TextIO
 
 from yamleval import figures
-from yamleval.reporting.text import item_message
+from yamleval.reporting.text import item_message, with_status
 from yamleval.types import ExperimentResult, ItemResult
 
 MARKS = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "-"}
@@ -98,12 +98,13 @@ def summary_text(result: ExperimentResult) -> str:
             name = c.label or (f"{c.type}({c.scorer})" if c.scorer else c.type)
             warn = " (warn)" if c.severity == "warn" else ""
             lines.append(f"    {'✓' if c.passed else '✗'} {name} ≥ {c.min:g}: {figures.number(c.actual)}{warn}")
-    problems = [r for r in result.items if r.status in ("failed", "error")]
+    problems = with_status(result.items, ("failed", "error"), SHOWN_PROBLEMS)
     if problems:
         lines.append("  not passed")
-        lines.extend(_problem_line(r) for r in problems[:SHOWN_PROBLEMS])
-        if len(problems) > SHOWN_PROBLEMS:
-            lines.append(f"    … and {len(problems) - SHOWN_PROBLEMS} more (see the report)")
+        lines.extend(_problem_line(r) for r in problems)
+        more = s.failed + s.errored - len(problems)
+        if more > 0:
+            lines.append(f"    … and {more} more (see the report)")
     for warning in result.warnings:
         lines.append(f"  warning: {warning}")
     if result.aborted:

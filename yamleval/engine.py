@@ -103,14 +103,16 @@ def _now() -> str:
 def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit: int | None = None,
                    on_item: ItemCallback | None = None, on_progress: ProgressCallback | None = None,
                    stop: threading.Event | None = None, abandon: threading.Event | None = None,
-                   previous: Sequence[ItemResult] = ()) -> ExperimentResult:
+                   previous: Sequence[ItemResult] = (), keep_items: bool = True) -> ExperimentResult:
     """Run one experiment and return its result, items in dataset order.
 
     ``stop`` set: start no new items, finish those running. ``abandon`` set: stop waiting
     for them too. An exception in a callback is reported in ``warnings``, never fatal.
     Dataset errors met mid-run end the run early; they are in ``aborted``.
     ``previous`` are results of items finished earlier (a resumed run): they count, and
-    items with their ids are not run again.
+    items with their ids are not run again. Without ``keep_items`` the result's ``items``
+    are empty: ``on_item`` has seen each (the command line stores them), and a run of any
+    size needs no memory for them.
     """
     experiment = prepared.experiment
     dataset = prepared.open_dataset(limit)
@@ -124,7 +126,8 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
             warnings.append(f"{name} callback raised {describe_exception(exc)}")
 
     def record(result: ItemResult) -> None:
-        results.append(result)
+        if keep_items:
+            results.append(result)
         aggregator.add(result)
         if on_item is not None:
             try:
@@ -145,7 +148,8 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
                 executor.cancel()
 
     for result in previous:
-        results.append(result)
+        if keep_items:
+            results.append(result)
         aggregator.add(result)
     items = iter(dataset)
     if previous:

@@ -13,6 +13,7 @@ import queue
 import sqlite3
 import threading
 import time
+import urllib.parse
 from typing import Any, Iterator, Sequence
 
 from yamleval.errors import UsageError, display_path
@@ -20,7 +21,7 @@ from yamleval.records import encode, encode_record, item_from_record
 from yamleval.types import (CriterionResult, ExperimentResult, ItemResult, LatencySummary, RunInfo, ScorerSummary,
                             Summary, Usage)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 FLUSH_ITEMS = 500
 FLUSH_SECONDS = 1.0
 
@@ -45,7 +46,11 @@ _SCHEMA = [
     "CREATE INDEX runs_started ON runs (started_at)",
 ]
 # MIGRATIONS[n] takes a database at version n to n + 1.
-MIGRATIONS: dict[int, list[str]] = {0: _SCHEMA}
+MIGRATIONS: dict[int, list[str]] = {
+    0: _SCHEMA,
+    # reports read a run's items in dataset order; without this index SQLite sorts them all first
+    1: ["CREATE INDEX items_position ON items (run_id, experiment_id, position)"],
+}
 
 
 
@@ -271,6 +276,10 @@ class Store:
     def items(self, run_id: str, experiment_id: str) -> Iterator[ItemResult]:
         return (item_from_record(json.loads(text)) for text in self.records(run_id, experiment_id))
 
+    def item_view(self, run_id: str, experiment_id: str, count: int) -> "StoredItems":
+        """The experiment's stored items, read from the database each time they are iterated."""
+        return StoredItems(self.path, run_id, experiment_id, count)
+
     def summaries(self, run_id: str) -> list[Summary]:
         """The stored summaries of a run's experiments, without reading their items."""
         return [summary_from_json(row["summary"]) for row in self.experiment_rows(run_id) if row["summary"]]
@@ -283,12 +292,51 @@ class Store:
                 continue
             out.append(ExperimentResult(
                 experiment_id=row["experiment_id"], label=row["label"], passed=bool(row["passed"]),
-                summary=summary_from_json(row["summary"]), items=list(self.items(run_id, row["experiment_id"])),
+                summary=(summary := summary_from_json(row["summary"])),
+                items=self.item_view(run_id, row["experiment_id"], summary.completed),
                 started_at=row["started_at"], completed_at=row["completed_at"], interrupted=bool(row["interrupted"]),
                 warnings=tuple(json.loads(row["warnings"] or "[]")), aborted=row["aborted"],
                 description=row["description"], tags=tuple(json.loads(row["tags"] or "[]")), runner=row["runner"],
                 dataset=row["dataset"], scorers=tuple(json.loads(row["scorers"] or "[]"))))
         return out
+
+
+class StoredItems:
+    """An experiment's items as the database keeps them: a sequence that is read again, in
+    dataset order, each time it is iterated, so a run of any size is never held in memory.
+    Each reading opens a connection of its own; the view outlives the ``Store`` it came from."""
+
+    def __init__(self, path: str, run_id: str, experiment_id: str, count: int):
+        self.path, self.run_id, self.experiment_id, self.count = path, run_id, experiment_id, count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+    def _select(self, where: str = "", parameters: tuple = (), limit: int = -1) -> Iterator[str]:
+        db = sqlite3.connect(f"file:{urllib.parse.quote(os.path.abspath(self.path))}?mode=ro", uri=True)
+        try:
+            rows = db.execute(f"SELECT record FROM items WHERE run_id = ? AND experiment_id = ?{where}"
+                              " ORDER BY position LIMIT ?", (self.run_id, self.experiment_id, *parameters, limit))
+            for (text,) in rows:
+                yield text
+        finally:
+            db.close()
+
+    def records(self) -> Iterator[str]:
+        """The items' JSON records as stored."""
+        return self._select()
+
+    def __iter__(self) -> Iterator[ItemResult]:
+        return (item_from_record(json.loads(text)) for text in self._select())
+
+    def with_status(self, statuses: Sequence[str], limit: int) -> list[ItemResult]:
+        """The first ``limit`` items with one of these statuses, in dataset order."""
+        marks = ", ".join("?" * len(statuses))
+        return [item_from_record(json.loads(text))
+                for text in self._select(f" AND status IN ({marks})", tuple(statuses), limit)]
 
 
 class _ItemWriter:

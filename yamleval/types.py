@@ -65,7 +65,7 @@ class Score:
     usage: Usage | None = None  # what a judge model used to give this score
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass costs ~1 µs more to build, per item read back
 class ScoreResult:
     """The outcome of one scorer on one item."""
 
@@ -80,7 +80,7 @@ class ScoreResult:
     usage: Usage | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass costs ~1 µs more to build, per item read back
 class ItemResult:
     """One item after running and scoring."""
 

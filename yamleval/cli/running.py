@@ -11,6 +11,7 @@ import tempfile
 import threading
 import uuid
 from datetime import datetime, timezone
+from typing import Sequence
 
 import click
 
@@ -165,12 +166,15 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
                 result = engine.run_experiment(
                     item, concurrency=concurrency, limit=limit, on_item=on_item,
                     on_progress=progress.on_progress if progress else None,
-                    stop=interrupts.stop, abandon=interrupts.abandon, previous=previous)
+                    stop=interrupts.stop, abandon=interrupts.abandon, previous=previous, keep_items=False)
                 if progress:
                     progress.close()
                 if store_failures:
                     raise store_failures[0]
                 store.finish_experiment(run_id, result)
+                # the items are in the store: reports and summaries read them from there, in order
+                result = dataclasses.replace(result, items=store.item_view(run_id, experiment_id,
+                                                                           result.summary.completed))
                 if item.models is not None:
                     item.models.close()
             results.append(result)
@@ -185,7 +189,7 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
     written = _write_reports_then_finish(store, out_dir, project.report_formats, run_info, results)
     for path in written:
         click.echo(f"report: {display_path(path)}", err=quiet)
-    _github(run_info, results)
+    _github(run_info, results, written)
     if interrupted:
         click.echo(f"interrupted: resume with `yamleval run --resume {run_id}`", err=True)
         sys.exit(ExitCode.INTERRUPTED)
@@ -261,12 +265,18 @@ def _writable_folder(folder: str) -> None:
                          "choose another with --report-dir") from None
 
 
-def _github(run_info: RunInfo, results) -> None:
-    """Inside GitHub Actions: the job summary and annotations."""
+def _github(run_info: RunInfo, results, written: Sequence[str] = ()) -> None:
+    """Inside GitHub Actions: the job summary (``summary.md`` when it was just written) and annotations."""
     if os.environ.get("GITHUB_ACTIONS") != "true":
         return
     from yamleval.reporting import github, markdown
 
-    github.append_step_summary(markdown.render(run_info, results), os.environ)
+    summary = next((path for path in written if os.path.basename(path) == "summary.md"), None)
+    if summary is not None:
+        with open(summary, encoding="utf-8") as handle:
+            text = handle.read()
+    else:
+        text = markdown.render(run_info, results)
+    github.append_step_summary(text, os.environ)
     for line in github.annotations(results):
         click.echo(line)

@@ -1,11 +1,15 @@
-"""Reports rendered from a run: each format is a module with ``write(path, run, results)``."""
+"""Reports rendered from a run: each format is a module with a streaming ``Writer`` and ``write(path, run, results)``."""
 from __future__ import annotations
 
+import contextlib
 import importlib
+import json
 import os
-from typing import Callable, Iterable, Sequence
+from typing import IO, Callable, Iterable, Sequence
 
 from yamleval.errors import UsageError, display_path
+from yamleval.records import encode_record, item_from_record
+from yamleval.reporting.files import atomic_output
 from yamleval.types import ExperimentResult, RunInfo
 
 # format -> (module, file name in the report folder)
@@ -22,20 +26,74 @@ def write_reports(directory: str, formats: Sequence[str], run: RunInfo, results:
                   records: Callable[[ExperimentResult], Iterable[str]] | None = None) -> list[str]:
     """Write each format into ``directory``; return the paths written, in the order asked.
 
-    ``records`` gives the items' stored JSON records, which ``results.json`` writes as they are.
+    All formats are written in one pass over the items, each item read (and decoded) once.
+    ``records`` gives the items' stored JSON records, which ``results.json`` writes as they are;
+    without it, items that know their records (read from the store) give them.
     """
-    paths = []
-    for name in dict.fromkeys(formats):
-        module, file_name = FORMATS[name]
-        path = os.path.join(directory, file_name)
-        try:
-            if name == "json":
-                paths.append(importlib.import_module(module).write(path, run, results, records))
-            else:
-                paths.append(importlib.import_module(module).write(path, run, results))
-        except OSError as exc:
-            raise _unwritable(path, exc, run) from None
+    names = list(dict.fromkeys(formats))
+    paths = [os.path.join(directory, FORMATS[name][1]) for name in names]
+    results = list(results)
+    current = [""]
+    try:
+        with contextlib.ExitStack() as files:
+            writers = []
+            for name, path in zip(names, paths):
+                current[0] = path
+                out = files.enter_context(atomic_output(path))
+                writers.append(importlib.import_module(FORMATS[name][0]).Writer(_Named(out, path, current), run, results))
+            _stream(writers, results, records)
+    except OSError as exc:
+        raise _unwritable(current[0], exc, run) from None
     return paths
+
+
+class _Named:
+    """A report file that remembers it was the one being written when an error came up."""
+
+    def __init__(self, out: IO[str], path: str, current: list[str]):
+        self._out, self._path, self._current = out, path, current
+
+    def write(self, text: str) -> None:
+        self._current[0] = self._path
+        self._out.write(text)
+
+
+def _stream(writers: list, results: Sequence[ExperimentResult],
+            records: Callable[[ExperimentResult], Iterable[str]] | None) -> None:
+    """Feed every writer each experiment's items, in order: decoded for those that look into
+    items, as stored JSON text for those that copy records."""
+    decoded = [w for w in writers if not getattr(w, "wants_records", False)]
+    textual = [w for w in writers if getattr(w, "wants_records", False)]
+    for result in results:
+        for writer in writers:
+            writer.begin(result)
+        if decoded and textual:
+            for text in _records(result, records):
+                item = item_from_record(json.loads(text))
+                for writer in textual:
+                    writer.record(text)
+                for writer in decoded:
+                    writer.item(item)
+        elif textual:
+            for text in _records(result, records):
+                for writer in textual:
+                    writer.record(text)
+        elif decoded:
+            for item in result.items:
+                for writer in decoded:
+                    writer.item(item)
+        for writer in writers:
+            writer.end(result)
+    for writer in writers:
+        writer.close()
+
+
+def _records(result: ExperimentResult, records: Callable[[ExperimentResult], Iterable[str]] | None) -> Iterable[str]:
+    if records is not None:
+        return records(result)
+    if hasattr(result.items, "records"):
+        return result.items.records()
+    return map(encode_record, result.items)
 
 
 def _unwritable(path: str, exc: OSError, run: RunInfo) -> UsageError:

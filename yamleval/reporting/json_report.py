@@ -5,9 +5,8 @@ large run needs no second copy of itself in memory.
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import asdict
-from typing import Any, Callable, Iterable
+from typing import IO, Any, Callable, Iterable, Sequence
 
 from yamleval.records import encode, encode_record
 from yamleval.reporting.files import atomic_output
@@ -58,6 +57,40 @@ def experiment_dict(result: ExperimentResult) -> dict[str, Any]:
             "warnings": list(result.warnings), "summary": summary_dict(result.summary)}
 
 
+class Writer:
+    """Writes the document as records stream by: each experiment's entry, then its items' records."""
+
+    wants_records = True
+
+    def __init__(self, out: IO[str], run: RunInfo, results: Sequence[ExperimentResult]):
+        self.out = out
+        out.write(encode(run_dict(run))[:-1] + ',\n"experiments": [')
+        self.separator = "\n"
+        self.pending: list[str] = []
+        self.first = True
+
+    def begin(self, result: ExperimentResult) -> None:
+        self.out.write(self.separator + encode(experiment_dict(result))[:-1] + ',\n"items": [')
+        self.separator, self.first = ",\n", True
+
+    def record(self, text: str) -> None:
+        self.pending.append(text)
+        if len(self.pending) >= _CHUNK:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            self.out.write(("\n" if self.first else ",\n") + ",\n".join(self.pending))
+            self.pending, self.first = [], False
+
+    def end(self, result: ExperimentResult) -> None:
+        self.flush()
+        self.out.write("]}")
+
+    def close(self) -> None:
+        self.out.write("]}\n")
+
+
 def write(path: str, run: RunInfo, results: Iterable[ExperimentResult],
           records: Callable[[ExperimentResult], Iterable[str]] | None = None) -> str:
     """Write the report to ``path`` atomically (a temporary file renamed over it).
@@ -65,17 +98,13 @@ def write(path: str, run: RunInfo, results: Iterable[ExperimentResult],
     ``records(result)`` gives the items' JSON records as already encoded (by the store);
     without it they are encoded here from the results.
     """
+    results = list(results)
     with atomic_output(path) as out:
-        head = encode(run_dict(run))[:-1]
-        out.write(head + ',\n"experiments": [')
-        for number, result in enumerate(results):
-            entry = experiment_dict(result)
-            out.write(("," if number else "") + "\n" + encode(entry)[:-1] + ',\n"items": [')
-            texts = records(result) if records else map(encode_record, result.items)
-            separator = "\n"
-            while chunk := list(itertools.islice(texts, _CHUNK)):
-                out.write(separator + ",\n".join(chunk))
-                separator = ",\n"
-            out.write("]}")
-        out.write("]}\n")
+        writer = Writer(out, run, results)
+        for result in results:
+            writer.begin(result)
+            for text in records(result) if records else map(encode_record, result.items):
+                writer.record(text)
+            writer.end(result)
+        writer.close()
     return path

@@ -51,6 +51,9 @@ class _Names:
         self.distinct = distinct
 
     def __call__(self, name: str) -> str:
+        if self.distinct and len(name) <= NAME_LIMIT and name.isprintable() and "  " not in name \
+                and name.strip() == name and name and name not in self.seen:
+            return name  # one_line would keep it as it is: printable, no runs of blanks
         cleaned = one_line(name, NAME_LIMIT) or "(unnamed)"
         if self.distinct and cleaned == name and name not in self.seen:
             return name
@@ -124,20 +127,23 @@ def _details(result: ItemResult, message: str) -> str:
 
 
 def _metrics(result: ItemResult) -> str:
-    lines = [f"latency_ms: {result.latency_ms:.3f}" if math.isfinite(result.latency_ms) else "latency_ms: –"]
+    latency = result.latency_ms
+    text = f"latency_ms: {latency:.3f}" if math.isfinite(latency) else "latency_ms: –"
     if result.usage is not None:
         u = result.usage
-        lines.append(f"tokens: {u.total_tokens} ({u.prompt_tokens} prompt, {u.completion_tokens} completion)")
+        text += f"\ntokens: {u.total_tokens} ({u.prompt_tokens} prompt, {u.completion_tokens} completion)"
     if result.scores:
-        lines.append("scores: " + ", ".join(f"{sid}={score_text(s.score) if s.status == 'success' else s.status}"
-                                             for sid, s in result.scores.items()))
+        text += "\nscores: " + ", ".join(
+            f"{sid}={'–' if s.score is None else format(s.score, '.3f')}" if s.status == "success" else f"{sid}={s.status}"
+            for sid, s in result.scores.items())
     if result.item.label:
-        lines.append(f"label: {one_line(result.item.label, 1000)}")
-    return "\n".join(lines)
+        text += f"\nlabel: {one_line(result.item.label, 1000)}"
+    return text
 
 
 def _item_case(classname: str, name: str, result: ItemResult) -> str:
-    parts = [_open(2, "testcase", name=name, classname=classname, time=_seconds(result.latency_ms))]
+    """One item's ``<testcase>``; ``classname`` is escaped already."""
+    parts = [f'    <testcase name="{_attribute(name)}" classname="{classname}" time="{_seconds(result.latency_ms)}">\n']
     if result.status != "passed":
         message = item_message(result)
         if result.status == "skipped":
@@ -145,8 +151,7 @@ def _item_case(classname: str, name: str, result: ItemResult) -> str:
         else:
             tag = "failure" if result.status == "failed" else "error"
             parts.append(_element(3, tag, _details(result, message), type_=tag, message=one_line(message)))
-    parts.append(_element(3, "system-out", _metrics(result)))
-    parts.append("    </testcase>\n")
+    parts.append(f"      <system-out>{_text(_metrics(result))}</system-out>\n    </testcase>\n")
     return "".join(parts)
 
 
@@ -253,16 +258,16 @@ class Writer:
         self.closing = "</testsuites>\n" if results else ""
         self.names = _Names()
         self.pending: list[str] = []
-        self.classname = ""
+        self.classname_attribute = ""
 
     def begin(self, result: ExperimentResult) -> None:
         suite = self.suites[id(result)]
         self.out.write(suite.head(self.run))
-        self.names, self.classname = _Names(distinct=True), suite.classname
+        self.names, self.classname_attribute = _Names(distinct=True), _attribute(suite.classname)
 
     def item(self, result: ItemResult) -> None:
         pending = self.pending
-        pending.append(_item_case(self.classname, self.names(result.item.id), result))
+        pending.append(_item_case(self.classname_attribute, self.names(result.item.id), result))
         if len(pending) >= 1000:
             self.flush()
 

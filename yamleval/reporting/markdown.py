@@ -7,9 +7,10 @@ stays under GitHub's 1 MiB limit for a step summary.
 """
 from __future__ import annotations
 
+import heapq
 import itertools
 import re
-from typing import Iterable, Sequence
+from typing import IO, Iterable, Sequence
 
 from yamleval import figures
 from yamleval.reporting.files import atomic_output
@@ -113,17 +114,48 @@ def _mean_score(result: ItemResult) -> float:
     return sum(scores) / len(scores) if scores else 1.0
 
 
+def _worst_key(result: ItemResult) -> tuple[int, float, int] | None:
+    """Where an item ranks among the worst (lower is worse), or None if it is not a candidate."""
+    if result.status in ("error", "failed"):
+        return _RANK[result.status], _mean_score(result), result.item.index
+    if result.status == "passed":
+        mean = _mean_score(result)
+        if mean < 1.0:
+            return _RANK["passed"], mean, result.item.index
+    return None
+
+
+class _Worst:
+    """The ``limit`` worst items seen so far, kept in a heap while items stream by."""
+
+    def __init__(self, limit: int = WORST_ITEMS):
+        self.limit = limit
+        self.heap: list[tuple] = []  # the negated key on top: the best of the kept items
+
+    def add(self, result: ItemResult) -> None:
+        key = _worst_key(result)
+        if key is None:
+            return
+        entry = ((-key[0], -key[1], -key[2]), result)
+        if len(self.heap) < self.limit:
+            heapq.heappush(self.heap, entry)
+        elif entry[0] > self.heap[0][0]:
+            heapq.heapreplace(self.heap, entry)
+
+    def items(self) -> list[ItemResult]:
+        return [result for _, result in sorted(self.heap, key=lambda entry: entry[0], reverse=True)]
+
+
 def worst_items(result: ExperimentResult, limit: int = WORST_ITEMS) -> list[ItemResult]:
     """Errored items, then failed ones, then passed items that scored below 1; lowest
     scores first within each, dataset order on ties."""
-    candidates = [r for r in result.items
-                  if r.status in ("error", "failed") or (r.status == "passed" and _mean_score(r) < 1.0)]
-    candidates.sort(key=lambda r: (_RANK[r.status], _mean_score(r), r.item.index))
-    return candidates[:limit]
+    worst = _Worst(limit)
+    for item in result.items:
+        worst.add(item)
+    return worst.items()
 
 
-def _items(result: ExperimentResult) -> list[str]:
-    shown = worst_items(result)
+def _items(result: ExperimentResult, shown: list[ItemResult]) -> list[str]:
     if not shown:
         return []
     lines = ["**Worst items**", "",
@@ -139,31 +171,57 @@ def _items(result: ExperimentResult) -> list[str]:
     return lines + [""]
 
 
-def _experiment(result: ExperimentResult) -> list[str]:
+def _experiment(result: ExperimentResult, worst: list[ItemResult]) -> list[str]:
     mark, verdict = _verdict(result)
     title = escape(result.experiment_id) + (f" — {escape(result.label)}" if result.label else "")
     lines = [f"### {mark} {title}: {verdict}", ""]
     if result.aborted:
         lines += [f"Stopped early: {shorten(result.aborted, 500)}", ""]
-    lines += _statistics(result) + _criteria(result) + _items(result)
+    lines += _statistics(result) + _criteria(result) + _items(result, worst)
     lines += [f"- warning: {shorten(w, 500)}" for w in result.warnings]
     return lines + ([""] if result.warnings else [])
 
 
-def render(run: RunInfo, results: Iterable[ExperimentResult], limit: int = MAX_BYTES) -> str:
-    """The summary as Markdown, at most ``limit`` bytes of UTF-8."""
+def render(run: RunInfo, results: Iterable[ExperimentResult], limit: int = MAX_BYTES,
+           worst: dict[int, list[ItemResult]] | None = None) -> str:
+    """The summary as Markdown, at most ``limit`` bytes of UTF-8.
+
+    ``worst`` holds each experiment's worst items (by ``id`` of the result) when they were
+    found already; otherwise the items are read here."""
     results = list(results)
     note = "\n> ⚠️ This summary was cut to stay under GitHub's 1 MiB limit; the full results are in the reports.\n"
     budget = limit - len(note.encode("utf-8"))
     out: list[str] = []
     size = 0
-    blocks = itertools.chain([_headline(run, results)], (_experiment(r) for r in results))
+    blocks = itertools.chain([_headline(run, results)],
+                             (_experiment(r, worst[id(r)] if worst else worst_items(r)) for r in results))
     for line in itertools.chain.from_iterable(blocks):
         size += len(line.encode("utf-8")) + 1
         if size > budget:  # cut at a line: a table row is never split
             return "\n".join(out).rstrip("\n") + "\n" + note
         out.append(line)
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+class Writer:
+    """Finds each experiment's worst items as items stream by; writes the summary at the end."""
+
+    def __init__(self, out: IO[str], run: RunInfo, results: Sequence[ExperimentResult]):
+        self.out, self.run, self.results = out, run, results
+        self.worst: dict[int, list[ItemResult]] = {}
+        self.current = _Worst()
+
+    def begin(self, result: ExperimentResult) -> None:
+        self.current = _Worst()
+
+    def item(self, result: ItemResult) -> None:
+        self.current.add(result)
+
+    def end(self, result: ExperimentResult) -> None:
+        self.worst[id(result)] = self.current.items()
+
+    def close(self) -> None:
+        self.out.write(render(self.run, self.results, worst=self.worst))
 
 
 def write(path: str, run: RunInfo, results: Sequence[ExperimentResult]) -> str:

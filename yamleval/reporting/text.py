@@ -3,9 +3,10 @@ and criteria. Shared by the reports and the console."""
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import re
-from typing import Any
+from typing import Any, Iterable, Sequence
 
 from yamleval.types import CriterionResult, ItemResult
 
@@ -124,3 +125,12 @@ def trajectory_steps(trace: Any) -> list[tuple[str, str]]:
         rest = {k: v for k, v in entry.items() if k not in _STEP_KEYS_SHOWN_IN_TITLE}
         steps.append((" · ".join(bits), as_text(rest)))
     return steps
+
+
+def with_status(items: Iterable[ItemResult], statuses: Sequence[str], limit: int) -> list[ItemResult]:
+    """The first ``limit`` items with one of ``statuses``, in dataset order. Items read from
+    the store are asked for just those (a query), so a large run is not read whole."""
+    query = getattr(items, "with_status", None)
+    if query is not None:
+        return query(statuses, limit)
+    return list(itertools.islice((r for r in items if r.status in statuses), limit))
