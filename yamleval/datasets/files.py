@@ -78,8 +78,9 @@ def _jsonl(path: str, shown: str) -> Iterator[Row]:
                 continue
             try:
                 value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"line is not valid JSON: {exc.msg}", Location(shown, number, exc.colno),
+            except json.JSONDecodeError as exc:  # past the line's end (lineno 2) means at its end
+                col = exc.colno if exc.lineno == 1 else len(line.rstrip("\r\n")) + 1
+                raise ConfigError(f"line is not valid JSON: {exc.msg}", Location(shown, number, col),
                                   hint="each line of a .jsonl file must be one JSON object",
                                   source_line=line.rstrip("\r\n")[:_SHOWN]) from None
             except (RecursionError, ValueError) as exc:
