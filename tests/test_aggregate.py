@@ -37,3 +37,47 @@ def test_summary_counts_means_and_percentiles():
 def test_empty_summary():
     s = Aggregator({}).summary(0.0, total=0)
     assert (s.total, s.mean_score, s.pass_rate, s.latency_ms.p50) == (0, None, None, None)
+
+
+def test_large_runs_keep_exact_order_independent_means_and_percentiles():
+    """Past one run of numbers, sums fold into exact parts and latencies into sorted runs:
+    the figures equal those computed from every value at once, in any finishing order."""
+    import math
+    import random
+
+    from yamleval import aggregate
+
+    rng = random.Random(7)
+    n = aggregate.RUN * 2 + 123
+    latencies = [rng.lognormvariate(0, 2) for _ in range(n)]
+    scores = [rng.random() ** 3 for _ in range(n)]
+    summaries = []
+    for seed in (1, 2):
+        order = list(range(n))
+        random.Random(seed).shuffle(order)
+        agg = Aggregator({"s": ("s", None)})
+        for i in order:
+            agg.add(result(i, "passed", latencies[i], [ScoreResult("s", "success", scores[i])]))
+        summaries.append(agg.summary(0.0))
+    assert summaries[0] == summaries[1], "the finishing order must not change any figure"
+    s = summaries[0]
+    ordered = sorted(latencies)
+
+    def percentile(fraction):
+        position = (n - 1) * fraction
+        low = math.floor(position)
+        return ordered[low] + (ordered[low + 1] - ordered[low]) * (position - low)
+
+    assert s.latency_ms.p50 == percentile(0.5) and s.latency_ms.p95 == percentile(0.95)
+    assert s.latency_ms.max == ordered[-1] and s.latency_ms.mean == math.fsum(latencies) / n
+    assert s.scorers["s"].mean == math.fsum(scores) / n and s.mean_score == math.fsum(scores) / n
+
+
+def test_exact_parts_keep_the_exact_sum():
+    from fractions import Fraction
+
+    from yamleval.aggregate import exact_parts
+
+    values = [1e16, 1.0, -1e16, 3.5e-20, 0.1, 0.2, -0.3, 1e300, -1e300, 2.0 ** -1074]
+    parts = exact_parts(values)
+    assert sum(map(Fraction, parts)) == sum(map(Fraction, values))

@@ -209,3 +209,29 @@ def test_a_newer_database_is_refused(tmp_path, version):
 
     with pytest.raises(UsageError, match="newer yamleval"):
         Store(str(tmp_path / "new.db"))
+
+
+def test_a_repeated_item_id_past_those_a_dataset_remembers_is_caught_by_the_database(write_config, tmp_path,
+                                                                                     monkeypatch, capsys):
+    """Datasets remember only so many ids (bounded memory); the database's key finds the rest."""
+    import yamleval.datasets
+    from yamleval.cli import main
+
+    monkeypatch.setattr(yamleval.datasets, "REMEMBERED_IDS", 2)
+    rows = [{"id": f"i{n}", "input": "x", "expected": "x"} for n in range(5)] + [{"id": "i3", "input": "y"}]
+    (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    config = write_config("""
+        experiments:
+          - id: e
+            dataset: {file: data.jsonl}
+            runner: echo
+            scorers: [exact_match]
+    """)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stopped:
+        main(["run", str(config), "--quiet", "--report-dir", "out"])
+    assert stopped.value.code == 2
+    assert ("duplicate item id 'i3' in experiment 'e': items 4 and 6 of the dataset; ids must be unique"
+            in capsys.readouterr().err)
+    with sqlite3.connect(tmp_path / ".yamleval" / "results.db") as db:
+        assert db.execute("SELECT count(*) FROM items").fetchone()[0] == 5

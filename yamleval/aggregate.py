@@ -1,6 +1,12 @@
-"""A summary built up one item at a time, so no run has to keep its items to count them."""
+"""A summary built up one item at a time, so no run has to keep its items to count them.
+
+Memory stays small at any size: score sums are kept exact as a few partial sums (so a mean
+does not depend on the order items finish in), and latencies, which percentiles need all of,
+are kept as sorted runs of 8-byte numbers that are merged only as far as a percentile needs.
+"""
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 from array import array
@@ -9,6 +15,74 @@ from typing import Mapping
 from yamleval.types import ItemResult, LatencySummary, ScorerSummary, Summary, Usage
 
 BINS = 10  # score histogram bins over [0, 1]; scores outside it count in the first or last
+RUN = 65536  # numbers kept as they come before they are folded (sums) or sorted (latencies)
+
+
+def exact_parts(values) -> list[float]:
+    """Floats whose exact sum is the exact sum of ``values``: each is the correctly rounded
+    remainder of the exact sum less the parts before it (``math.fsum`` is exact inside),
+    so a long run of numbers folds into two or three."""
+    values = values if isinstance(values, (list, array)) else array("d", values)
+    parts: list[float] = []
+    while True:
+        rest = math.fsum(itertools.chain(values, (-p for p in parts)))
+        if rest == 0.0:
+            return parts
+        parts.append(rest)
+
+
+class ExactSum:
+    """A sum of floats that is exact until it is read (then correctly rounded), in bounded memory."""
+
+    __slots__ = ("parts", "pending", "count")
+
+    def __init__(self):
+        self.parts: list[float] = []
+        self.pending = array("d")
+        self.count = 0
+
+    def add(self, value: float) -> None:
+        self.pending.append(value)
+        self.count += 1
+        if len(self.pending) >= RUN:
+            self.parts = exact_parts(itertools.chain(self.parts, self.pending))
+            self.pending = array("d")
+
+    def terms(self):
+        return itertools.chain(self.parts, self.pending)
+
+    def total(self) -> float:
+        return math.fsum(self.terms())
+
+
+class SortedRuns:
+    """Numbers kept as sorted runs; the k-th smallest is found by merging the runs up to k."""
+
+    def __init__(self):
+        self.runs: list[array] = []
+        self.pending = array("d")
+        self.count = 0
+        self.sum = ExactSum()
+
+    def add(self, value: float) -> None:
+        self.pending.append(value)
+        self.sum.add(value)
+        self.count += 1
+        if len(self.pending) >= RUN:
+            self.runs.append(array("d", sorted(self.pending)))
+            self.pending = array("d")
+
+    def ranked(self, ranks: list[int]) -> dict[int, float]:
+        """The values at these 0-based ranks of the sorted numbers."""
+        runs = self.runs + ([array("d", sorted(self.pending))] if self.pending else [])
+        wanted, found = sorted(set(ranks)), {}
+        merged = runs[0] if len(runs) == 1 else heapq.merge(*runs)
+        for rank, value in enumerate(merged):
+            if rank == wanted[len(found)]:
+                found[rank] = value
+                if len(found) == len(wanted):
+                    break
+        return found
 
 
 class _ScorerTally:
@@ -17,19 +91,30 @@ class _ScorerTally:
 
     def __init__(self, name: str, threshold: float | None):
         self.name, self.threshold = name, threshold
-        self.values = array("d")  # summed exactly at the end: the same mean whatever order items finish in
+        self.values = ExactSum()  # the same mean whatever order items finish in
         self.count = self.passed = self.failed = self.errored = self.skipped = 0
         self.low = math.inf
         self.high = -math.inf
         self.bins = [0] * BINS
 
 
-def _percentile(ordered: list[float], fraction: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default)."""
-    position = (len(ordered) - 1) * fraction
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+def _latency(values: SortedRuns) -> LatencySummary:
+    """Mean, p50, p95 (linear interpolation between closest ranks, numpy's default) and max."""
+    n = values.count
+    if not n:
+        return LatencySummary()
+    positions = {name: (n - 1) * fraction for name, fraction in (("p50", 0.5), ("p95", 0.95))}
+    ranks = [n - 1]
+    for position in positions.values():
+        low = math.floor(position)
+        ranks += [low, min(low + 1, n - 1)]
+    at = values.ranked(ranks)
+    figures = {}
+    for name, position in positions.items():
+        low = math.floor(position)
+        below, above = at[low], at[min(low + 1, n - 1)]
+        figures[name] = below + (above - below) * (position - low)
+    return LatencySummary(mean=values.sum.total() / n, max=at[n - 1], **figures)
 
 
 class _Tokens:
@@ -58,14 +143,14 @@ class Aggregator:
         self.tallies = {sid: _ScorerTally(name, threshold) for sid, (name, threshold) in scorers.items()}
         self.counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
         self.completed = 0
-        self.latencies = array("d")
+        self.latencies = SortedRuns()
         self.tokens = _Tokens()
         self.judge_tokens = _Tokens()
 
     def add(self, result: ItemResult) -> None:
         self.completed += 1
         self.counts[result.status] += 1
-        self.latencies.append(result.latency_ms)
+        self.latencies.add(result.latency_ms)
         if result.usage is not None:
             self.tokens.add(result.usage)
         for sid, score in result.scores.items():
@@ -80,7 +165,7 @@ class Aggregator:
                 continue
             if score.score is not None:
                 value = score.score
-                tally.values.append(value)
+                tally.values.add(value)
                 tally.count += 1
                 if value < tally.low:
                     tally.low = value
@@ -94,19 +179,15 @@ class Aggregator:
 
     def summary(self, duration_ms: float, total: int | None = None) -> Summary:
         counts = self.counts
-        scores = array("d", itertools.chain.from_iterable(t.values for t in self.tallies.values()))
         judged = self.completed - counts["skipped"]
-        ordered = sorted(self.latencies)
-        latency = LatencySummary(
-            mean=sum(ordered) / len(ordered), p50=_percentile(ordered, 0.5), p95=_percentile(ordered, 0.95),
-            max=ordered[-1],
-        ) if ordered else LatencySummary()
+        latency = _latency(self.latencies)
+        scored = sum(t.count for t in self.tallies.values())
         scorers = {}
         for sid, t in self.tallies.items():
             decided = t.passed + t.failed
             scorers[sid] = ScorerSummary(
                 id=sid, name=t.name, threshold=t.threshold,
-                mean=math.fsum(t.values) / t.count if t.count else None,
+                mean=t.values.total() / t.count if t.count else None,
                 min=t.low if t.count else None, max=t.high if t.count else None,
                 pass_rate=t.passed / decided if decided else None,
                 passed=t.passed, failed=t.failed, errored=t.errored, skipped=t.skipped, histogram=tuple(t.bins),
@@ -114,7 +195,8 @@ class Aggregator:
         return Summary(
             total=max(total or 0, self.completed), completed=self.completed,
             passed=counts["passed"], failed=counts["failed"], errored=counts["error"], skipped=counts["skipped"],
-            mean_score=math.fsum(scores) / len(scores) if scores else None,
+            mean_score=(math.fsum(itertools.chain.from_iterable(t.values.terms() for t in self.tallies.values()))
+                        / scored) if scored else None,
             pass_rate=counts["passed"] / judged if judged else None,
             duration_ms=duration_ms, latency_ms=latency,
             tokens=self.tokens.usage(), scorers=scorers, judge_tokens=self.judge_tokens.usage(),

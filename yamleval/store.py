@@ -61,7 +61,13 @@ class StoreWriteError(UsageError):
 RESUME_HINT = "then `yamleval run --resume` continues the run"
 
 
+class DuplicateItemError(StoreWriteError):
+    """Two items of one experiment have the same id (found by the database's key)."""
+
+
 def _cannot_write(path: str, exc: BaseException, then: str = RESUME_HINT) -> StoreWriteError:
+    if isinstance(exc, StoreWriteError):
+        return exc
     return StoreWriteError(f"cannot write the results database {display_path(path)}: {exc} (is the disk full or the"
                            f" file read-only?); free some space or make it writable, {then}")
 
@@ -375,13 +381,40 @@ class _ItemWriter:
                 entry.set()
                 continue
             try:
-                with self.db:
-                    self.db.execute("BEGIN")
-                    self.db.executemany(
-                        "INSERT OR REPLACE INTO items (run_id, experiment_id, item_id, position, status, record)"
-                        " VALUES (?, ?, ?, ?, ?, ?)", entry)
+                self._insert(entry, "INSERT")
+            except sqlite3.IntegrityError as exc:  # a repeated id: keep the batch's other items, report it
+                self.failure = self._duplicate(entry) or exc
+                try:
+                    self._insert(entry, "INSERT OR IGNORE")
+                except sqlite3.Error as again:
+                    self.failure = again
             except sqlite3.Error as exc:  # kept: the store raises it at the next item or flush
                 self.failure = exc
+
+    def _insert(self, rows: list[tuple], verb: str) -> None:
+        with self.db:
+            self.db.execute("BEGIN")
+            self.db.executemany(f"{verb} INTO items (run_id, experiment_id, item_id, position, status, record)"
+                                " VALUES (?, ?, ?, ?, ?, ?)", rows)
+
+    def _duplicate(self, rows: list[tuple]) -> DuplicateItemError | None:
+        """The error for the first item of ``rows`` whose id is taken: stored already, or
+        earlier in the batch. Datasets check ids as they are read, but only so many, so
+        that a run of any size needs bounded memory; the database's key checks them all."""
+        first: dict[tuple, int] = {}
+        for run_id, experiment_id, item_id, position, _, _ in rows:
+            key = (run_id, experiment_id, item_id)
+            earlier = first.get(key)
+            if earlier is None:
+                found = self.db.execute("SELECT position FROM items WHERE run_id = ? AND experiment_id = ? AND"
+                                        " item_id = ?", key).fetchone()
+                earlier = found[0] if found else None
+            if earlier is not None:
+                return DuplicateItemError(
+                    f"duplicate item id '{item_id}' in experiment '{experiment_id}': items {earlier + 1} and"
+                    f" {position + 1} of the dataset; ids must be unique, so fix the dataset and run again")
+            first[key] = position
+        return None
 
 
 def _alive(pid: int | None, host: str | None) -> bool:

@@ -88,6 +88,11 @@ def _first_use(first: Location, here: Location) -> str:
     return f"line {first.line}" if first.file == here.file else f"{first.file}:{first.line}"
 
 
+# Ids remembered (with where they were read) to find a repeated one as soon as it is read;
+# past this many, the results database's key finds repeats, so memory stays bounded.
+REMEMBERED_IDS = 100_000
+
+
 def _items(rows: Iterable[Row], fields: Mapping[str, str], context: str | None) -> Iterator[Item]:
     seen: dict[str, Location] = {}
     to_item = _RowToItem(fields)
@@ -97,7 +102,8 @@ def _items(rows: Iterable[Row], fields: Mapping[str, str], context: str | None) 
             if item.id in seen:
                 raise row.error(f"duplicate item id '{item.id}'", field=fields.get("id", "id"),
                                 hint=f"first used on {_first_use(seen[item.id], row.where)}; ids must be unique")
-            seen[item.id] = row.where
+            if len(seen) < REMEMBERED_IDS:
+                seen[item.id] = row.where
             yield item
     except ConfigError as exc:
         if exc.context is None:
