@@ -33,11 +33,17 @@ def entry_points(kind: str) -> dict[str, Any]:
     return found
 
 
+_OWN_CODE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "")
+
+
 def raised_at(exc: BaseException) -> str | None:
     """``file:line`` where ``exc`` was raised: the innermost frame in the user's code (not the
-    standard library, an installed package or the import machinery), else the innermost one."""
+    standard library, an installed package, yamleval or the import machinery), else the innermost
+    one. A SyntaxError names the spot it found itself: no frame of the module ever ran."""
+    if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
+        return f"{display_path(exc.filename)}:{exc.lineno}"
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<")]
-    installed = tuple({os.path.join(p, "") for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+    installed = tuple({os.path.join(p, "") for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, _OWN_CODE)})
     own = [f for f in frames if not os.path.abspath(f.filename).startswith(installed)
            and "importlib" not in f.filename.split(os.sep)]
     frame = (own or frames or [None])[-1]

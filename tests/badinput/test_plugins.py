@@ -135,7 +135,8 @@ def _strict_json(text: str):
 IMPORT_FAILURES = {
     "raises": ("x = 1\nraise RuntimeError('broken at import')\n", "raised RuntimeError: broken at import",
                "fix the error at bad_raises.py:2"),
-    "syntax": ("def f(:\n    pass\n", "raised SyntaxError: invalid syntax (bad_syntax.py, line 1)", None),
+    "syntax": ("def f(:\n    pass\n", "raised SyntaxError: invalid syntax (bad_syntax.py, line 1)",
+               "fix the error at bad_syntax.py:1"),
     "exits": ("import sys\nsys.exit(3)\n", "raised SystemExit: 3", "fix the error at bad_exits.py:2"),
     "missing-dependency": ("import not_installed_anywhere\n", "failed: no module named 'not_installed_anywhere'",
                            "imported at bad_missing-dependency.py:1"),
