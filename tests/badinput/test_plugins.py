@@ -262,3 +262,16 @@ def test_a_hostile_run_from_the_command_line_records_every_item(project, tmp_pat
     assert statuses == {**{name: "error" for name in cases}, "print": "passed", "s-meta": "passed", "ok": "passed"}
     assert experiment["summary"]["total"] == len(cases) + 1
     assert experiment["summary"]["tokens"]["cost"] in (None, 0, 0.0)
+    done = run_cli("compare", "latest", "latest", "--store", "r.db", "--format", "json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    _strict_json(done.stdout)  # machine-readable output loads no plugin: nothing of theirs in it
+
+
+def test_keyboard_interrupt_at_import_stops_validate_as_ctrl_c_would(tmp_path):
+    """Raised while the main thread imports a plugin, it cannot be told from a real Ctrl-C, so it
+    is treated as one: exit 130 and a one-line message, no traceback."""
+    (tmp_path / "bad_interrupt.py").write_text("raise KeyboardInterrupt\n", encoding="utf-8")
+    (tmp_path / "evals.yaml").write_text("id: e\ndataset: {items: [{input: a}]}\nrunner: bad_interrupt:run\n",
+                                         encoding="utf-8")
+    done = run_cli("validate", "evals.yaml", cwd=tmp_path, PYTHONPATH=str(tmp_path))
+    assert (done.returncode, done.stderr.strip()) == (130, "interrupted")
