@@ -13,6 +13,7 @@ import re
 import sqlite3
 import time
 import tracemalloc
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,7 +61,8 @@ PLANS: dict[str, Plan] = {
     "500-always": Plan(("500-ra0",), "error", r"HTTP 500", RETRIES + 1),
     "429-always": Plan(("429-ra0",), "error", r"HTTP 429", RETRIES + 1),
     "503-always": Plan(("503",), "error", r"HTTP 503", RETRIES + 1),
-    "reset-always": Plan(("reset",), "error", r"(?i)connection|cut off", RETRIES + 1),
+    "reset-always": Plan(("reset",), "error", r"Connection reset by peer|cut off|closed the connection",
+                         RETRIES + 1),
     "slow-always": Plan(("slow",), "error", r"timed out|no reply within", RETRIES + 1),
     "stall-always": Plan(("stall",), "error", r"timed out|no reply within", RETRIES + 1),
     "400": Plan(("400",), "error", r"HTTP 400"),
@@ -77,7 +79,7 @@ BLOCK = (["ok"] * 44 + ["wrong"] * 6 + ["json-as-text"] * 4 + ["429-twice"] * 10
          + ["500-always"] * 5 + ["429-always"] * 4 + ["400"] * 4 + ["truncated"] * 4 + ["html"] * 4
          + ["reset-once", "stall-once", "503-wait-once", "429-backoff-once", "500-backoff-once", "slow-once",
             "trickle-once", "503-always", "reset-always", "slow-always"])
-# A few items only: 50 MB replies, and stalls that cost three timeouts
+# A few items only: 50 MB replies, stalls that cost three timeouts, and context-length 400s
 RARE = {13: "huge", 413: "huge-undeclared", 613: "huge", 913: "huge-undeclared",
         222: "stall-always", 722: "stall-always", 5: "400-too-long", 555: "400-too-long"}
 
@@ -115,7 +117,7 @@ def run_faults(tmp_path: Path, server: FaultyServer, body: str) -> tuple[dict, l
     report_text = (tmp_path / "reports" / "results.json").read_text(encoding="utf-8")
     assert SECRET not in report_text
     [experiment] = json.loads(report_text)["experiments"]
-    with sqlite3.connect(tmp_path / "results.db") as db:
+    with closing(sqlite3.connect(tmp_path / "results.db")) as db:
         stored = [{"id": row[0], "status": row[1], **json.loads(row[2])}
                   for row in db.execute("SELECT item_id, status, record FROM items")]
     assert not any(SECRET in json.dumps(record) for record in stored)
