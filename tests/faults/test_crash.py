@@ -2,9 +2,11 @@
 exactly like a run that was never killed; SIGINT and SIGTERM stop a run cleanly.
 
 The moments are found by watching the run from outside, never by hooks inside yamleval:
-a store write is under way while the write-ahead log grows (and the log read after the
-kill shows an uncommitted tail), and a report is being rendered while its temporary file
-exists. Random moments come from a seeded generator, so a failure names its seed.
+a store write is under way while the write-ahead log ends in a frame that does not commit
+(read again after the kill to confirm it), a checkpoint while the database file grows,
+and a report is being rendered while its temporary file exists. Random moments come from
+a seeded generator, so a failure names its seed. Each chain kills the same run again and
+again, resuming it in between, before a last resume finishes it.
 """
 from __future__ import annotations
 
@@ -185,6 +187,16 @@ def _kill_in_a_transaction(child: subprocess.Popen, folder: Path, skip: int) -> 
             return False
 
 
+def _kill_during_checkpoint(child: subprocess.Popen, folder: Path, rng: random.Random) -> str | None:
+    """Kill while SQLite copies the log into the database file: the file grows."""
+    db = folder / "results.db"
+    before = _size(db)
+    if _wait_for(child, lambda: _size(db) > before):
+        _kill(child)
+        return "checkpoint"
+    return None
+
+
 def _kill_at_random(child: subprocess.Popen, folder: Path, rng: random.Random) -> str | None:
     """Kill at a random moment in the first half second of a process that has a run to resume:
     starting up, reopening the run, running and storing items, or rendering reports."""
@@ -252,11 +264,12 @@ def uninterrupted(tmp_path_factory):
     return _summaries(folder / "out" / "results.json")
 
 
-KILLERS = {"store": _kill_during_store_write, "random": _kill_at_random, "report": _kill_during_report}
+KILLERS = {"store": _kill_during_store_write, "checkpoint": _kill_during_checkpoint, "random": _kill_at_random,
+           "report": _kill_during_report}
 
 
 @pytest.mark.parametrize("seed, plan", [
-    (1, ["store", "random", "report", "random"]),
+    (1, ["store", "checkpoint", "random", "report", "random"]),
     (2, ["store", "report", "random"]),
     (3, ["store", "random", "random", "report"]),
 ])
