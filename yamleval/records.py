@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from yamleval.types import Item, ItemResult, ScoreResult, Usage
@@ -174,4 +175,16 @@ def encode_record(result: ItemResult) -> str:
     if result.trace is not None:
         parts += [', "trace": ', encode(result.trace)]
     parts.append("}")
-    return "".join(parts)
+    return storable_text("".join(parts))
+
+
+def storable_text(text: str) -> str:
+    """``text`` with lone surrogates (which a runner or dataset may hand over, but UTF-8,
+    SQLite and every report file cannot hold) replaced by U+FFFD; ASCII text is checked
+    in one fast pass."""
+    if text.isascii():
+        return text
+    return _SURROGATE.sub("\ufffd", text)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str every surrogate is a lone one

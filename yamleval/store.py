@@ -17,7 +17,7 @@ import urllib.parse
 from typing import Any, Iterator, Sequence
 
 from yamleval.errors import UsageError, display_path
-from yamleval.records import encode, encode_record, item_from_record
+from yamleval.records import encode, encode_record, item_from_record, storable_text
 from yamleval.types import (CriterionResult, ExperimentResult, ItemResult, LatencySummary, RunInfo, ScorerSummary,
                             Summary, Usage)
 
@@ -196,7 +196,7 @@ class Store:
         """
         if self._writer is not None and self._writer.failure is not None:
             raise _cannot_write(self.path, self._writer.failure)
-        self._pending.append((run_id, experiment_id, result.item.id, result.item.index, result.status,
+        self._pending.append((run_id, experiment_id, storable_text(result.item.id), result.item.index, result.status,
                               encode_record(result)))
         if len(self._pending) >= FLUSH_ITEMS or time.monotonic() - self._flushed >= FLUSH_SECONDS:
             self.flush(wait=False)
