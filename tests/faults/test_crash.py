@@ -244,6 +244,16 @@ def _assert_reports_whole(out: Path) -> None:
     assert (out / "summary.md").read_text(encoding="utf-8").strip()
 
 
+def _assert_present_reports_whole(out: Path) -> None:
+    """Right after a kill: a report under its own name is a whole one, never a torn one."""
+    if (out / "results.json").exists():
+        json.loads((out / "results.json").read_text(encoding="utf-8"))
+    if (out / "junit.xml").exists():
+        ElementTree.parse(out / "junit.xml")
+    if (out / "report.html").exists():
+        assert (out / "report.html").read_text(encoding="utf-8").rstrip().endswith("</html>")
+
+
 def _assert_stored_once(db: Path, expected: dict[str, int]) -> None:
     with sqlite3.connect(db) as con:
         assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
@@ -288,6 +298,7 @@ def test_killed_again_and_again_then_resumed_equals_an_uninterrupted_run(tmp_pat
         if step == "report":
             leftovers = [n for n in os.listdir(folder / "out") if ".tmp" in n]
             assert leftovers, "the report was being written"
+            _assert_present_reports_whole(folder / "out")
         child = _start(folder, "--resume")
     stdout, stderr = child.communicate(timeout=120)
     assert child.returncode == 1, f"seed {seed}, kills {landed}: {stderr}"
