@@ -1,31 +1,39 @@
 #!/usr/bin/env python
-"""yamleval against a plain Python loop doing the same work, measured in the same run.
+"""The benchmark suite: yamleval against plain Python doing the same work, in the same run.
 
-W1: N items (default 10,000 and 100,000), an instant runner, scorers ``exact_match`` and
-``levenshtein`` (threshold 0.8), results written as one JSON file. yamleval runs as
-``yamleval run bench.yaml --quiet``; the floor is a plain script that reads the same JSONL,
-calls the same runner function, scores with string equality and ``Levenshtein.distance``,
-builds the same per-item records and writes one JSON file. Both must report the same
-passed/failed counts, or the script stops with an error.
+One command measures every target and prints one table (measured, baseline, ratio, goal,
+PASS/FAIL), then details; the figures are also written as JSON.
 
-W2: 1,000 items, a runner that sleeps 50 ms, concurrency 50. The ideal is
-items x 0.05 s / 50 = 1.0 s; the floor is a bare ``ThreadPoolExecutor(50)`` over the same
-function, with the same scoring and JSON output.
+W1  N items (10,000 and 100,000), an instant runner, ``exact_match`` + ``levenshtein``
+    (threshold 0.8), all four report formats, every item stored in SQLite; against a plain
+    loop that reads the same JSONL, runs the same function, scores the same way and writes
+    one JSON file. Targets: wall <= 3x the loop's; at 100,000 items peak memory <= the loop's.
+W2  1,000 items through the ``http`` runner at concurrency 50, against a local server that
+    answers after 50 ms; against ``ThreadPoolExecutor(50)`` + ``requests`` on the same server.
+    Target: wall <= 1.1x the thread pool's.
+W3  1,000,000 items from JSONL, JSON and JUnit reports. Target: peak memory within 20% of
+    the 100,000-item run of the same config.
+R   ``yamleval report`` of a stored 100,000-item run, per format and all together (target:
+    <= 3x the W1 loop's wall at that size), and how soon headless chromium makes report.html
+    usable (target: <= 2.0 s).
+S   ``yamleval validate evals.yaml`` (<= 0.5 s) and ``yamleval --help`` (<= 0.3 s), beside
+    ``python -c pass``.
 
-Every figure is a separate child process: wall time is ``time.perf_counter`` around the
-child, peak memory is that child's ``ru_maxrss`` from ``os.wait4``. Each measurement is
-repeated (tool and floor alternating); the median is shown, with the minimum after it.
+Every figure is a separate child process: wall time is ``time.perf_counter`` around it, peak
+memory its ``ru_maxrss`` from ``os.wait4``. yamleval and its baseline run alternately; the
+median of ``--repeat`` runs counts, the fastest is shown in brackets. yamleval and the plain
+code must report the same counts, or the workload fails.
 
-    python bench/run_bench.py                 # sizes 10000,100000, repeat 3
-    python bench/run_bench.py --quick         # size 2000, repeat 1: a smoke run
-    python bench/run_bench.py --sizes 10000 --repeat 5 --keep
+    python bench/run_bench.py                      # everything (a few minutes on 2 cores)
+    python bench/run_bench.py --quick              # small sizes, 1 run each: a smoke run
+    python bench/run_bench.py --only W1,S --repeat 5 --json /tmp/bench.json
 
-The exit code is 0 even when a target is missed (this is a measurement, not a test);
-a missed target is printed as MISSED. It is 1 when a run fails or the counts disagree.
+The exit code is 0 when every target passes, 1 when one fails or a child process fails.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -35,17 +43,27 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import asdict, dataclass, field
 
-W1_TARGET = 3.0      # yamleval wall <= 3x the plain loop's
-W2_TARGET = 1.1      # yamleval wall <= 1.1x the ideal
-W2_ITEMS, W2_SLEEP, W2_CONCURRENCY = 1000, 0.05, 50
+BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
+REPO_DIR = os.path.dirname(BENCH_DIR)
+
+W1_RATIO = 3.0        # yamleval wall <= 3x the plain loop's
+W1_MEMORY = 1.0       # at the largest size, yamleval's peak RSS <= the loop's
+W2_RATIO = 1.1        # yamleval wall <= 1.1x the bare thread pool's
+W2_ITEMS, W2_DELAY, W2_CONCURRENCY = 1000, 0.05, 50
+W3_MEMORY = 1.2       # peak RSS at the large size <= 1.2x the small size's
+R_RATIO = 3.0         # rendering all formats <= 3x the W1 loop's wall at the same size
+R_USABLE = 2.0        # report.html usable in chromium within 2 s
+S_VALIDATE, S_HELP = 0.5, 0.3
+
+FORMATS = ("html", "junit", "json", "markdown")
+FILES = {"html": "report.html", "junit": "junit.xml", "json": "results.json", "markdown": "summary.md"}
 
 # --- files written into the temporary directory -------------------------------------------
 
 PLUGIN = '''\
-"""Runners for the benchmark: an instant one and one that sleeps 50 ms."""
-import time
-
+"""The runner of the benchmark: answers at once from a table."""
 ANSWERS = %(answers)r
 
 
@@ -53,24 +71,62 @@ def answer(input):
     """Instant: look the question up and fill in the order number."""
     order, _, question = input.partition(": ")
     return ANSWERS[question].replace("{order}", order[6:])
+'''
+
+SERVER = '''\
+"""A local service answering like the ``answer`` runner, after a fixed delay; prints its port."""
+import http.server
+import json
+import sys
+import time
+
+sys.path.insert(0, %(folder)r)
+from bench_plugins import answer
+
+DELAY = %(delay)r
 
 
-def sleepy(input):
-    """Waits 50 ms, as a remote model would, then answers."""
-    time.sleep(%(sleep)r)
-    return answer(input)
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"      # keep-alive, as a real service
+    disable_nagle_algorithm = True     # otherwise every keep-alive reply waits ~40 ms
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        question = json.loads(self.rfile.read(length))["input"]
+        time.sleep(DELAY)
+        body = json.dumps({"output": answer(question)}).encode("utf-8")
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256           # 50 clients connecting at once must not be refused
+
+
+if __name__ == "__main__":
+    server = Server(("127.0.0.1", 0), Handler)
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
 '''
 
 FLOOR = '''\
-"""The floor: the benchmark's work as a plain loop (read, run, score, write one JSON file)."""
+"""The floor: the benchmark's work as plain Python (read, run, score, write one JSON file)."""
 import json
 import sys
+import threading
 import time
 
 import Levenshtein
 
 sys.path.insert(0, %(folder)r)
-from bench_plugins import answer, sleepy
+from bench_plugins import answer
 
 THRESHOLD = 0.8
 
@@ -100,18 +156,35 @@ def timed(function, row):
     return row, output, (time.perf_counter() - started) * 1000.0
 
 
-def main(data, out, mode, concurrency):
+def http_caller(url):
+    """POST {"input": ...} to url with one keep-alive session per thread; the reply's "output"."""
+    import requests
+
+    local = threading.local()
+
+    def call(question):
+        session = getattr(local, "session", None)
+        if session is None:
+            session = local.session = requests.Session()
+        response = session.post(url, json={"input": question}, timeout=30)
+        response.raise_for_status()
+        return response.json()["output"]
+    return call
+
+
+def main(data, out, mode, concurrency, url=None):
     rows = []
     with open(data, encoding="utf-8") as handle:
         for index, line in enumerate(handle):
             row = json.loads(line)
             row["index"] = index
             rows.append(row)
-    if mode == "pool":
+    if mode == "http":
         from concurrent.futures import ThreadPoolExecutor
 
+        call = http_caller(url)
         with ThreadPoolExecutor(concurrency) as pool:
-            done = list(pool.map(lambda row: timed(sleepy, row), rows))
+            done = list(pool.map(lambda row: timed(call, row), rows))
     else:
         done = [timed(answer, row) for row in rows]
     items = [score(row, output, latency) for row, output, latency in done]
@@ -125,19 +198,51 @@ def main(data, out, mode, concurrency):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), *sys.argv[5:])
 '''
 
 CONFIG = '''\
 version: 1
-reports: {formats: [json]}   # the same JSON the loop writes; every item is also stored in SQLite
+reports: {formats: [%(formats)s]}
 experiments:
   - id: %(id)s
     dataset: {file: %(file)s}
-    runner: bench_plugins:%(runner)s
+    runner: %(runner)s
     scorers:
       - exact_match
       - {uses: levenshtein, threshold: 0.8}
+'''
+
+INSTANT_RUNNER = "bench_plugins:answer"
+HTTP_RUNNER = '{uses: http, with: {url: "%s", body: {input: "{{ input }}"}, output: output}}'
+
+BROWSER = '''\
+"""Time to usable of one report.html in headless chromium, with html_report's measurement."""
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, sys.argv[1])
+url, repeat = sys.argv[2], int(sys.argv[3])
+try:
+    from playwright.sync_api import sync_playwright
+except ImportError:
+    print(json.dumps({"skip": "playwright is not installed"}))
+    sys.exit(0)
+import html_report
+
+if not os.access(html_report.CHROMIUM, os.X_OK):
+    print(json.dumps({"skip": html_report.CHROMIUM + " is missing"}))
+    sys.exit(0)
+with sync_playwright() as playwright:
+    browser = playwright.chromium.launch(executable_path=html_report.CHROMIUM, args=html_report.ARGS)
+    try:
+        html_report.usable_seconds(browser, url)  # warm-up: chromium started, the file cached
+        timings = [html_report.usable_seconds(browser, url) for _ in range(repeat)]
+    finally:
+        browser.close()
+print(json.dumps({"first_row": [t[0] for t in timings], "usable": [t[1] for t in timings]}))
 '''
 
 # --- realistic short texts -----------------------------------------------------------------
@@ -182,10 +287,22 @@ def make_rows(count: int, seed: int = 20240607):
         yield {"id": f"q{index + 1:06d}", "input": f"Order {order}: {question}", "expected": expected}
 
 
-def write_dataset(path: str, count: int) -> None:
-    with open(path, "w", encoding="utf-8") as out:
-        for row in make_rows(count):
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+def write_datasets(paths_and_counts: list[tuple[str, int]]) -> None:
+    """Write the first ``count`` rows of one generated sequence into each file, in one pass.
+
+    The rows stream from the generator, so this process stays small even at 1,000,000 rows.
+    """
+    total = max(count for _, count in paths_and_counts)
+    outs = [(open(path, "w", encoding="utf-8"), count) for path, count in paths_and_counts]
+    try:
+        for index, row in enumerate(make_rows(total)):
+            line = json.dumps(row, ensure_ascii=False) + "\n"
+            for out, count in outs:
+                if index < count:
+                    out.write(line)
+    finally:
+        for out, _ in outs:
+            out.close()
 
 
 # --- measuring ------------------------------------------------------------------------------
@@ -235,6 +352,7 @@ if sys.argv[2] == "yamleval":
     run = data["experiments"][0]["summary"]
     counts = {"total": run["total"], "passed": run["passed"], "failed": run["failed"],
               "errored": run["errored"], "duration_s": run["duration_ms"] / 1000.0,
+              "run_id": data["run_id"],
               "scorers": {sid: {"passed": s["passed"], "failed": s["failed"]}
                           for sid, s in run["scorers"].items()}}
 else:
@@ -257,55 +375,24 @@ def counts(path: str, kind: str) -> dict:
 
 
 def check_same(tool: dict, floor: dict, what: str) -> None:
-    tool = {k: v for k, v in tool.items() if k != "duration_s"}
+    tool = {k: v for k, v in tool.items() if k not in ("duration_s", "run_id")}
     if tool != floor:
-        raise Failed(f"{what}: yamleval and the plain loop disagree:\n  yamleval {tool}\n  loop     {floor}")
+        raise Failed(f"{what}: yamleval and the plain code disagree:\n  yamleval {tool}\n  plain    {floor}")
 
 
-def write_config(folder: str, name: str, data: str, runner: str) -> str:
-    config = os.path.join(folder, f"{name}.yaml")
-    with open(config, "w", encoding="utf-8") as out:
-        out.write(CONFIG % {"id": name, "file": os.path.basename(data), "runner": runner})
-    return config
+def forget_store(path: str) -> None:
+    """Every measured run starts on an empty database, so runs do not slow down as it grows."""
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(path + suffix):
+            os.remove(path + suffix)
 
 
-def fixed_costs(folder: str, repeat: int) -> list[tuple[str, list[tuple[float, float]]]]:
-    """Start-up: importing yamleval's command line, and a whole ``yamleval run`` of one item."""
-    data = os.path.join(folder, "one.jsonl")
-    write_dataset(data, 1)
-    config = write_config(folder, "one", data, "answer")
-    log = os.path.join(folder, "fixed.log")
-    imports = [sys.executable, "-c", "import yamleval.cli"]
-    run_one = yamleval_command() + ["run", config, "--quiet", "--report-dir", os.path.join(folder, "reports-one")]
-    measure(imports, folder, log)                   # warm-up: fills the bytecode cache
-    measure(run_one, folder, log, ok_codes=(0, 1))
-    return [("python -c 'import yamleval.cli'", [measure(imports, folder, log) for _ in range(repeat)]),
-            ("yamleval run, 1 item", [measure(run_one, folder, log, ok_codes=(0, 1)) for _ in range(repeat)])]
-
-
-def compare(folder: str, name: str, data: str, runner: str, repeat: int, mode: str,
-            concurrency: int, warm_up: bool) -> dict:
-    """Run yamleval and the floor ``repeat`` times each, alternating; return their figures."""
-    config = write_config(folder, name, data, runner)
-    reports = os.path.join(folder, f"reports-{name}")
-    floor_out = os.path.join(folder, f"floor-{name}.json")
-    tool_cmd = yamleval_command() + ["run", config, "--quiet", "--report-dir", reports]
-    if mode == "pool":
-        tool_cmd += ["--concurrency", str(concurrency)]
-    floor_cmd = [sys.executable, os.path.join(folder, "floor.py"), data, floor_out, mode, str(concurrency)]
-    tool, floor, run_s = [], [], []
-    if warm_up:  # fills the bytecode cache and the page cache; not counted
-        measure(tool_cmd, folder, os.path.join(folder, f"{name}-yamleval.log"), ok_codes=(0, 1))
-        measure(floor_cmd, folder, os.path.join(folder, f"{name}-floor.log"))
-    for _ in range(repeat):
-        # exit code 1 is "items failed", which is the expected outcome here
-        tool.append(measure(tool_cmd, folder, os.path.join(folder, f"{name}-yamleval.log"), ok_codes=(0, 1)))
-        floor.append(measure(floor_cmd, folder, os.path.join(folder, f"{name}-floor.log")))
-        found = counts(os.path.join(reports, "results.json"), "yamleval")
-        run_s.append(found["duration_s"])
-        expected = counts(floor_out, "floor")
-        check_same(found, expected, name)
-    return {"tool": tool, "floor": floor, "counts": expected, "run_s": statistics.median(run_s)}
+def sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def med(runs: list[tuple[float, float]], column: int) -> float:
@@ -316,79 +403,413 @@ def low(runs: list[tuple[float, float]], column: int) -> float:
     return min(r[column] for r in runs)
 
 
-def verdict(ratio: float, target: float) -> str:
-    return "OK" if ratio <= target else "MISSED"
+def seconds(runs: list[tuple[float, float]]) -> str:
+    return f"{med(runs, 0):.2f} s [{low(runs, 0):.2f}]"
 
 
-def main() -> int:
+def progress(message: str) -> None:
+    """Progress goes to stderr so that stdout holds only the table and its details."""
+    print(f"  ... {message}", file=sys.stderr, flush=True)
+
+
+# --- the suite ------------------------------------------------------------------------------
+
+@dataclass
+class Target:
+    id: str
+    measured: float | None
+    baseline: float | None
+    ratio: float | None
+    goal: str
+    passed: bool | None       # None: skipped
+    unit: str = "s"
+    note: str = ""
+
+
+@dataclass
+class Suite:
+    """What the workloads share: the folder, the settings, and the figures gathered so far."""
+    folder: str
+    repeat: int
+    quick: bool
+    targets: list[Target] = field(default_factory=list)
+    details: dict = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)
+    w1_runs: dict = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    def path(self, name: str) -> str:
+        return os.path.join(self.folder, name)
+
+    def target(self, id: str, measured, baseline, ratio, goal: str, passed, unit: str = "s", note: str = ""):
+        self.targets.append(Target(id, measured, baseline, ratio, goal, passed, unit, note))
+
+    def say(self, line: str) -> None:
+        self.lines.append(line)
+
+
+def write_config(suite: Suite, name: str, data: str, runner: str, formats) -> str:
+    config = suite.path(f"{name}.yaml")
+    with open(config, "w", encoding="utf-8") as out:
+        out.write(CONFIG % {"id": name, "file": os.path.basename(data), "runner": runner,
+                            "formats": ", ".join(formats)})
+    return config
+
+
+def run_command(suite: Suite, name: str, config: str, extra: tuple = ()) -> tuple[list[str], str, str]:
+    """The ``yamleval run`` of one config, its report folder and its own database."""
+    reports, store = suite.path(f"reports-{name}"), suite.path(f"{name}.db")
+    command = yamleval_command() + ["run", config, "--quiet", "--report-dir", reports, "--store", store, *extra]
+    return command, reports, store
+
+
+def compare(suite: Suite, name: str, tool_cmd: list[str], reports: str, store: str,
+            floor_cmd: list[str], floor_out: str, warm_up: bool) -> dict:
+    """Run yamleval and the floor ``repeat`` times each, alternating, and check they agree."""
+    tool_log, floor_log = suite.path(f"{name}-yamleval.log"), suite.path(f"{name}-floor.log")
+    tool, floor, run_s = [], [], []
+    if warm_up:  # fills the bytecode cache and the page cache; not counted
+        forget_store(store)
+        measure(tool_cmd, suite.folder, tool_log, ok_codes=(0, 1))
+        measure(floor_cmd, suite.folder, floor_log)
+    for _ in range(suite.repeat):
+        forget_store(store)
+        # exit code 1 is "items failed", which is the expected outcome here
+        tool.append(measure(tool_cmd, suite.folder, tool_log, ok_codes=(0, 1)))
+        floor.append(measure(floor_cmd, suite.folder, floor_log))
+        found = counts(os.path.join(reports, "results.json"), "yamleval")
+        run_s.append(found["duration_s"])
+        expected = counts(floor_out, "floor")
+        check_same(found, expected, name)
+    return {"tool": tool, "floor": floor, "counts": expected, "run_s": statistics.median(run_s),
+            "run_id": found["run_id"], "store": store, "reports": reports}
+
+
+def floor_command(suite: Suite, data: str, out: str, mode: str, concurrency: int = 1, url: str = "") -> list[str]:
+    return [sys.executable, suite.path("floor.py"), data, out, mode, str(concurrency)] + ([url] if url else [])
+
+
+def w1_run(suite: Suite, size: int, warm_up: bool) -> dict:
+    """yamleval (all four reports, stored) and the loop at one size; kept for R to reuse."""
+    if size in suite.w1_runs:
+        return suite.w1_runs[size]
+    name = f"w1-{size}"
+    data = suite.path(f"{name}.jsonl")
+    write_datasets([(data, size)])
+    config = write_config(suite, name, data, INSTANT_RUNNER, FORMATS)
+    tool_cmd, reports, store = run_command(suite, name, config)
+    floor_out = suite.path(f"floor-{name}.json")
+    progress(f"W1 {size:,} items, {suite.repeat} x (yamleval, loop)")
+    result = compare(suite, name, tool_cmd, reports, store, floor_command(suite, data, floor_out, "loop"),
+                     floor_out, warm_up)
+    suite.w1_runs[size] = result
+    return result
+
+
+def one_item_run(suite: Suite) -> list[tuple[float, float]]:
+    """A whole ``yamleval run`` of one item: what every run costs regardless of its size."""
+    data = suite.path("one.jsonl")
+    write_datasets([(data, 1)])
+    command, _, store = run_command(suite, "one", write_config(suite, "one", data, INSTANT_RUNNER, FORMATS))
+    log = suite.path("one.log")
+    runs = []
+    for index in range(max(3, suite.repeat) + 1):
+        forget_store(store)
+        wall_rss = measure(command, suite.folder, log, ok_codes=(0, 1))
+        if index:  # the first is a warm-up
+            runs.append(wall_rss)
+    return runs
+
+
+def workload_w1(suite: Suite) -> None:
+    sizes = [2000] if suite.quick else [10_000, 100_000]
+    one = one_item_run(suite)
+    suite.say(f"W1  fixed cost: a 1-item yamleval run {seconds(one)}, {med(one, 1):.0f} MiB")
+    suite.details["W1"] = {"one_item": {"wall_s": med(one, 0), "rss_mib": med(one, 1)}}
+    for size in sizes:
+        r = w1_run(suite, size, warm_up=size == sizes[0])
+        tool, floor, c = r["tool"], r["floor"], r["counts"]
+        ratio = med(tool, 0) / med(floor, 0)
+        suite.target(f"W1 {size:,} wall", med(tool, 0), med(floor, 0), ratio, f"<= {W1_RATIO:g}x loop",
+                     ratio <= W1_RATIO, note=f"fastest {low(tool, 0):.2f} / {low(floor, 0):.2f}")
+        per_item = (med(tool, 0) - med(one, 0)) / size * 1000
+        suite.say(f"W1  {size:,} items: yamleval {seconds(tool)} {med(tool, 1):.0f} MiB, "
+                  f"loop {seconds(floor)} {med(floor, 1):.0f} MiB; counts equal ({c['passed']:,} passed, "
+                  f"{c['failed']:,} failed)")
+        suite.say(f"    per item: yamleval {per_item:.3f} ms beyond its 1-item run, loop "
+                  f"{med(floor, 0) / size * 1000:.3f} ms; yamleval run phase {r['run_s']:.2f} s")
+        suite.details["W1"][str(size)] = {"yamleval": r["tool"], "loop": r["floor"], "counts": c,
+                                          "run_phase_s": r["run_s"], "per_item_ms": per_item}
+    size = sizes[-1]
+    tool, floor = suite.w1_runs[size]["tool"], suite.w1_runs[size]["floor"]
+    ratio = med(tool, 1) / med(floor, 1)
+    suite.target(f"W1 {size:,} memory", med(tool, 1), med(floor, 1), ratio, f"<= {W1_MEMORY:g}x loop",
+                 ratio <= W1_MEMORY, unit="MiB")
+
+
+def start_server(suite: Suite) -> tuple[subprocess.Popen, int]:
+    """The local service for W2, in a child process of its own; returns it and its port."""
+    script = suite.path("server.py")
+    with open(script, "w", encoding="utf-8") as out:
+        out.write(SERVER % {"folder": suite.folder, "delay": W2_DELAY})
+    server = subprocess.Popen([sys.executable, script], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              env=CHILD_ENV, text=True)
+    line = server.stdout.readline().strip()
+    if not line.isdigit():
+        stop_server(server)
+        raise Failed(f"the test server did not start (printed {line!r})")
+    return server, int(line)
+
+
+def stop_server(server: subprocess.Popen) -> None:
+    server.terminate()
+    try:
+        server.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
+def workload_w2(suite: Suite) -> None:
+    name = "w2"
+    data = suite.path(f"{name}.jsonl")
+    write_datasets([(data, W2_ITEMS)])
+    server, port = start_server(suite)
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        config = write_config(suite, name, data, HTTP_RUNNER % url, ["json"])
+        tool_cmd, reports, store = run_command(suite, name, config, ("--concurrency", str(W2_CONCURRENCY)))
+        floor_out = suite.path(f"floor-{name}.json")
+        progress(f"W2 {W2_ITEMS:,} items over HTTP, {suite.repeat} x (yamleval, thread pool)")
+        r = compare(suite, name, tool_cmd, reports, store,
+                    floor_command(suite, data, floor_out, "http", W2_CONCURRENCY, url), floor_out, warm_up=True)
+    finally:
+        stop_server(server)
+    tool, floor, c = r["tool"], r["floor"], r["counts"]
+    ratio = med(tool, 0) / med(floor, 0)
+    ideal = W2_ITEMS * W2_DELAY / W2_CONCURRENCY
+    suite.target("W2 http wall", med(tool, 0), med(floor, 0), ratio, f"<= {W2_RATIO:g}x pool", ratio <= W2_RATIO,
+                 note=f"fastest {low(tool, 0):.2f} / {low(floor, 0):.2f}")
+    suite.say(f"W2  {W2_ITEMS:,} items, server answers after {W2_DELAY * 1000:.0f} ms, concurrency "
+              f"{W2_CONCURRENCY} (ideal {ideal:.2f} s): yamleval {seconds(tool)} {med(tool, 1):.0f} MiB, "
+              f"ThreadPoolExecutor({W2_CONCURRENCY}) + requests {seconds(floor)} {med(floor, 1):.0f} MiB")
+    suite.say(f"    counts equal ({c['passed']:,} passed, {c['failed']:,} failed); yamleval run phase "
+              f"{r['run_s']:.2f} s = {r['run_s'] / ideal:.2f}x ideal")
+    suite.details["W2"] = {"yamleval": tool, "pool": floor, "counts": c, "run_phase_s": r["run_s"], "ideal_s": ideal}
+
+
+def workload_w3(suite: Suite, repeat: int) -> None:
+    small, large = (2_000, 20_000) if suite.quick else (100_000, 1_000_000)
+    progress(f"W3 writing {large:,} rows")
+    files = {size: suite.path(f"w3-{size}.jsonl") for size in (small, large)}
+    write_datasets([(files[small], small), (files[large], large)])
+    commands = {}
+    for size, data in files.items():
+        config = write_config(suite, f"w3-{size}", data, INSTANT_RUNNER, ["json", "junit"])
+        commands[size] = run_command(suite, f"w3-{size}", config)
+    runs: dict[int, list] = {small: [], large: []}
+    found = {}
+    for index in range(repeat):
+        for size in (small, large):
+            progress(f"W3 {size:,} items, run {index + 1} of {repeat}")
+            command, reports, store = commands[size]
+            forget_store(store)
+            runs[size].append(measure(command, suite.folder, suite.path(f"w3-{size}.log"), ok_codes=(0, 1)))
+            found[size] = counts(os.path.join(reports, "results.json"), "yamleval")
+            if found[size]["total"] != size:
+                raise Failed(f"W3: yamleval ran {found[size]['total']:,} items of {size:,}")
+        forget_store(commands[large][2])  # a 1,000,000-item database is large; free the disk at once
+    ratio = med(runs[large], 1) / med(runs[small], 1)
+    suite.target(f"W3 {large:,} memory", med(runs[large], 1), med(runs[small], 1), ratio,
+                 f"<= {W3_MEMORY:g}x {small:,}", ratio <= W3_MEMORY, unit="MiB")
+    for size in (small, large):
+        suite.say(f"W3  {size:,} items (JSON + JUnit): {seconds(runs[size])}, {med(runs[size], 1):.0f} MiB, "
+                  f"{med(runs[size], 0) / size * 1000:.3f} ms per item, run phase {found[size]['duration_s']:.2f} s, "
+                  f"{found[size]['passed']:,} passed; no loop baseline (n/a)")
+    suite.details["W3"] = {str(size): {"runs": runs[size], "per_item_ms": med(runs[size], 0) / size * 1000,
+                                       "run_phase_s": found[size]["duration_s"]} for size in (small, large)}
+
+
+def browser_usable(suite: Suite, path: str, repeat: int) -> dict:
+    """report.html's time to usable, measured in a child process so this one stays small."""
+    script = suite.path("browser.py")
+    with open(script, "w", encoding="utf-8") as out:
+        out.write(BROWSER)
+    done = subprocess.run([sys.executable, script, BENCH_DIR, "file://" + path, str(repeat)],
+                          capture_output=True, text=True, env=CHILD_ENV, timeout=900)
+    if done.returncode:
+        raise Failed(f"the browser measurement failed: {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def workload_r(suite: Suite) -> None:
+    size = 2000 if suite.quick else 100_000
+    w1 = w1_run(suite, size, warm_up=size not in suite.w1_runs)
+    store, run_id, loop = w1["store"], w1["run_id"], med(w1["floor"], 0)
+    progress(f"R rendering the stored {size:,}-item run, {suite.repeat} x each format")
+    log = suite.path("r.log")
+    figures = {}
+    for index, formats in enumerate([*FORMATS, ",".join(FORMATS)]):
+        folder = suite.path(f"r-{formats.replace(',', '-')}")
+        command = yamleval_command() + ["report", run_id, "--store", store, "--format", formats, "--report-dir", folder]
+        if index == 0:
+            measure(command, suite.folder, log)  # warm-up: bytecode and the database in the page cache
+        figures[formats] = [measure(command, suite.folder, log) for _ in range(suite.repeat)]
+        if formats in FILES:
+            path = os.path.join(folder, FILES[formats])
+            same = sha256(path) == sha256(os.path.join(w1["reports"], FILES[formats]))
+            suite.say(f"R   {formats:8} {seconds(figures[formats])} {med(figures[formats], 1):4.0f} MiB, "
+                      f"{os.path.getsize(path) / 2**20:7.1f} MiB file; same bytes as the run's own: "
+                      f"{'yes' if same else 'NO'}")
+    every = figures[",".join(FORMATS)]
+    ratio = med(every, 0) / loop
+    suite.target(f"R {size:,} all formats", med(every, 0), loop, ratio, f"<= {R_RATIO:g}x W1 loop",
+                 ratio <= R_RATIO, note=f"fastest {low(every, 0):.2f}")
+    suite.say(f"R   all four {seconds(every)} {med(every, 1):4.0f} MiB (baseline: the W1 loop's whole run, "
+              f"{loop:.2f} s)")
+    suite.details["R"] = {"size": size, "formats": figures}
+
+    html = os.path.join(suite.path("r-html"), FILES["html"])
+    progress("R report.html in headless chromium")
+    browser = browser_usable(suite, html, suite.repeat)
+    if "skip" in browser:
+        suite.target("R html usable", None, None, None, f"<= {R_USABLE:g} s", None, note=browser["skip"])
+        suite.say(f"R   html usable: SKIP ({browser['skip']})")
+    else:
+        usable = statistics.median(browser["usable"])
+        suite.target("R html usable", usable, None, None, f"<= {R_USABLE:g} s", usable <= R_USABLE,
+                     note=f"fastest {min(browser['usable']):.2f}")
+        suite.say(f"R   html in chromium: first row {statistics.median(browser['first_row']):.2f} s "
+                  f"[{min(browser['first_row']):.2f}], usable {usable:.2f} s [{min(browser['usable']):.2f}]")
+    suite.details["R"]["browser"] = browser
+
+
+def workload_s(suite: Suite) -> None:
+    """Start-up: what a user waits for on every command that runs nothing."""
+    python = [sys.executable, "-c", "pass"]
+    validate = yamleval_command() + ["validate", "evals.yaml"]
+    helps = yamleval_command() + ["--help"]
+    log = suite.path("s.log")
+    commands = {"python": python, "validate": validate, "help": helps}
+    runs: dict[str, list] = {key: [] for key in commands}
+    progress("S start-up")
+    for key, command in commands.items():  # warm-up
+        measure(command, REPO_DIR, log)
+    for _ in range(max(3, suite.repeat)):
+        for key, command in commands.items():
+            runs[key].append(measure(command, REPO_DIR, log))
+    base = med(runs["python"], 0)
+    for key, label, goal in (("validate", "S validate", S_VALIDATE), ("help", "S --help", S_HELP)):
+        wall = med(runs[key], 0)
+        suite.target(label, wall, base, wall / base, f"<= {goal:g} s", wall <= goal,
+                     note=f"fastest {low(runs[key], 0):.2f}")
+    suite.say(f"S   python -c pass {seconds(runs['python'])}; yamleval validate evals.yaml "
+              f"{seconds(runs['validate'])} {med(runs['validate'], 1):.0f} MiB; yamleval --help "
+              f"{seconds(runs['help'])} {med(runs['help'], 1):.0f} MiB (from {REPO_DIR})")
+    suite.details["S"] = runs
+
+
+# --- output ---------------------------------------------------------------------------------
+
+def shown(value: float | None, unit: str) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.0f} MiB" if unit == "MiB" else f"{value:.2f} {unit}"
+
+
+def verdict(target: Target) -> str:
+    return "SKIP" if target.passed is None else ("PASS" if target.passed else "FAIL")
+
+
+def print_table(targets: list[Target]) -> None:
+    rows = [("target", "yamleval", "baseline", "ratio", "goal", "result")]
+    for t in targets:
+        rows.append((t.id, shown(t.measured, t.unit), shown(t.baseline, t.unit),
+                     "n/a" if t.ratio is None else f"{t.ratio:.2f}x", t.goal, verdict(t)))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for index, row in enumerate(rows):
+        cells = [cell.ljust(w) if i in (0, 4, 5) else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))]
+        print(" | ".join(cells).rstrip())
+        if index == 0:
+            print("-+-".join("-" * w for w in widths))
+
+
+def write_json(path: str, suite: Suite, machine: dict, total: float) -> None:
+    targets = []
+    for t in suite.targets:
+        entry = asdict(t)
+        entry["pass"] = entry.pop("passed")
+        targets.append(entry)
+    with open(path, "w", encoding="utf-8") as out:
+        json.dump({"machine": machine, "total_s": total, "targets": targets, "details": suite.details,
+                   "errors": suite.errors}, out, indent=2)
+        out.write("\n")
+
+
+WORKLOADS = ("W1", "W2", "W3", "R", "S")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="10000,100000", help="W1 item counts, comma-separated")
-    parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement (median shown)")
-    parser.add_argument("--quick", action="store_true", help="a smoke run: size 2000, repeat 1")
-    parser.add_argument("--no-w2", action="store_true", help="skip the sleeping-runner workload")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run: W1 2,000, W3 20,000 vs 2,000, R 2,000 items, 1 run each")
+    parser.add_argument("--only", default=",".join(WORKLOADS), help="comma-separated: W1,W2,W3,R,S")
+    parser.add_argument("--repeat", type=int, help="runs of each measurement, median shown (default 3; W3 1)")
+    parser.add_argument("--json", default="bench-results.json", help="where the figures go (default: %(default)s)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder and print its path")
-    args = parser.parse_args()
-    sizes = [2000] if args.quick else [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
-    repeat = 1 if args.quick else max(1, args.repeat)
+    args = parser.parse_args(argv)
+    args.only = [w.strip().upper() for w in args.only.split(",") if w.strip()]
+    unknown = [w for w in args.only if w not in WORKLOADS]
+    if unknown:
+        parser.error(f"unknown workload {', '.join(unknown)}; choose from {', '.join(WORKLOADS)}")
+    return args
 
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    repeat = max(1, args.repeat or (1 if args.quick else 3))
+    w3_repeat = max(1, args.repeat or 1)
     folder = tempfile.mkdtemp(prefix="yamleval-bench-")
     began = time.perf_counter()
     child_env(folder)
+    suite = Suite(folder, repeat, args.quick)
+    machine = {"python": sys.version.split()[0], "cpus": os.cpu_count(), "repeat": repeat,
+               "w3_repeat": w3_repeat, "quick": args.quick, "platform": sys.platform,
+               "command": " ".join(["python", "bench/run_bench.py", *(argv if argv is not None else sys.argv[1:])])}
+    workloads = {"W1": workload_w1, "W2": workload_w2, "W3": lambda s: workload_w3(s, w3_repeat),
+                 "R": workload_r, "S": workload_s}
     try:
-        with open(os.path.join(folder, "bench_plugins.py"), "w", encoding="utf-8") as out:
-            out.write(PLUGIN % {"answers": {q: a for q, a in QUESTIONS.items()}, "sleep": W2_SLEEP})
-        with open(os.path.join(folder, "floor.py"), "w", encoding="utf-8") as out:
+        with open(suite.path("bench_plugins.py"), "w", encoding="utf-8") as out:
+            out.write(PLUGIN % {"answers": dict(QUESTIONS)})
+        with open(suite.path("floor.py"), "w", encoding="utf-8") as out:
             out.write(FLOOR % {"folder": folder})
-
-        print(f"yamleval benchmark: python {sys.version.split()[0]}, {os.cpu_count()} CPUs; "
-              f"median of {repeat} run{'s' if repeat > 1 else ''}, fastest in brackets; wall = the whole process")
+        print(f"yamleval benchmark: python {machine['python']}, {machine['cpus']} CPUs; median of {repeat} "
+              f"run{'s' if repeat > 1 else ''} (W3: {w3_repeat}), fastest in brackets; wall = the whole process"
+              f"{'; QUICK (small sizes)' if args.quick else ''}", flush=True)
+        for name in WORKLOADS:
+            if name in args.only:
+                try:
+                    workloads[name](suite)
+                except (Failed, subprocess.TimeoutExpired) as exc:
+                    suite.errors.append(f"{name}: {exc}")
+                    suite.target(f"{name} (failed)", None, None, None, "runs", False)
+        total = time.perf_counter() - began
         print()
-        fixed = fixed_costs(folder, max(3, repeat))
-        for label, runs in fixed:
-            print(f"fixed cost  {label:34} {med(runs, 0):5.2f} s [{low(runs, 0):.2f}] {med(runs, 1):5.0f} MiB")
-        one_item = med(fixed[-1][1], 0)
+        print_table(suite.targets)
         print()
-
-        for size in sizes:
-            data = os.path.join(folder, f"w1-{size}.jsonl")
-            write_dataset(data, size)
-            r = compare(folder, f"w1-{size}", data, "answer", repeat, "loop", 1, warm_up=size == sizes[0])
-            tool, floor, c = r["tool"], r["floor"], r["counts"]
-            ratio = med(tool, 0) / med(floor, 0)
-            print(f"W1 {size:>7,} items  yamleval {med(tool, 0):5.2f} s [{low(tool, 0):.2f}] {med(tool, 1):4.0f} MiB"
-                  f" | loop {med(floor, 0):5.2f} s [{low(floor, 0):.2f}] {med(floor, 1):4.0f} MiB"
-                  f" | ratio {ratio:3.1f}x (target <= {W1_TARGET:g}x)  {verdict(ratio, W1_TARGET)}")
-            print(f"{'':18}counts equal ({c['passed']:,} passed, {c['failed']:,} failed); per item: yamleval "
-                  f"{(med(tool, 0) - one_item) / size * 1000:.3f} ms beyond its 1-item run, "
-                  f"loop {med(floor, 0) / size * 1000:.3f} ms; yamleval run phase {r['run_s']:.2f} s")
-
-        if not args.no_w2:
-            data = os.path.join(folder, "w2.jsonl")
-            write_dataset(data, W2_ITEMS)
-            r = compare(folder, "w2", data, "sleepy", repeat, "pool", W2_CONCURRENCY, warm_up=False)
-            tool, floor, c = r["tool"], r["floor"], r["counts"]
-            ideal = W2_ITEMS * W2_SLEEP / W2_CONCURRENCY
-            ratio = med(tool, 0) / ideal
-            print()
-            print(f"W2 {W2_ITEMS:>7,} items  yamleval {med(tool, 0):5.2f} s [{low(tool, 0):.2f}] {med(tool, 1):4.0f} MiB"
-                  f" | ThreadPoolExecutor({W2_CONCURRENCY}) {med(floor, 0):.2f} s [{low(floor, 0):.2f}] "
-                  f"{med(floor, 1):.0f} MiB | ideal {ideal:.2f} s | {ratio:.2f}x ideal (target <= {W2_TARGET:g}x)  "
-                  f"{verdict(ratio, W2_TARGET)}")
-            print(f"{'':18}runner sleeps {W2_SLEEP * 1000:.0f} ms, concurrency {W2_CONCURRENCY}; counts equal "
-                  f"({c['passed']:,} passed, {c['failed']:,} failed)")
-            print(f"{'':18}without start-up and report: yamleval run phase {r['run_s']:.2f} s = "
-                  f"{r['run_s'] / ideal:.2f}x ideal  {verdict(r['run_s'] / ideal, W2_TARGET)}; "
-                  f"yamleval wall / pool wall {med(tool, 0) / med(floor, 0):.2f}x")
-        print(f"\ntotal benchmark time {time.perf_counter() - began:.0f} s")
-    except Failed as exc:
-        print(f"\nERROR: {exc}", file=sys.stderr)
-        return 1
+        for line in suite.lines:
+            print(line)
+        for error in suite.errors:
+            print(f"\nERROR {error}")
+        print(f"\ntotal benchmark time {total:.0f} s")
+        write_json(args.json, suite, machine, total)
+        print(f"figures written to {args.json}")
     finally:
         if args.keep:
             print(f"files kept in {folder}")
         else:
             shutil.rmtree(folder, ignore_errors=True)
-    return 0
+    return 0 if suite.targets and all(t.passed is not False for t in suite.targets) else 1
 
 
 if __name__ == "__main__":
