@@ -7,7 +7,7 @@ import json
 import os
 from typing import IO, Callable, Iterable, Sequence
 
-from yamleval.errors import UsageError, display_path
+from yamleval.errors import UsageError, YamlevalError, display_path
 from yamleval.records import encode_record, item_from_record
 from yamleval.reporting.files import atomic_output
 from yamleval.types import ExperimentResult, RunInfo
@@ -31,8 +31,67 @@ def write_reports(directory: str, formats: Sequence[str], run: RunInfo, results:
     without it, items that know their records (read from the store) give them.
     """
     names = list(dict.fromkeys(formats))
-    paths = [os.path.join(directory, FORMATS[name][1]) for name in names]
     results = list(results)
+    apart = _second_process(names, results)
+    if apart:
+        own = [name for name in names if name not in apart]
+        with _Beside(directory, apart, run, results):
+            _write_in_one_pass(directory, own, run, results, records)
+    else:
+        _write_in_one_pass(directory, names, run, results, records)
+    return [os.path.join(directory, FORMATS[name][1]) for name in names]
+
+
+# Past this many items, and with a second CPU, report.html and summary.md are written by a
+# second process while this one writes the rest: each reads the items from the store itself.
+PARALLEL_ITEMS = 20_000
+_APART = ("html", "markdown")
+
+
+def _second_process(names: list[str], results: list[ExperimentResult]) -> list[str]:
+    """The formats worth writing in a second process (none when it would not pay off)."""
+    apart = [name for name in names if name in _APART]
+    if not apart or len(apart) == len(names) or (os.cpu_count() or 1) < 2:
+        return []
+    if not all(hasattr(result.items, "records") for result in results):  # not read from a store
+        return []
+    return apart if sum(len(result.items) for result in results) >= PARALLEL_ITEMS else []
+
+
+def _write_apart(directory: str, names: list[str], run: RunInfo, results: list[ExperimentResult]) -> str | None:
+    """In the second process: write ``names``; the error's message, if any (exceptions may not pickle)."""
+    try:
+        _write_in_one_pass(directory, names, run, results, None)
+    except YamlevalError as exc:
+        return exc.format_message()
+    return None
+
+
+class _Beside:
+    """Writes some formats in a second process while the block writes the others."""
+
+    def __init__(self, directory: str, names: list[str], run: RunInfo, results: list[ExperimentResult]):
+        import concurrent.futures
+        import multiprocessing
+
+        self.pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        self.future = self.pool.submit(_write_apart, directory, names, run, results)
+
+    def __enter__(self) -> "_Beside":
+        return self
+
+    def __exit__(self, kind, value, traceback) -> None:
+        try:
+            failure = self.future.result()
+        finally:
+            self.pool.shutdown()
+        if failure is not None and kind is None:
+            raise UsageError(failure)
+
+
+def _write_in_one_pass(directory: str, names: list[str], run: RunInfo, results: list[ExperimentResult],
+                       records: Callable[[ExperimentResult], Iterable[str]] | None) -> None:
+    paths = [os.path.join(directory, FORMATS[name][1]) for name in names]
     current = [""]
     try:
         with contextlib.ExitStack() as files:
@@ -44,7 +103,6 @@ def write_reports(directory: str, formats: Sequence[str], run: RunInfo, results:
             _stream(writers, results, records)
     except OSError as exc:
         raise _unwritable(current[0], exc, run) from None
-    return paths
 
 
 class _Named:
