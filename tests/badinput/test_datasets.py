@@ -12,11 +12,14 @@ import json
 import re
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import run_cli
 from yamleval import plan
 from yamleval.config.loader import load_project
 from yamleval.errors import ConfigError
+from yamleval.records import encode
 
 pytestmark = pytest.mark.badinput
 
@@ -129,6 +132,12 @@ def test_an_empty_file_is_an_error(tmp_path, fmt, data):
     assert "items: []" in found.hint
 
 
+@pytest.mark.parametrize("data", [b"# only a comment\n", b"\n\xef\xbb\xbf"])
+def test_a_yaml_file_of_comments_is_empty_too(tmp_path, data):
+    found = error(tmp_path, "data.yaml", data)
+    assert where(found) == "data.yaml:1:1" and found.message == "the dataset file is empty"
+
+
 def test_ragged_csv_rows_are_located(tmp_path):
     found = error(tmp_path, "data.csv", b"input,expected\na,a\nb\nc,c\n")
     assert where(found) == "data.csv:3:1" and found.message == "row has 1 fields but the header has 2"
@@ -219,3 +228,28 @@ def test_the_readme_describes_the_handling():
     section = text[text.index("### Datasets"):text.index("### Runners")]
     for words in ("byte-order mark", "UTF-16", "empty", "blank lines", "ragged", "NaN"):
         assert re.search(re.escape(words), section, re.IGNORECASE), words
+
+
+# --- any bytes at all ----------------------------------------------------------------------------
+
+_PIECES = [b"{", b"}", b"[", b"]", b'"', b",", b":", b"\n", b"\r\n", b" ", b"input", b'"input"', b"expected",
+           b"NaN", b"-Infinity", b"1e999", b"9" * 5000, b"\\ud800", b"\\u0000", b"\x00", b"\xe9", b"\xef\xbb\xbf",
+           b"\xff\xfe", b"- ", b"&a ", b"*a", b"!!python/object:os.system", b"a,b", b'"a,""b"', b"\t"]
+dataset_bytes = st.one_of(st.binary(max_size=200), st.lists(st.sampled_from(_PIECES), max_size=30).map(b"".join))
+
+
+@settings(max_examples=150, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(sorted(ONE)), dataset_bytes)
+def test_any_bytes_in_a_dataset_file_are_items_or_a_located_error(tmp_path, fmt, data):
+    name = f"data.{fmt}"
+    [experiment] = load_project([_config(tmp_path, name, data)]).experiments
+    errors = plan.check(experiment)
+    for found in errors:
+        assert type(found) is ConfigError and found.location.file in (name, "evals.yaml"), found.format_message()
+        if fmt != "json":  # a JSON document is parsed whole: some of its errors are about all of it
+            assert found.location.line is not None, found.format_message()
+    if not errors:
+        for item in plan.prepare(experiment).open_dataset():
+            for value in (item.input, item.expected, item.metadata):
+                _strict_json(encode(value))

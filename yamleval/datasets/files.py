@@ -131,6 +131,8 @@ def _json(path: str, shown: str) -> Iterator[Row]:
 
 def _yaml(path: str, shown: str) -> Iterator[Row]:
     data, source = yaml_source.load(path, shown)
+    if data is None and not source.values:  # nothing but comments and white space
+        raise _empty(shown)
     if not isinstance(data, list):
         raise source.error((), "a YAML dataset must be a list of mappings")
     for index, value in enumerate(data):
@@ -185,9 +187,13 @@ def _check_start(path: str, shown: str) -> None:
         rest = start.removeprefix(codecs.BOM_UTF8)
         while not rest.strip():  # only white space so far: read on until some text or the end
             if not rest:
-                raise ConfigError("the dataset file is empty", Location(shown, 1, 1),
-                                  hint="add items to it, or use `items: []` for a deliberately empty dataset")
+                raise _empty(shown)
             rest = handle.read(65536)
+
+
+def _empty(shown: str) -> ConfigError:
+    return ConfigError("the dataset file is empty", Location(shown, 1, 1),
+                       hint="add items to it, or use `items: []` for a deliberately empty dataset")
 
 
 def _first_bad_byte(path: str, shown: str) -> ConfigError:
