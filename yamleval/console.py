@@ -6,7 +6,7 @@ import time
 from typing import TextIO
 
 from yamleval import figures
-from yamleval.reporting.text import item_message, with_status
+from yamleval.reporting.text import item_message, terminal_line, with_status
 from yamleval.types import ExperimentResult, ItemResult
 
 MARKS = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "-"}
@@ -66,12 +66,13 @@ class Progress:
 
 
 def _problem_line(result: ItemResult) -> str:
-    return f"    {MARKS[result.status]} {result.item.id} {result.status}: {item_message(result)}"
+    return (f"    {MARKS[result.status]} {terminal_line(result.item.id, 120)} {result.status}: "
+            f"{terminal_line(item_message(result))}")
 
 
 def summary_text(result: ExperimentResult) -> str:
     s = result.summary
-    title = result.experiment_id + (f" — {result.label}" if result.label else "")
+    title = result.experiment_id + (f" — {terminal_line(result.label, 200)}" if result.label else "")
     lines = [title,
              f"  items       {s.total} total · {s.passed} passed · {s.failed} failed · {s.errored} errors"
              + (f" · {s.skipped} skipped" if s.skipped else ""),
@@ -95,7 +96,7 @@ def summary_text(result: ExperimentResult) -> str:
     if s.criteria:
         lines.append("  criteria")
         for c in s.criteria:
-            name = c.label or (f"{c.type}({c.scorer})" if c.scorer else c.type)
+            name = terminal_line(c.label, 200) if c.label else (f"{c.type}({c.scorer})" if c.scorer else c.type)
             warn = " (warn)" if c.severity == "warn" else ""
             lines.append(f"    {'✓' if c.passed else '✗'} {name} ≥ {c.min:g}: {figures.number(c.actual)}{warn}")
     problems = with_status(result.items, ("failed", "error"), SHOWN_PROBLEMS)
@@ -106,7 +107,7 @@ def summary_text(result: ExperimentResult) -> str:
         if more > 0:
             lines.append(f"    … and {more} more (see the report)")
     for warning in result.warnings:
-        lines.append(f"  warning: {warning}")
+        lines.append(f"  warning: {terminal_line(warning)}")
     if result.aborted:
         verdict = "STOPPED (dataset error)"
     elif result.interrupted:

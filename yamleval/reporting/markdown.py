@@ -14,7 +14,7 @@ from typing import IO, Iterable, Sequence
 
 from yamleval import figures
 from yamleval.reporting.files import atomic_output
-from yamleval.reporting.text import as_text, clean_text, criterion_name, item_message
+from yamleval.reporting.text import as_text, clean_text, criterion_name, item_message, reveal_bidi
 from yamleval.types import ExperimentResult, ItemResult, RunInfo
 
 MAX_BYTES = 1024 * 1024  # GitHub refuses a bigger step summary
@@ -26,7 +26,7 @@ _RANK = {"error": 0, "failed": 1, "passed": 2}
 # emphasis, links, images, strike-through, math or a heading backslash-escaped
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "&#124;", "`": "&#96;"}
 _MARKDOWN = re.compile(r"([\\*_\[\]~!$#])")
-_NEWLINES = re.compile(r"\r\n|\r|\n")
+_NEWLINES = re.compile("\r\n|[\r\n\u2028\u2029]")  # U+2028/9 end lines for some readers
 _SPACES = re.compile(r"[ \t\f\v]+")
 
 
@@ -51,7 +51,7 @@ def shorten(value: object, limit: int = CELL_LIMIT) -> str:
     lines = text.split("\n")
     if len(lines) > 3:
         text = "\n".join(lines[:3]) + " …"
-    return escape(text)
+    return escape(reveal_bidi(text))
 
 
 
@@ -105,7 +105,7 @@ def _criteria(result: ExperimentResult) -> list[str]:
     lines = ["| | criterion | actual | min | severity |", "|:---:|---|---:|---:|---|"]
     for c in result.summary.criteria:
         mark = "✅" if c.passed else ("⚠️" if c.severity == "warn" else "❌")
-        lines.append(f"| {mark} | {escape(criterion_name(c))} | {figures.number(c.actual)} | {c.min:g} | {c.severity} |")
+        lines.append(f"| {mark} | {shorten(criterion_name(c), 300)} | {figures.number(c.actual)} | {c.min:g} | {c.severity} |")
     return lines + [""]
 
 
@@ -173,7 +173,7 @@ def _items(result: ExperimentResult, shown: list[ItemResult]) -> list[str]:
 
 def _experiment(result: ExperimentResult, worst: list[ItemResult]) -> list[str]:
     mark, verdict = _verdict(result)
-    title = escape(result.experiment_id) + (f" — {escape(result.label)}" if result.label else "")
+    title = escape(result.experiment_id) + (f" — {shorten(result.label, 200)}" if result.label else "")
     lines = [f"### {mark} {title}: {verdict}", ""]
     if result.aborted:
         lines += [f"Stopped early: {shorten(result.aborted, 500)}", ""]

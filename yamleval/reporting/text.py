@@ -49,6 +49,23 @@ def one_line(text: str, limit: int = MESSAGE_LIMIT) -> str:
     return text if len(text) <= limit else text[:limit - len(TRUNCATED)] + TRUNCATED
 
 
+# Bidirectional controls reorder what follows them on screen ("invoice\u202egpj.exe" shows as
+# "invoiceexe.jpg"); where text cannot be isolated they are shown by their code point.
+_BIDI = {code: f"[U+{code:04X}]" for code in (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+
+
+def reveal_bidi(text: str) -> str:
+    """``text`` with each bidirectional control written as ``[U+202E]``."""
+    return text.translate(_BIDI)
+
+
+def terminal_line(text: str, limit: int = 500) -> str:
+    """``text`` safe to print on one terminal line: no escape sequences or control characters
+    (they could recolour, move the cursor, retitle the window or, as a line of its own in
+    CI, start a workflow command), no line breaks, bidirectional controls made visible."""
+    return reveal_bidi(one_line(text, limit))
+
+
 def as_text(value: Any, indent: int | None = 2) -> str:
     """A value as people read it: strings as they are, anything else as JSON."""
     if isinstance(value, str):
