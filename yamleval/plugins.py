@@ -63,6 +63,16 @@ def _close_modules(module_name: str) -> list[str]:
     return [f"{parent}.{n}" if parent else n for n in difflib.get_close_matches(name, names, n=1, cutoff=0.7)]
 
 
+def builtin(kind: str, name: str) -> Any | None:
+    """A built-in runner or scorer by name, without reading every installed distribution's
+    entry points (which costs more than the rest of a small run's start-up). A built-in
+    name always means the built-in, whatever another distribution registers."""
+    if kind not in ("runners", "scorers"):
+        return None
+    package = importlib.import_module(f"yamleval.{kind}")
+    return getattr(package, name) if name in package.__all__ else None
+
+
 def _builtin_hint(kind: str, names: Iterable[str], spec: PluginSpec) -> str:
     names = sorted(names)
     if kind == "datasets" and spec.path[-1:] == ("name",):
@@ -78,6 +88,9 @@ def resolve(spec: PluginSpec, kind: str, context: str | None = None) -> Any:
     singular = kind[:-1]
     at = ("uses",) if (spec.path + ("uses",)) in spec.source.values else ()
     if ":" not in ref:
+        found = builtin(kind, ref)
+        if found is not None:
+            return found
         names = entry_points(kind)
         if ref not in names:
             close = difflib.get_close_matches(ref, list(names), n=1, cutoff=0.6)
