@@ -9,6 +9,7 @@ never a hang. The last tests check a few of the cases found here through the com
 from __future__ import annotations
 
 import copy
+import json
 import re
 import shutil
 import tempfile
@@ -16,13 +17,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+import yamleval
 from conftest import ROOT, run_cli
 from yamleval import plan
 from yamleval.config.loader import load_project
 from yamleval.errors import ConfigError
+from yamleval.records import encode_record
 
 pytestmark = pytest.mark.badinput
 
@@ -175,9 +178,9 @@ def _parent(data, path):
 
 
 @st.composite
-def mutated_config(draw) -> bytes:
+def mutated_config(draw, bases=tuple(BASES)) -> bytes:
     """A valid config with one to four changes at random places."""
-    data = copy.deepcopy(draw(st.sampled_from(BASES)))
+    data = copy.deepcopy(draw(st.sampled_from(bases)))
     for _ in range(draw(st.integers(1, 4))):
         paths = [p for p in _paths(data) if p]
         if not paths:
@@ -248,6 +251,27 @@ def test_any_project_shape_loads_or_fails_with_a_located_error(data, unicode):
 @given(mutated_config())
 def test_mutated_valid_configs_load_or_fail_with_a_located_error(data):
     outcome(data)
+
+
+@settings(SETTINGS, max_examples=100)
+@given(mutated_config(bases=(BASES[1], BASES[2])))
+def test_mutated_configs_that_load_also_run(data):
+    """What loads runs: every item is recorded, whatever odd values the config carries."""
+    loaded = outcome(data)
+    event(loaded)
+    if loaded != "valid":
+        return
+    for experiment in load_project([CONFIG.name], environ={}).experiments:
+        result = yamleval.run_experiment(experiment)
+        assert result.aborted is None and len(result.items) == result.summary.total
+        for item in result.items:
+            _strict_json(encode_record(item))
+
+
+def _strict_json(text: str):
+    def refuse(token):
+        raise AssertionError(f"{token} is not JSON")
+    return json.loads(text, parse_constant=refuse)
 
 
 # --- the cases found, one by one -----------------------------------------------------------------
