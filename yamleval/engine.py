@@ -16,6 +16,7 @@ from yamleval.aggregate import Aggregator
 from yamleval.calls import close_thread_loop
 from yamleval.executor import LocalExecutor, Slot
 from yamleval.plan import Prepared
+from yamleval.redaction import redact_experiment, redact_item
 from yamleval.scoring import as_usage, describe_exception, error_result, item_status, score_output
 from yamleval.types import ExperimentResult, Item, ItemResult, RunnerResult, Usage
 
@@ -126,6 +127,7 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
             warnings.append(f"{name} callback raised {describe_exception(exc)}")
 
     def record(result: ItemResult) -> None:
+        result = redact_item(result)  # before anything stores or shows it
         if keep_items:
             results.append(result)
         aggregator.add(result)
@@ -167,11 +169,11 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
     if executor.failure is not None:
         failure = executor.failure
         aborted = getattr(failure, "format_message", lambda: f"dataset: {describe_exception(failure)}")()
-    return ExperimentResult(
+    return redact_experiment(ExperimentResult(
         experiment_id=experiment.id, label=experiment.label,
         passed=criteria.verdict(summary, bool(experiment.pass_criteria)) and not interrupted and aborted is None,
         summary=summary, items=finished, started_at=started_at, completed_at=_now(),
         interrupted=interrupted, warnings=tuple(warnings), aborted=aborted,
         description=experiment.description, tags=experiment.tags, runner=experiment.runner.written(),
         dataset=experiment.dataset.describe(), scorers=tuple(s.plugin.written() for s in experiment.scorers),
-    )
+    ))

@@ -70,7 +70,11 @@ def builtin(kind: str, name: str) -> Any | None:
     if kind not in ("runners", "scorers"):
         return None
     package = importlib.import_module(f"yamleval.{kind}")
-    return getattr(package, name) if name in package.__all__ else None
+    if name not in package.__all__:
+        return None
+    found = getattr(package, name)
+    # once ``yamleval.runners.openai`` is imported, the package's attribute is that module
+    return getattr(found, name) if inspect.ismodule(found) else found
 
 
 def _builtin_hint(kind: str, names: Iterable[str], spec: PluginSpec) -> str:

@@ -1,11 +1,14 @@
 """``${VAR}`` and ``${VAR:-default}`` from the environment, applied at load time.
 
 Only the expanded copy is used to run; the stored and reported config keeps the
-original text, so a secret's value never reaches a file. ``$${`` is a literal ``${``.
+original text. Every value taken from the environment is remembered, so that what a
+run writes can be cleaned of it (``yamleval.redaction``): a server or a program may
+repeat a key in an error, a reply or a trace. ``$${`` is a literal ``${``.
 """
 from __future__ import annotations
 
 import re
+import threading
 from typing import Any, Mapping
 
 from yamleval.config.yaml_source import SourceMap
@@ -14,6 +17,25 @@ from yamleval.errors import ConfigError
 _REFERENCE = re.compile(r"\$\$\{|\$\{([^}]*)\}|\$\{")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _SYNTAX_HINT = "write ${NAME} or ${NAME:-default}; $${ is a literal ${"
+
+# Shorter values ("1", "true", "gpt-4") are no credentials, and replacing them in model text
+# would garble it.
+MIN_SECRET_LENGTH = 8
+_secrets: dict[str, str] = {}  # a value from the environment -> the reference that gave it
+_secrets_lock = threading.Lock()
+
+
+def remember_secret(name: str, value: str) -> None:
+    """Note that ``${name}`` expanded to ``value``, so that it can be kept out of what is written."""
+    if len(value) >= MIN_SECRET_LENGTH and value not in _secrets:
+        with _secrets_lock:
+            _secrets.setdefault(value, "${" + name + "}")
+
+
+def known_secrets() -> dict[str, str]:
+    """Every value expanded from the environment so far, with the ``${NAME}`` it came from."""
+    with _secrets_lock:
+        return dict(_secrets)
 
 
 class ReferenceSyntaxError(ValueError):
@@ -45,6 +67,7 @@ def expand_text(text: str, environ: Mapping[str, str]) -> str:
             if sep:
                 return default
             raise KeyError(name)
+        remember_secret(name, value)
         return value
 
     return _REFERENCE.sub(replace, text)

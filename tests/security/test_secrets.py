@@ -1,0 +1,200 @@
+"""A ``${VAR}`` secret never reaches an artefact: the database (with its log), the reports, the
+job summary, the terminal, item errors or traces; also when the server fails and tells all.
+
+The secret goes out as an API key, a bearer header, a URL query parameter, a command's
+argument and environment. The server on 127.0.0.1 answers 401 and 500 with the request
+(headers and all) echoed in its body, stalls past the timeout, echoes the key in a model
+reply, and one port refuses connections outright.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+
+pytestmark = pytest.mark.security
+
+SECRET = "sk-live-7f3a9c1e5b2d4f6a8c0e"
+SECRET_NAME = "YAMLEVAL_SECRET_KEY"
+
+
+class _Tattletale(BaseHTTPRequestHandler):
+    """Answers by path: /401 and /500 echo the whole request, /slow stalls, /echo puts the
+    Authorization header in a chat completion's text, /ok answers plainly."""
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def _echo(self) -> dict:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length).decode("utf-8", "replace") if length else ""
+        return {"error": {"message": f"rejected {self.command} {self.path} with headers "
+                                     f"{dict(self.headers)} and body {body}", "type": "echo"},
+                "request": {"path": self.path, "headers": dict(self.headers), "body": body}}
+
+    def _send(self, status: int, data: dict) -> None:
+        raw = json.dumps(data).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def do_GET(self) -> None:
+        self.do_POST()
+
+    def do_POST(self) -> None:
+        path = self.path.split("?")[0]
+        if path.startswith("/401"):
+            self._send(401, self._echo())
+        elif path.startswith("/500"):
+            self._send(500, self._echo())
+        elif path.startswith("/slow"):
+            time.sleep(3)
+            self._send(200, {"reply": "too late"})
+        elif path.startswith("/echo"):
+            echoed = self._echo()
+            text = f"your key is {self.headers.get('Authorization')} and you asked {echoed['request']['path']}"
+            self._send(200, {"choices": [{"index": 0, "finish_reason": "stop",
+                                          "message": {"role": "assistant", "content": text}}],
+                             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                             "reply": {"text": text}})
+        else:
+            self._send(200, {"reply": {"text": "fine"}})
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address) -> None:
+        """A client that gave up on /slow closes the socket: expected, not worth a traceback."""
+
+
+@pytest.fixture(scope="module")
+def server():
+    httpd = _Server(("127.0.0.1", 0), _Tattletale)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def _refused_port() -> int:
+    """A port nothing listens on (bound, then closed)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _config(base: str, refused: str) -> str:
+    key = "${" + SECRET_NAME + "}"
+    printer = "import os, sys; print('arg', sys.argv[1], 'env', os.environ['TOKEN']); sys.exit(int(sys.argv[2]))"
+    models = {f"m{name}": {"base_url": f"{base}/{name}/v1", "model": "m", "api_key": key, "retries": 1, "timeout": 1}
+              for name in ("401", "500", "slow", "echo")}
+    models["mrefused"] = {"base_url": f"{refused}/v1", "model": "m", "api_key": key, "retries": 1, "timeout": 1}
+    experiments = [
+        {"id": f"openai-{name}", "dataset": {"items": [{"id": "q", "input": "hi", "expected": "fine"}]},
+         "runner": {"uses": "openai", "with": {"model": name}},
+         "scorers": ["exact_match", {"uses": "judge", "id": "judged", "with": {"model": name}}]}
+        for name in models]
+    experiments += [
+        {"id": f"http-{name}", "dataset": {"items": [{"id": "q", "input": "hi", "expected": "fine"}]},
+         "runner": {"uses": "http", "with": {
+             "url": f"{where}/{name}?api_key={key}&q={{{{ input }}}}", "timeout": 1, "retries": 1,
+             "headers": {"Authorization": f"Bearer {key}", "X-Api-Key": key},
+             "query": {"token": key}, "body": {"message": "{{ input }}", "key": key}, "output": "reply.text"}},
+         "scorers": ["exact_match"]}
+        for name, where in (("401", base), ("500", base), ("slow", base), ("echo", base), ("ok", refused))]
+    experiments += [
+        {"id": f"command-{code}", "dataset": {"items": [{"id": "q", "input": "hi", "expected": "fine"}]},
+         "runner": {"uses": "command", "with": {"argv": [sys.executable, "-c", printer, key, str(code)],
+                                                "env": {"TOKEN": key}, "stdin": "none", "timeout": 5}},
+         "scorers": ["exact_match"]}
+        for code in (0, 3)]
+    return json.dumps({"version": 1, "defaults": {"retries": 1, "timeout": 10}, "reports": {"dir": "reports"},
+                       "models": models, "experiments": experiments})
+
+
+@pytest.fixture(scope="module")
+def run(server, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("secrets")
+    (folder / "evals.yaml").write_text(_config(server, f"http://127.0.0.1:{_refused_port()}"), encoding="utf-8")
+    done = run_cli("run", "evals.yaml", "--store", "results.db", "--concurrency", "4", cwd=folder, timeout=120,
+                   **{SECRET_NAME: SECRET, "GITHUB_ACTIONS": "true",
+                      "GITHUB_STEP_SUMMARY": str(folder / "step-summary.md")})
+    done.folder = folder
+    return done
+
+
+def _files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p.name != "evals.yaml")
+
+
+def test_the_secret_really_went_out_and_came_back(run):
+    """The run used the secret, and the server echoed it: otherwise the test proves nothing."""
+    assert run.returncode == 1, run.stderr[-2000:]
+    results = json.loads((run.folder / "reports" / "results.json").read_text(encoding="utf-8"))
+    text = json.dumps(results)
+    assert "rejected POST" in text and "your key is" in text  # echoed bodies reached the results
+    assert f"${{{SECRET_NAME}}}" in text  # the secret is named where it stood
+
+
+def test_no_file_of_the_run_holds_the_secret(run):
+    files = _files(run.folder)
+    names = {p.name for p in files}
+    assert {"results.db", "report.html", "junit.xml", "results.json", "summary.md", "step-summary.md"} <= names
+    for path in files:
+        data = path.read_bytes()
+        for form in (SECRET, SECRET[3:], json.dumps(SECRET)[1:-1]):
+            assert form.encode() not in data, f"{path.name} holds the secret"
+
+
+def test_the_terminal_never_shows_the_secret(run):
+    assert SECRET not in run.stdout and SECRET not in run.stderr
+    assert SECRET[3:] not in run.stdout + run.stderr
+
+
+def test_errors_and_traces_in_the_database_name_the_variable_not_the_value(run):
+    import sqlite3
+
+    db = sqlite3.connect(run.folder / "results.db")
+    try:
+        records = [row[0] for row in db.execute("SELECT record FROM items")]
+    finally:
+        db.close()
+    assert records and all(SECRET not in r for r in records)
+    errors = [json.loads(r)["error"] or "" for r in records]
+    assert any("HTTP 401" in e for e in errors) and any("HTTP 500" in e for e in errors)
+
+
+def test_encoded_forms_of_a_secret_are_redacted_too():
+    """A key with ``/``, ``+`` and ``"`` stands percent-encoded in a URL and escaped in JSON."""
+    from yamleval.config.interpolate import expand_text
+    from yamleval.redaction import redact_text, redact_value
+
+    value = 'k3y/with+odd"chars=='
+    assert expand_text("Bearer ${ODD_SECRET}", {"ODD_SECRET": value}) == f"Bearer {value}"
+    text = f'GET /x?key=k3y%2Fwith%2Bodd%22chars%3D%3D body {json.dumps({"k": value})} raw {value}'
+    assert redact_text(text) == 'GET /x?key=${ODD_SECRET} body {"k": "${ODD_SECRET}"} raw ${ODD_SECRET}'
+    nested = {"trace": [{"result": f"echo {value}"}], value: 1}
+    assert redact_value(nested) == {"trace": [{"result": "echo ${ODD_SECRET}"}], "${ODD_SECRET}": 1}
+    untouched = {"a": ["b"]}
+    assert redact_value(untouched) is untouched
+
+
+def test_short_values_are_not_treated_as_secrets():
+    from yamleval.config.interpolate import expand_text
+    from yamleval.redaction import redact_text
+
+    assert expand_text("${SHORT_SETTING}", {"SHORT_SETTING": "true"}) == "true"
+    assert redact_text("it is true") == "it is true"

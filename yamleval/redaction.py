@@ -1,0 +1,98 @@
+"""Known secret values kept out of everything a run writes.
+
+A ``${VAR}`` value reaches runners, models and tools; a server may echo it in an error
+body, a program may print it, a model may repeat it. Results are cleaned as each item
+finishes, before the database, the reports or the terminal see them: every value expanded
+from the environment (see ``yamleval.config.interpolate``), also JSON-escaped or
+percent-encoded as it would stand in a reply or a URL, becomes the ``${VAR}`` it came from.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import threading
+from typing import Any
+from urllib.parse import quote, quote_plus
+
+from yamleval.config.interpolate import known_secrets
+from yamleval.types import ExperimentResult, ItemResult
+
+_cache: tuple[int, re.Pattern | None, dict[str, str]] = (0, None, {})
+_cache_lock = threading.Lock()
+
+
+def _forms(value: str) -> set[str]:
+    """The ways ``value`` is written in text, JSON and URLs."""
+    return {value, json.dumps(value)[1:-1], quote(value, safe=""), quote_plus(value, safe="")}
+
+
+def _matcher() -> tuple[re.Pattern | None, dict[str, str]]:
+    """One compiled pattern over every form of every known secret, rebuilt when one is added."""
+    global _cache
+    secrets = known_secrets()
+    if len(secrets) == _cache[0]:
+        return _cache[1], _cache[2]
+    replacements = {form: name for value, name in secrets.items() for form in _forms(value)}
+    forms = sorted(replacements, key=len, reverse=True)  # the longest form wins where two overlap
+    pattern = re.compile("|".join(map(re.escape, forms))) if forms else None
+    with _cache_lock:
+        _cache = (len(secrets), pattern, replacements)
+    return pattern, replacements
+
+
+def redact_text(text: str) -> str:
+    """``text`` with each known secret replaced by its ``${VAR}``."""
+    pattern, replacements = _matcher()
+    if pattern is None or not isinstance(text, str):
+        return text
+    return pattern.sub(lambda m: replacements[m.group()], text)
+
+
+def redact_value(value: Any) -> Any:
+    """A JSON-like value with its strings (and keys) redacted; the same object when nothing changed."""
+    pattern, replacements = _matcher()
+    if pattern is None:
+        return value
+    return _walk(value, pattern, replacements)
+
+
+def _walk(value: Any, pattern: re.Pattern, replacements: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        return pattern.sub(lambda m: replacements[m.group()], value) if pattern.search(value) else value
+    if isinstance(value, dict):
+        items = [(_walk(k, pattern, replacements), _walk(v, pattern, replacements)) for k, v in value.items()]
+        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items())):
+            return value
+        return dict(items)
+    if isinstance(value, (list, tuple)):
+        walked = [_walk(v, pattern, replacements) for v in value]
+        if all(a is b for a, b in zip(walked, value)):
+            return value
+        return type(value)(walked) if isinstance(value, list) else tuple(walked)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {}
+        for f in dataclasses.fields(value):
+            old = getattr(value, f.name)
+            new = _walk(old, pattern, replacements)
+            if new is not old:
+                changes[f.name] = new
+        return dataclasses.replace(value, **changes) if changes else value
+    return value
+
+
+def redact_item(result: ItemResult) -> ItemResult:
+    """An item's result with no known secret in its item, output, error, scores, metadata or trace."""
+    return redact_value(result)
+
+
+def redact_experiment(result: ExperimentResult) -> ExperimentResult:
+    """An experiment's warnings and stop reason redacted (its items were, one by one)."""
+    pattern, _ = _matcher()
+    if pattern is None:
+        return result
+    warnings = tuple(redact_text(w) for w in result.warnings)
+    aborted = redact_text(result.aborted) if result.aborted else result.aborted
+    if warnings == result.warnings and aborted == result.aborted:
+        return result
+    return dataclasses.replace(result, warnings=warnings, aborted=aborted)
