@@ -190,12 +190,13 @@ def mutated_config(draw, bases=tuple(BASES)) -> bytes:
         action = draw(st.sampled_from(["delete", "replace", "replace", "rename", "wrap", "duplicate"]))
         if action == "delete":
             del parent[last]
-        elif action == "replace":
-            parent[last] = draw(hostile_value)
+        elif action == "replace":  # a copy: sampled_from hands out the same list or dict every time
+            parent[last] = copy.deepcopy(draw(hostile_value))
         elif action == "rename" and isinstance(parent, dict):
             parent[draw(hostile_text.filter(lambda k: k not in parent))] = parent.pop(last)
         elif action == "wrap":
-            parent[last] = draw(st.sampled_from([[parent[last]], {"x": parent[last]}, {"uses": parent[last]}]))
+            how = draw(st.sampled_from(["list", "x", "uses"]))
+            parent[last] = [parent[last]] if how == "list" else {how: parent[last]}
         elif action == "duplicate" and isinstance(parent, list):
             parent.append(copy.deepcopy(parent[last]))
     return _dump(data, draw(st.booleans()))
