@@ -12,6 +12,8 @@ MAX_ENTRIES = 500
 
 def _inside(sandbox: str, path: str) -> str:
     """The real path of ``path`` in the sandbox; a ToolError if it leads out of it."""
+    if "\x00" in path:
+        raise ToolError(f"path {path!r} is refused: it holds a NUL character")
     if os.path.isabs(path) or path.startswith("~"):
         raise ToolError(f"path '{path}' is refused: use a path relative to the sandbox folder")
     root = os.path.realpath(sandbox)
@@ -22,9 +24,17 @@ def _inside(sandbox: str, path: str) -> str:
     return target
 
 
+def _single_link(target: str, path: str) -> None:
+    """Refuse a file with a second name: realpath cannot see where a hard link leads, and code
+    run in the sandbox could have linked any file it can reach (a fresh sandbox has no others)."""
+    if os.path.isfile(target) and os.stat(target).st_nlink > 1:
+        raise ToolError(f"path '{path}' is refused: it is a hard link, which may lead outside the sandbox folder")
+
+
 def _read(target: str, path: str, max_bytes: int) -> str:
     if not os.path.isfile(target):
         raise ToolError(f"no file '{path}'" + (" (it is a folder)" if os.path.isdir(target) else ""))
+    _single_link(target, path)
     with open(target, "rb") as f:
         data = f.read(max_bytes + 1)
     text = data[:max_bytes].decode("utf-8", errors="replace")
@@ -41,6 +51,7 @@ def _write(target: str, path: str, content: Optional[str], max_bytes: int) -> st
         raise ToolError(f"content is {len(data)} bytes, more than the {max_bytes} allowed")
     if os.path.isdir(target):
         raise ToolError(f"'{path}' is a folder")
+    _single_link(target, path)
     os.makedirs(os.path.dirname(target), exist_ok=True)
     with open(target, "wb") as f:
         f.write(data)
