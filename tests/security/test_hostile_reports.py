@@ -266,6 +266,15 @@ def test_annotations_for_each_payload_stay_one_command(results):
             assert "harmless%250A::warning" in "".join(lines)
 
 
+def test_workflow_command_escaping_follows_githubs_rules():
+    hostile = "50% done\r\n::error::x, y: z"
+    assert github.escape_data(hostile) == "50%25 done%0D%0A::error::x, y: z"
+    assert github.escape_property(hostile) == "50%25 done%0D%0A%3A%3Aerror%3A%3Ax%2C y%3A z"
+    line = github.command("error", hostile, title=hostile)
+    assert "\n" not in line and "\r" not in line
+    assert line.startswith("::error title=50%25 done ") and line.endswith("::50%25 done%0D%0A::error::x, y: z")
+
+
 # ---- the terminal -----------------------------------------------------------------------------
 
 _TERMINAL_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
@@ -276,6 +285,7 @@ def test_terminal_output_has_no_control_characters_from_payloads(run):
         found = _TERMINAL_UNSAFE.search(stream)
         assert found is None, f"{found.group()!r} reached the terminal near {stream[max(0, found.start() - 80):found.end() + 80]!r}"
     assert "window.__pwned" in run.stdout  # the payloads are shown, as text
+    assert "invoice[U+202E]gpj.exe" in run.stdout  # the override is named, not obeyed
 
 
 def test_console_summary_keeps_each_payload_on_its_line(results):
