@@ -275,3 +275,45 @@ def test_keyboard_interrupt_at_import_stops_validate_as_ctrl_c_would(tmp_path):
                                          encoding="utf-8")
     done = run_cli("validate", "evals.yaml", cwd=tmp_path, PYTHONPATH=str(tmp_path))
     assert (done.returncode, done.stderr.strip()) == (130, "interrupted")
+
+
+# --- dataset plugins ------------------------------------------------------------------------------
+
+DATASET_PLUGIN = '''
+def rows(kind):
+    yield {"input": "fine", "expected": "fine"}
+    if kind == "cycle":
+        loop = {"input": "x"}
+        loop["self"] = loop
+        yield loop
+    elif kind == "tuple-key":
+        yield {"input": {(1, 2): 3}}
+    elif kind == "huge-int":
+        yield {"input": 10 ** 5000}
+    elif kind == "exit":
+        raise SystemExit(3)
+    elif kind == "raise":
+        raise ConnectionError("source went away")
+    yield {"input": "last", "expected": "last"}
+'''
+
+
+@pytest.mark.parametrize("kind, message", [
+    ("cycle", "item 2 from the dataset plugin cannot be read as data: ValueError: Circular reference detected"),
+    ("tuple-key", "item 2 from the dataset plugin cannot be read as data: TypeError: keys must be str, int, "
+                  "float, bool or None, not tuple"),
+    ("huge-int", "item 2 from the dataset plugin cannot be read as data: ValueError: Exceeds the limit"),
+    ("exit", "dataset plugin 'hostile_rows:rows' raised SystemExit: 3 after 1 items"),
+    ("raise", "dataset plugin 'hostile_rows:rows' raised ConnectionError: source went away after 1 items"),
+])
+def test_a_dataset_plugin_yielding_what_json_cannot_hold_stops_the_run_at_its_entry(tmp_path, monkeypatch,
+                                                                                    kind, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "hostile_rows.py").write_text(DATASET_PLUGIN, encoding="utf-8")
+    (tmp_path / "evals.yaml").write_text(f"id: e\ndataset: {{uses: hostile_rows:rows, with: {{kind: {kind}}}}}\n"
+                                         "runner: echo\nscorers: [exact_match]\n", encoding="utf-8")
+    [experiment] = yamleval.load_experiments("evals.yaml")
+    result = yamleval.run_experiment(experiment)
+    assert [(r.item.input, r.status) for r in result.items] == [("fine", "passed")], "what was read still ran"
+    assert result.aborted.startswith(f"evals.yaml:2:17: $.dataset.uses: error: {message}"), result.aborted
+    assert result.passed is False

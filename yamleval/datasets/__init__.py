@@ -118,9 +118,31 @@ def _plugin_rows(result: Any, spec: DatasetSpec) -> Iterator[Row]:
         raise spec.error(f"dataset plugin returned {type(result).__name__}; it must return an iterable "
                          "(list or generator) of items", sub=at[-1:])
     text = spec.source.line_text(where.line)
-    for index, row in enumerate(result):
-        yield Row(row if isinstance(row, Item) else plain(row), where, text,
-                  what=f"item {index + 1} from the dataset plugin")
+    rows = iter(result)
+    number = 0
+    while True:
+        try:
+            row = next(rows)
+        except StopIteration:
+            return
+        except (Exception, SystemExit) as exc:  # a generator failing part way: stop at the plugin's entry
+            from yamleval.plugins import raised_at
+
+            found = raised_at(exc)
+            raise spec.error(f"dataset plugin '{_plugin_name(spec)}' raised {describe_exception(exc)} after "
+                             f"{number} items", sub=at[-1:], hint=f"raised at {found}" if found else None) from None
+        number += 1
+        what = f"item {number} from the dataset plugin"
+        try:
+            value = row if isinstance(row, Item) else plain(row)
+        except (ValueError, TypeError, RecursionError) as exc:  # a cycle, odd keys, too deep, a huge int
+            raise spec.error(f"{what} cannot be read as data: {describe_exception(exc)}", sub=at[-1:],
+                             hint="yield plain dicts of text, numbers, lists and dicts") from None
+        yield Row(value, where, text, what=what)
+
+
+def _plugin_name(spec: DatasetSpec) -> str:
+    return spec.plugin.uses if spec.plugin else spec.name
 
 
 def _inline_row(spec: DatasetSpec, index: int, value: Any) -> Row:
