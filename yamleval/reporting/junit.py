@@ -209,7 +209,7 @@ class _Suite:
             self.trailer.append(_case(self.classname + ".criteria", names("run completed"),
                                       _element(3, "error", one_line(message, 1000),
                                                type_="aborted" if result.aborted else "interrupted",
-                                               message=one_line(message))))
+                                               message=one_line(message, 1000))))  # its cause comes last
             statuses.append("error")
         if not statuses and not s.completed:  # some readers drop a suite without test cases
             self.trailer.append(_case(self.classname, "no items", _element(3, "skipped", message="the dataset had no items")))
