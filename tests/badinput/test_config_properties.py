@@ -289,6 +289,8 @@ FOUND = {
     "inf-threshold": "experiments:\n  - {id: a, dataset: {items: [{input: 1}]}, runner: echo,"
                      " scorers: [{uses: exact_match, threshold: .inf}]}\n",
     "nul-in-include": 'include: ["a\\0b.yaml"]\nexperiments: []\n',
+    "include-device": "include: [/dev/zero]\nexperiments: []\n",
+    "include-folder": "include: [/tmp]\nexperiments: []\n",
     "nul-in-store": 'store: "a\\0b"\nexperiments: []\n',
     "null-dataset": "experiments:\n  - {id: a, dataset: null, runner: echo}\n",
     "float-limit": "experiments:\n  - {id: a, dataset: {items: [{input: 1}], limit: 0.0}, runner: echo}\n",

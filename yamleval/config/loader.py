@@ -87,6 +87,9 @@ class _Loader:
                 hint = (f"did you mean '{os.path.join(os.path.dirname(written), close[0])}'?" if close
                         else "paths are relative to the including file's folder")
                 exc = source.error(at, f"included file not found: {_display(file_path)}", hint=hint)
+            elif include_at and exc.location and exc.location.line is None:  # a folder, a device, unreadable
+                source, at = include_at
+                exc = source.error(at, f"cannot include {_display(file_path)}: {exc.message}", hint=exc.hint)
             self.errors.append(exc)
             return
         self.files.append(_display(file_path))

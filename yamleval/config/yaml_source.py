@@ -7,7 +7,9 @@ every JSON path maps to a line and column.
 from __future__ import annotations
 
 import difflib
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -294,6 +296,9 @@ def load(file_path: str, display: str | None = None) -> tuple[Any, SourceMap]:
     name = display or file_path
     try:
         with open(file_path, "rb") as handle:
+            mode = os.fstat(handle.fileno()).st_mode
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):  # /dev/zero never ends, a terminal waits for typing
+                raise ConfigError("this is a device, not a file", Location(name), hint="name a YAML file")
             data = handle.read()
     except FileNotFoundError:
         raise ConfigError("file not found", Location(name), hint="check the path") from None
