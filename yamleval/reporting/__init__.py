@@ -5,6 +5,10 @@ import contextlib
 import importlib
 import json
 import os
+import signal
+import sys
+import threading
+import time
 from typing import IO, Callable, Iterable, Sequence
 
 from yamleval.errors import UsageError, YamlevalError, display_path
@@ -46,6 +50,7 @@ def write_reports(directory: str, formats: Sequence[str], run: RunInfo, results:
 # second process while this one writes the rest: each reads the items from the store itself.
 PARALLEL_ITEMS = 20_000
 _APART = ("html", "markdown")
+PR_SET_PDEATHSIG = 1  # prctl(): the signal a process gets when its parent ends
 
 
 def _second_process(names: list[str], results: list[ExperimentResult]) -> list[str]:
@@ -74,7 +79,8 @@ class _Beside:
         import concurrent.futures
         import multiprocessing
 
-        self.pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        self.pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                                                           initializer=_end_with, initargs=(os.getpid(),))
         self.future = self.pool.submit(_write_apart, directory, names, run, results)
 
     def __enter__(self) -> "_Beside":
@@ -87,6 +93,27 @@ class _Beside:
             self.pool.shutdown()
         if failure is not None and kind is None:
             raise UsageError(failure)
+
+
+def _end_with(parent: int) -> None:
+    """Start of the second process: make it end when yamleval ends, even by SIGKILL. Left
+    alone it would finish its report after the run was killed (and maybe resumed, putting
+    a stale report over a new one), then wait forever on its pool's pipe, holding the
+    terminal's or the CI step's output open."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    else:
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    if os.getppid() != parent:  # yamleval ended before this process got here
+        os._exit(1)
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(0.1)
+    os._exit(1)
 
 
 def _write_in_one_pass(directory: str, names: list[str], run: RunInfo, results: list[ExperimentResult],

@@ -38,10 +38,16 @@ def _remove_abandoned(path: str) -> None:
 
 
 def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs. A zombie does not: a killed process stays one for good
+    where nothing reaps orphans (a container whose first process does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except (PermissionError, OverflowError):
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):  # no /proc: take the signal's word
+        return True
