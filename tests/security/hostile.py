@@ -53,6 +53,9 @@ PAYLOADS: list[tuple[str, str]] = [
     ("big", "A" * 1000 + "<script>window.__pwned=1</script>" + "B" * (BIG - 1034)),
 ]
 
+# A dataset that fails with this stops the run; the command line prints why.
+ABORT = "source failed\n::error::injected by a dataset\n\x1b[2J\x1b]0;title\x07 \u202eevil\r::warning::cr"
+
 NAMES = [name for name, _ in PAYLOADS]
 BY_NAME = dict(PAYLOADS)
 SHORT = [(name, text) for name, text in PAYLOADS if len(text) < 1000]

@@ -30,7 +30,7 @@ SMALL = 1000  # payloads shorter than this also go into ids, labels and descript
 
 PLUGIN = '''
 from yamleval import RunnerResult, Score
-from security.hostile import BY_NAME
+from security.hostile import ABORT, BY_NAME
 
 SMALL = 1000
 
@@ -53,6 +53,12 @@ def answer(input, metadata):
     return RunnerResult(output=text, metadata={"note": text[:SMALL]},
                         trace=[{"type": "tool", "name": "lookup", "arguments": {"q": text[:SMALL]},
                                 "result": text[:SMALL]}])
+
+
+def broken(name):
+    """One item, then a failure whose message is hostile: the run stops with it."""
+    yield {"id": "first", "input": "ok", "expected": "ok", "metadata": {"payload": name}}
+    raise RuntimeError(ABORT)
 
 
 def judge(output, metadata):
@@ -80,6 +86,8 @@ def config() -> dict:
             "runner": {"uses": "hostile_plugin:answer"},
             "scorers": [{"uses": "hostile_plugin:judge", "id": "judge"}, "exact_match"],
         })
+    experiments.append({"id": "stopped", "dataset": {"uses": "hostile_plugin:broken", "with": {"name": "script"}},
+                        "runner": {"uses": "hostile_plugin:answer"}, "scorers": ["exact_match"]})
     return {"version": 1, "reports": {"dir": "reports"}, "experiments": experiments}
 
 
@@ -115,7 +123,7 @@ def results(run):
 
 
 def test_the_run_finishes_and_writes_every_report(run):
-    assert run.returncode == 1, run.stderr[-3000:]  # every experiment fails: none crashes
+    assert run.returncode == 2, run.stderr[-3000:]  # every experiment fails, one stopped by its dataset
     for name in ("report.html", "junit.xml", "results.json", "summary.md"):
         assert (run.folder / "reports" / name).stat().st_size > 0, name
     assert (run.folder / "step-summary.md").stat().st_size > 0
@@ -237,7 +245,7 @@ def test_markdown_summaries_escape_every_payload(run):
 
 # ---- GitHub workflow commands -----------------------------------------------------------------
 
-_COMMAND = re.compile(r"::(error|warning|notice)( title=[^:\r\n]*)?::[^\r\n]*\Z")
+_COMMAND = re.compile(r"::(error|warning|notice)( title=yamleval[^:\r\n]*)::[^\r\n]*\Z")
 
 
 def _check_commands(lines: list[str]) -> None:

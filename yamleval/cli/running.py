@@ -101,6 +101,7 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
     """
     from yamleval import engine, plan, provenance
     from yamleval.console import Progress, summary_text
+    from yamleval.reporting.text import terminal_block
     from yamleval.store import Store, StoreWriteError
 
     project = load(paths)
@@ -196,7 +197,7 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
     aborted = [r for r in results if r.aborted]
     if aborted:
         for r in aborted:
-            click.echo(r.aborted, err=True)
+            click.echo(terminal_block(r.aborted), err=True)  # it may quote the dataset's own text
         sys.exit(ExitCode.CONFIG_ERROR)
     sys.exit(ExitCode.OK if passed else ExitCode.FAILED)
 

@@ -66,6 +66,17 @@ def terminal_line(text: str, limit: int = 500) -> str:
     return reveal_bidi(one_line(text, limit))
 
 
+def terminal_block(text: str, limit: int = TEXT_LIMIT) -> str:
+    """Text of several lines safe to print: as ``terminal_line`` but keeping its line breaks;
+    a line that would start a workflow command (``::error::``) in a CI log is quoted with ``> ``."""
+    text = _pattern(_LINE_BREAKS).sub("\n", clean_text(text, limit))
+    return _pattern(_COMMAND_START).sub(r"\1> ::", reveal_bidi(text))
+
+
+_LINE_BREAKS = "\r\n|[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]"
+_COMMAND_START = r"(?m)^(\s*)::"
+
+
 def as_text(value: Any, indent: int | None = 2) -> str:
     """A value as people read it: strings as they are, anything else as JSON."""
     if isinstance(value, str):
