@@ -145,6 +145,11 @@ def test_ragged_csv_rows_are_located(tmp_path):
     assert where(found) == "data.csv:3:1" and found.message == "row has 3 fields but the header has 2"
 
 
+def test_a_csv_column_named_twice_is_located(tmp_path):
+    found = error(tmp_path, "data.csv", b"input,expected,input\na,b,c\n")
+    assert where(found) == "data.csv:1:1" and found.message == "the header names the column 'input' twice"
+
+
 @pytest.mark.parametrize("data, at, message", [
     (b'{"input": "a"}\n\n{"input": \n', "data.jsonl:3:11", "line is not valid JSON: Expecting value"),
     (b'{"input": "a"}\nnot json\n', "data.jsonl:2:1", "line is not valid JSON: Expecting value"),

@@ -148,6 +148,17 @@ def _line_at(path: str, number: int) -> str | None:
     return None
 
 
+def _check_header(header: list[str], where: Location, path: str) -> None:
+    """A column named twice would lose one of its values in every row without a word."""
+    seen: set[str] = set()
+    for name in header:
+        if name in seen:
+            raise ConfigError(f"the header names the column '{name}' twice", where,
+                              hint="rename one of them; each column becomes a field of the item",
+                              source_line=_line_at(path, 1))
+        seen.add(name)
+
+
 def _csv(path: str, shown: str) -> Iterator[Row]:
     with open(path, encoding=_ENCODING, newline="") as handle:
         reader = csv.reader(handle)
@@ -156,6 +167,7 @@ def _csv(path: str, shown: str) -> Iterator[Row]:
             header = next(reader, None)
             if header is None:
                 return
+            _check_header(header, Location(shown, 1, 1), path)
             width = len(header)
             while True:
                 start = reader.line_num + 1
