@@ -12,10 +12,10 @@ import dataclasses
 import json
 import re
 import threading
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import quote, quote_plus
 
-from yamleval.config.interpolate import known_secrets
+from yamleval.config.interpolate import known_secret_count, known_secrets
 from yamleval.types import ExperimentResult, ItemResult
 
 _cache: tuple[int, re.Pattern | None, dict[str, str]] = (0, None, {})
@@ -30,9 +30,9 @@ def _forms(value: str) -> set[str]:
 def _matcher() -> tuple[re.Pattern | None, dict[str, str]]:
     """One compiled pattern over every form of every known secret, rebuilt when one is added."""
     global _cache
-    secrets = known_secrets()
-    if len(secrets) == _cache[0]:
+    if known_secret_count() == _cache[0]:
         return _cache[1], _cache[2]
+    secrets = known_secrets()
     replacements = {form: name for value, name in secrets.items() for form in _forms(value)}
     forms = sorted(replacements, key=len, reverse=True)  # the longest form wins where two overlap
     pattern = re.compile("|".join(map(re.escape, forms))) if forms else None
@@ -82,8 +82,46 @@ def _walk(value: Any, pattern: re.Pattern, replacements: dict[str, str]) -> Any:
 
 
 def redact_item(result: ItemResult) -> ItemResult:
-    """An item's result with no known secret in its item, output, error, scores, metadata or trace."""
-    return redact_value(result)
+    """An item's result with no known secret in its item, output, error, scores, metadata or trace.
+
+    Every item of a run passes here: a quick look for any secret comes first, and only an
+    item that holds one is copied."""
+    pattern, replacements = _matcher()
+    if pattern is None or not _holds(result, pattern.search):
+        return result
+    return _walk(result, pattern, replacements)
+
+
+def _holds(result: ItemResult, search: Callable[[str], Any]) -> bool:
+    item = result.item
+    for value in (result.output, result.error, item.input, item.expected, item.id, item.label, item.context,
+                  item.metadata, result.metadata, result.trace, item.assertions):
+        if value is not None and _contains(value, search):
+            return True
+    for score in result.scores.values():
+        for value in (score.reason, score.error, score.metadata):
+            if value is not None and _contains(value, search):
+                return True
+    return False
+
+
+def _contains(value: Any, search: Callable[[str], Any]) -> bool:
+    kind = type(value)
+    if kind is str:
+        return search(value) is not None
+    if kind is dict:
+        return any(_contains(k, search) or _contains(v, search) for k, v in value.items())
+    if kind is list or kind is tuple:
+        return any(_contains(v, search) for v in value)
+    return isinstance(value, (dict, list, tuple, str)) and _contains(_plain(value), search)
+
+
+def _plain(value: Any) -> Any:
+    """A subclass of str, dict, list or tuple as its base type, for ``_contains``."""
+    for base in (str, dict, list, tuple):
+        if isinstance(value, base):
+            return base(value)
+    return value
 
 
 def redact_experiment(result: ExperimentResult) -> ExperimentResult:

@@ -32,6 +32,11 @@ def remember_secret(name: str, value: str) -> None:
             _secrets.setdefault(value, "${" + name + "}")
 
 
+def known_secret_count() -> int:
+    """How many values ``known_secrets`` holds: values are only ever added, so a cheap change check."""
+    return len(_secrets)
+
+
 def known_secrets() -> dict[str, str]:
     """Every value expanded from the environment so far, with the ``${NAME}`` it came from."""
     with _secrets_lock:
