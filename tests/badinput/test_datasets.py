@@ -166,16 +166,17 @@ def test_invalid_jsonl_lines_are_located(tmp_path, data, at, message):
     assert (where(found), found.message) == (at, message)
 
 
-@pytest.mark.parametrize("data, message", [
-    (b'{"input": "a"}', "a .json dataset must be an array of objects"),
-    (b'"text"', "a .json dataset must be an array of objects"),
-    (b"[" * 100_000 + b"]" * 100_000, "a value is nested too deeply to read"),
-    (b'[{"input": ' + b"9" * 5000 + b"}]", "a value cannot be read: Exceeds the limit (4300 digits) for integer "
-                                           "string conversion: value has 5000 digits"),
+@pytest.mark.parametrize("data, at, message", [
+    (b'\n  {"input": "a"}', "data.json:2:3", "a .json dataset must be an array of objects"),
+    (b'"text"', "data.json:1:1", "a .json dataset must be an array of objects"),
+    (b'[{"input": "[[[["},\n ' + b"[" * 100_000 + b"]" * 100_000 + b"]", "data.json:2:101",
+     "a value is nested too deeply to read"),
+    (b'[{"input": 1},\n {"input": ' + b"9" * 5000 + b"}]", "data.json:2:12",
+     "a value cannot be read: Exceeds the limit (4300 digits) for integer string conversion: value has 5000 digits"),
 ])
-def test_a_json_file_that_is_not_a_list_of_objects(tmp_path, data, message):
+def test_a_json_file_that_is_not_a_list_of_objects(tmp_path, data, at, message):
     found = error(tmp_path, "data.json", data)
-    assert found.location.file == "data.json" and found.message == message
+    assert (where(found), found.message) == (at, message)
 
 
 def test_a_nul_byte_in_a_yaml_dataset_is_located(tmp_path):
@@ -192,7 +193,7 @@ CLI_CASES = {
     "ragged.csv": (b"input,expected\na,a\nb\n", "ragged.csv:3:1: error: row has 1 fields"),
     "deep.jsonl": (b'{"input": "a", "expected": "a"}\n{"input": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n",
                    "deep.jsonl:2:1: error: a value is nested too deeply"),
-    "huge.json": (b'[{"input": ' + b"9" * 5000 + b"}]", "huge.json: error: a value cannot be read"),
+    "huge.json": (b'[{"input": ' + b"9" * 5000 + b"}]", "huge.json:1:12: error: a value cannot be read"),
 }
 
 
@@ -252,8 +253,7 @@ def test_any_bytes_in_a_dataset_file_are_items_or_a_located_error(tmp_path, fmt,
     errors = plan.check(experiment)
     for found in errors:
         assert type(found) is ConfigError and found.location.file in (name, "evals.yaml"), found.format_message()
-        if fmt != "json":  # a JSON document is parsed whole: some of its errors are about all of it
-            assert found.location.line is not None, found.format_message()
+        assert found.location.line is not None, found.format_message()
     if not errors:
         for item in plan.prepare(experiment).open_dataset():
             for value in (item.input, item.expected, item.metadata):

@@ -14,6 +14,7 @@ import codecs
 import csv
 import json
 import os
+import re
 from typing import Any, Iterator, NamedTuple
 
 from yamleval.config import yaml_source
@@ -71,6 +72,30 @@ def _unreadable_json(exc: Exception, where: Location, source_line: str | None) -
                        hint="write a number this long as a string")
 
 
+_LONG_NUMBER = re.compile(r"\d{4301,}")
+
+
+def _unreadable_spot(text: str, exc: Exception) -> int:
+    """The offset of what made valid JSON unreadable: the first number too long, or the
+    first bracket opened 100 levels deep. Only run when reading has failed."""
+    if not isinstance(exc, RecursionError):
+        found = _LONG_NUMBER.search(text)
+        return found.start() if found else 0
+    depth, quoted, escaped = 0, False, False
+    for offset, char in enumerate(text):
+        if quoted:
+            escaped, quoted = (False, True) if escaped else (char == "\\", char != '"')
+        elif char == '"':
+            quoted = True
+        elif char in "[{":
+            depth += 1
+            if depth > 100:
+                return offset
+        elif char in "]}":
+            depth -= 1
+    return 0
+
+
 def _jsonl(path: str, shown: str) -> Iterator[Row]:
     with open(path, encoding=_ENCODING) as handle:
         for number, line in enumerate(handle, 1):
@@ -112,7 +137,9 @@ def _json(path: str, shown: str) -> Iterator[Row]:
         raise ConfigError(f"not valid JSON: {exc.msg}", Location(shown, exc.lineno, exc.colno),
                           source_line=lines[exc.lineno - 1][:_SHOWN] if exc.lineno <= len(lines) else None) from None
     except (RecursionError, ValueError) as exc:
-        raise _unreadable_json(exc, Location(shown), None) from None
+        line, col = position(_unreadable_spot(text, exc))
+        raise _unreadable_json(exc, Location(shown, line, col),
+                               lines[line - 1][:_SHOWN] if line <= len(lines) else None) from None
     if not isinstance(data, list):
         start = len(text) - len(text.lstrip(_JSON_SPACE))
         line, col = position(start)
