@@ -187,11 +187,24 @@ def _asset(name: str) -> str:
 
 @lru_cache(maxsize=1)
 def _template():
+    """The page template, compiled once per machine rather than once per run: compiling it
+    takes longer than rendering a small run. Jinja keeps the compiled code in its cache
+    folder (a private one under the temporary directory), keyed by the template's checksum,
+    as Python keeps bytecode; without a usable cache folder it compiles each time."""
     import jinja2
 
-    environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined,
-                                     trim_blocks=True, lstrip_blocks=True)
-    return environment.from_string(_asset("report.html"))
+    try:
+        cache = jinja2.FileSystemBytecodeCache()
+    except Exception:  # no private temporary folder could be made: compile every time
+        cache = None
+    environment = jinja2.Environment(loader=jinja2.DictLoader({"report.html": _asset("report.html")}),
+                                     autoescape=True, undefined=jinja2.StrictUndefined,
+                                     trim_blocks=True, lstrip_blocks=True, bytecode_cache=cache)
+    try:
+        return environment.get_template("report.html")
+    except OSError:  # the cache folder is unwritable: compile without it
+        environment.bytecode_cache = None
+        return environment.get_template("report.html")
 
 
 # Stands where the data blob goes; all user text precedes it, so the last occurrence is ours.
