@@ -180,8 +180,10 @@ def test_html_runs_nothing_and_requests_nothing(run, browser):  # noqa: F811
         state = page.evaluate("""() => ({
             pwned: window.__pwned === undefined ? null : window.__pwned, calls: window.__calls,
             href: location.href, base: document.baseURI,
-            markup: document.querySelectorAll('main script, main img, main svg[onload], main iframe, '
-                                              + 'main style, main meta, main base, main form, main a[href^=javascript]').length,
+            markup: document.querySelectorAll('img, iframe, object, embed, base, form, link:not([href="data:,"]), '
+                                              + 'meta[http-equiv]:not([http-equiv=Content-Security-Policy]), [onload], [onerror], a[href^=javascript], '
+                                              + 'main script, main style, main svg svg').length,
+            styles: document.querySelectorAll('style').length,
             scripts: document.scripts.length, metas: document.querySelectorAll('meta[http-equiv=refresh]').length,
         })""")
         page.wait_for_timeout(300)  # a refresh or a late load would show by now
@@ -191,7 +193,7 @@ def test_html_runs_nothing_and_requests_nothing(run, browser):  # noqa: F811
     assert state["pwned"] is None
     assert requests == [], f"the page made requests: {requests}"
     assert state["href"] == url and state["base"] == url
-    assert state["markup"] == 0 and state["scripts"] == 2 and state["metas"] == 0, state
+    assert state["markup"] == 0 and state["scripts"] == 2 and state["styles"] == 1 and state["metas"] == 0, state
     assert problems == [], problems
     for name, text, texts in shown:
         if name == "lone-surrogate":
@@ -294,6 +296,16 @@ def test_terminal_output_has_no_control_characters_from_payloads(run):
         assert found is None, f"{found.group()!r} reached the terminal near {stream[max(0, found.start() - 80):found.end() + 80]!r}"
     assert "window.__pwned" in run.stdout  # the payloads are shown, as text
     assert "invoice[U+202E]gpj.exe" in run.stdout  # the override is named, not obeyed
+
+
+@pytest.mark.parametrize("command", [["show", "latest"], ["compare", "latest", "latest"], ["runs"]])
+def test_commands_reading_the_stored_run_print_no_control_characters(run, command):
+    done = run_cli(*command, "--store", "results.db", cwd=run.folder, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    for stream in (done.stdout, done.stderr):
+        found = _TERMINAL_UNSAFE.search(stream)
+        assert found is None, f"{found.group()!r} near {stream[max(0, found.start() - 80):found.end() + 80]!r}"
+        assert not any(line.lstrip().startswith("::") for line in stream.split("\n"))
 
 
 def test_console_summary_keeps_each_payload_on_its_line(results):
