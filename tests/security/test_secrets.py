@@ -121,6 +121,10 @@ def _config(base: str, refused: str) -> str:
                                                 "env": {"TOKEN": key}, "stdin": "none", "timeout": 5}},
          "scorers": ["exact_match"]}
         for code in (0, 3)]
+    experiments += [
+        {"id": f"dataset-{name}", "dataset": {"url": f"{where}/{name}/items?key={key}", "headers": {"Authorization": key}},
+         "runner": "echo", "scorers": ["exact_match"]}
+        for name, where in (("401", base), ("500", base), ("gone", refused))]
     return json.dumps({"version": 1, "defaults": {"retries": 1, "timeout": 10}, "reports": {"dir": "reports"},
                        "models": models, "experiments": experiments})
 
@@ -142,11 +146,12 @@ def _files(folder: Path) -> list[Path]:
 
 def test_the_secret_really_went_out_and_came_back(run):
     """The run used the secret, and the server echoed it: otherwise the test proves nothing."""
-    assert run.returncode == 1, run.stderr[-2000:]
+    assert run.returncode == 2, run.stderr[-2000:]  # the remote datasets stop their experiments
     results = json.loads((run.folder / "reports" / "results.json").read_text(encoding="utf-8"))
     text = json.dumps(results)
     assert "rejected POST" in text and "your key is" in text  # echoed bodies reached the results
     assert f"${{{SECRET_NAME}}}" in text  # the secret is named where it stood
+    assert sum(r["aborted"] is not None for r in results["experiments"]) == 3
 
 
 def test_no_file_of_the_run_holds_the_secret(run):
