@@ -290,6 +290,9 @@ def test_killed_again_and_again_then_resumed_equals_an_uninterrupted_run(tmp_pat
     child = _start(folder)
     for step in plan:
         how = KILLERS[step](child, folder, rng)
+        if how is None and step == "random":  # the run finished first: what is left to check is the end
+            landed.append("finished before a random kill")
+            break
         if how is None:
             _, stderr = child.communicate(timeout=30)
             raise AssertionError(f"seed {seed}: the run ended (exit {child.returncode}) before the kill ({step})"

@@ -139,6 +139,7 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
     completed = {eid for eid, row in finished_rows.items() if row["status"] == "completed"}
     stored_results = {r.experiment_id: r for r in store.results(run_id, completed)} if completed else {}
     results = []
+    helper = _Helper(project.report_formats)
     with _Interrupts() as interrupts:
         for position, item in enumerate(prepared):
             experiment_id = item.experiment.id
@@ -156,6 +157,7 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
                 store_failures = []
 
                 def on_item(result, progress=progress, experiment_id=experiment_id, failures=store_failures):
+                    helper.count()
                     try:
                         store.add_item(run_id, experiment_id, result)
                     except StoreWriteError as exc:  # results cannot be kept: start no more items
@@ -187,7 +189,7 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
     interrupted = interrupts.stop.is_set()
     passed = len(results) == len(prepared) and all(r.passed for r in results) and not interrupted
     run_info = _finished(store.find_run(run_id), "interrupted" if interrupted else "completed", passed)
-    written = _write_reports_then_finish(store, out_dir, project.report_formats, run_info, results)
+    written = _write_reports_then_finish(store, out_dir, project.report_formats, run_info, results, helper.process)
     for path in written:
         click.echo(f"report: {display_path(path)}", err=quiet)
     _github(run_info, results, written)
@@ -208,7 +210,29 @@ def _finished(run_info: RunInfo, status: str, passed: bool) -> RunInfo:
     return dataclasses.replace(run_info, status=status, passed=passed, completed_at=_now())
 
 
-def _write_reports_then_finish(store, out_dir: str, formats, run_info: RunInfo, results) -> list[str]:
+class _Helper:
+    """Starts a second process to write reports once a run has enough items to make it pay,
+    early enough that it is ready (imports and templates loaded) when the reports are due."""
+
+    START_AFTER = 1000  # items
+
+    def __init__(self, formats) -> None:
+        from yamleval.reporting import splits
+
+        self.process = None
+        self.left = self.START_AFTER if splits(formats) else -1
+
+    def count(self) -> None:
+        if self.left > 0:
+            self.left -= 1
+            if self.left == 0:
+                from yamleval.reporting import SecondProcess
+
+                self.process = SecondProcess()
+
+
+def _write_reports_then_finish(store, out_dir: str, formats, run_info: RunInfo, results,
+                               helper=None) -> list[str]:
     """Write the reports, then record the run as finished.
 
     In this order, a process killed while rendering leaves the run unfinished, so
@@ -222,9 +246,11 @@ def _write_reports_then_finish(store, out_dir: str, formats, run_info: RunInfo, 
 
     store.flush()
     try:
-        with _terminate_as_interrupt():
+        with _terminate_as_interrupt(), contextlib.ExitStack() as cleanup:
+            if helper is not None:
+                cleanup.callback(helper.close)
             written = write_reports(out_dir, formats, run_info, results,
-                                    lambda result: store.records(run_info.run_id, result.experiment_id))
+                                    lambda result: store.records(run_info.run_id, result.experiment_id), helper)
     except UsageError:
         store.finish_run(run_info.run_id, run_info.status, run_info.passed, run_info.completed_at)
         store.close()

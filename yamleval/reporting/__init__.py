@@ -5,8 +5,6 @@ import contextlib
 import importlib
 import json
 import os
-import signal
-import sys
 import threading
 import time
 from typing import IO, Callable, Iterable, Sequence
@@ -27,19 +25,21 @@ ALL_FORMATS = tuple(FORMATS)
 
 
 def write_reports(directory: str, formats: Sequence[str], run: RunInfo, results: Sequence[ExperimentResult],
-                  records: Callable[[ExperimentResult], Iterable[str]] | None = None) -> list[str]:
+                  records: Callable[[ExperimentResult], Iterable[str]] | None = None,
+                  helper: "SecondProcess | None" = None) -> list[str]:
     """Write each format into ``directory``; return the paths written, in the order asked.
 
     All formats are written in one pass over the items, each item read (and decoded) once.
     ``records`` gives the items' stored JSON records, which ``results.json`` writes as they are;
-    without it, items that know their records (read from the store) give them.
+    without it, items that know their records (read from the store) give them. ``helper``: a
+    second process started while the items ran, ready to write some formats beside this one.
     """
     names = list(dict.fromkeys(formats))
     results = list(results)
-    apart = _second_process(names, results)
+    apart = _second_process(names, results, HELPED_ITEMS if helper is not None else PARALLEL_ITEMS)
     if apart:
         own = [name for name in names if name not in apart]
-        with _Beside(directory, apart, run, results):
+        with _Beside(directory, apart, run, results, helper):
             _write_in_one_pass(directory, own, run, results, records)
     else:
         _write_in_one_pass(directory, names, run, results, records)
@@ -49,18 +49,24 @@ def write_reports(directory: str, formats: Sequence[str], run: RunInfo, results:
 # Past this many items, and with a second CPU, report.html and summary.md are written by a
 # second process while this one writes the rest: each reads the items from the store itself.
 PARALLEL_ITEMS = 20_000
+HELPED_ITEMS = 2_000  # with a second process started already, while the items ran
 _APART = ("html", "markdown")
-PR_SET_PDEATHSIG = 1  # prctl(): the signal a process gets when its parent ends
 
 
-def _second_process(names: list[str], results: list[ExperimentResult]) -> list[str]:
-    """The formats worth writing in a second process (none when it would not pay off)."""
+def splits(names: Sequence[str]) -> bool:
+    """Whether these formats can be shared between two processes, on this machine."""
     apart = [name for name in names if name in _APART]
-    if not apart or len(apart) == len(names) or (os.cpu_count() or 1) < 2:
+    return bool(apart) and len(apart) < len(set(names)) and (os.cpu_count() or 1) >= 2
+
+
+def _second_process(names: list[str], results: list[ExperimentResult], least: int) -> list[str]:
+    """The formats worth writing in a second process (none when it would not pay off)."""
+    if not splits(names):
         return []
     if not all(hasattr(result.items, "records") for result in results):  # not read from a store
         return []
-    return apart if sum(len(result.items) for result in results) >= PARALLEL_ITEMS else []
+    apart = [name for name in names if name in _APART]
+    return apart if sum(len(result.items) for result in results) >= least else []
 
 
 def _write_apart(directory: str, names: list[str], run: RunInfo, results: list[ExperimentResult]) -> str | None:
@@ -72,16 +78,35 @@ def _write_apart(directory: str, names: list[str], run: RunInfo, results: list[E
     return None
 
 
-class _Beside:
-    """Writes some formats in a second process while the block writes the others."""
+def _ready() -> None:
+    """In the second process, while the items run: import what writing the page takes, and
+    load its template, so none of it is left for the end of the run."""
+    importlib.import_module("yamleval.reporting.markdown")
+    importlib.import_module("yamleval.reporting.html")._template()
 
-    def __init__(self, directory: str, names: list[str], run: RunInfo, results: list[ExperimentResult]):
+
+class SecondProcess:
+    """A process to write reports beside this one, started before they are due."""
+
+    def __init__(self) -> None:
         import concurrent.futures
         import multiprocessing
 
         self.pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
                                                            initializer=_end_with, initargs=(os.getpid(),))
-        self.future = self.pool.submit(_write_apart, directory, names, run, results)
+        self.pool.submit(_ready)
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+class _Beside:
+    """Writes some formats in a second process while the block writes the others."""
+
+    def __init__(self, directory: str, names: list[str], run: RunInfo, results: list[ExperimentResult],
+                 helper: SecondProcess | None = None):
+        self.helper = helper or SecondProcess()
+        self.future = self.helper.pool.submit(_write_apart, directory, names, run, results)
 
     def __enter__(self) -> "_Beside":
         return self
@@ -90,7 +115,7 @@ class _Beside:
         try:
             failure = self.future.result()
         finally:
-            self.pool.shutdown()
+            self.helper.pool.shutdown()
         if failure is not None and kind is None:
             raise UsageError(failure)
 
@@ -99,13 +124,9 @@ def _end_with(parent: int) -> None:
     """Start of the second process: make it end when yamleval ends, even by SIGKILL. Left
     alone it would finish its report after the run was killed (and maybe resumed, putting
     a stale report over a new one), then wait forever on its pool's pipe, holding the
-    terminal's or the CI step's output open."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    else:
-        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    terminal's or the CI step's output open. (Linux's parent-death signal does not serve:
+    it follows the thread that started the process, which may end long before yamleval.)"""
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
     if os.getppid() != parent:  # yamleval ended before this process got here
         os._exit(1)
 
