@@ -9,6 +9,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from yamleval.config.conforms import conforms
 from yamleval.config.yaml_source import SourceMap
 from yamleval.errors import ConfigError
 
@@ -100,6 +101,12 @@ def _branch_types(error) -> list[str]:
 @lru_cache(maxsize=None)
 def _schema() -> dict:
     return json.loads(schema_text())
+
+
+@lru_cache(maxsize=1)
+def _schema_once() -> dict:
+    """The schema, read once (not to be changed by callers)."""
+    return _schema()
 
 
 def _resolve(ref: str) -> dict:
@@ -233,6 +240,8 @@ def _messages(error, source: SourceMap, path: tuple) -> list[ConfigError]:
 
 def validate(data: Any, source: SourceMap, definition: str) -> list[ConfigError]:
     """All schema errors of ``data`` against ``#/$defs/<definition>``, each located."""
+    if conforms(_schema_once(), definition, data):  # valid: no need to load jsonschema
+        return []
     errors: list[ConfigError] = []
     seen: set[tuple] = set()
     for error in _validator(definition).iter_errors(data):
