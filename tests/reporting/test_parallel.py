@@ -1,4 +1,5 @@
-"""Large runs write report.html and summary.md in a second process: the files are the same."""
+"""Runs past a few hundred items have report.html, junit.xml and summary.md written by a second
+process while the items run (``reporting.live``): the files equal those one process writes."""
 from __future__ import annotations
 
 import json
@@ -6,11 +7,14 @@ import json
 import pytest
 
 import yamleval.reporting
+import yamleval.reporting.live
 from yamleval.cli import main
+
+NAMES = ("report.html", "summary.md", "junit.xml", "results.json")
 
 
 def test_reports_written_beside_the_run_equal_those_rendered_in_one_process(write_config, tmp_path, monkeypatch):
-    rows = [{"id": f"i{n}", "input": f"q{n}", "expected": f"q{n}" if n % 3 else "other"} for n in range(300)]
+    rows = [{"id": f"i{n}", "input": f"q{n}", "expected": f"q{n}" if n % 3 else "other"} for n in range(600)]
     (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     config = write_config("""
         experiments:
@@ -18,21 +22,41 @@ def test_reports_written_beside_the_run_equal_those_rendered_in_one_process(writ
             dataset: {file: data.jsonl}
             runner: echo
             scorers: [exact_match, {uses: levenshtein, threshold: 0.8}]
+          - id: f
+            dataset: {file: data.jsonl}
+            runner: echo
+            scorers: [exact_match]
     """)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(yamleval.reporting, "PARALLEL_ITEMS", 100)
     monkeypatch.setattr(yamleval.reporting.os, "cpu_count", lambda: 2)
-    beside = []
-    start = yamleval.reporting._Beside.__init__
-    monkeypatch.setattr(yamleval.reporting._Beside, "__init__",
-                        lambda self, directory, names, *rest: beside.append(names) or start(self, directory, names, *rest))
+    started = []
+    start = yamleval.reporting.live.LiveReports.__init__
+    monkeypatch.setattr(yamleval.reporting.live.LiveReports, "__init__",
+                        lambda self, *args: started.append(args[-1]) or start(self, *args))
+    send = yamleval.reporting.live.LiveReports.send  # a short run ends before the process is ready:
+    monkeypatch.setattr(yamleval.reporting.live.LiveReports, "send",  # wait for it all the same
+                        lambda self, run, results, patient=False: send(self, run, results, True))
+    here = []
+    write_here = yamleval.reporting._write_in_one_pass
+    monkeypatch.setattr(yamleval.reporting, "_write_in_one_pass",
+                        lambda directory, names, *rest: here.append(names) or write_here(directory, names, *rest))
     with pytest.raises(SystemExit):
         main(["run", str(config), "--quiet", "--report-dir", "beside"])
-    assert beside == [["html", "markdown"]]
+    assert started == [["html", "junit", "markdown"]], "the run's reports were rendered beside it"
+    assert here == [["json"]], "the second process wrote the others"
+
     monkeypatch.setattr(yamleval.reporting, "PARALLEL_ITEMS", 10**9)
     with pytest.raises(SystemExit) as done:
         main(["report", "latest", "--report-dir", "together"])
     assert done.value.code == 0
-    for name in ("report.html", "summary.md", "junit.xml", "results.json"):
-        assert (tmp_path / "beside" / name).read_bytes() == (tmp_path / "together" / name).read_bytes(), name
-    assert "i299" in (tmp_path / "beside" / "report.html").read_text(encoding="utf-8")
+    monkeypatch.setattr(yamleval.reporting, "PARALLEL_ITEMS", 100)
+    with pytest.raises(SystemExit) as done:
+        main(["report", "latest", "--report-dir", "again"])
+    assert done.value.code == 0 and len(started) == 2, "a large stored run is rendered beside, too"
+    assert here[-1] == ["json"]
+    for name in NAMES:
+        together = (tmp_path / "together" / name).read_bytes()
+        assert (tmp_path / "beside" / name).read_bytes() == together, name
+        assert (tmp_path / "again" / name).read_bytes() == together, name
+    page = (tmp_path / "beside" / "report.html").read_text(encoding="utf-8")
+    assert "i599" in page and page.count('"scorers":') == 2

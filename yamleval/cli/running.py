@@ -139,7 +139,8 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
     completed = {eid for eid, row in finished_rows.items() if row["status"] == "completed"}
     stored_results = {r.experiment_id: r for r in store.results(run_id, completed)} if completed else {}
     results = []
-    helper = _Helper(project.report_formats)
+    helper = _Helper(project.report_formats, store.path, run_id, out_dir,
+                     [(p.experiment.id, [s.id for s in p.scorers]) for p in prepared])
     with _Interrupts() as interrupts:
         for position, item in enumerate(prepared):
             experiment_id = item.experiment.id
@@ -211,24 +212,28 @@ def _finished(run_info: RunInfo, status: str, passed: bool) -> RunInfo:
 
 
 class _Helper:
-    """Starts a second process to write reports once a run has enough items to make it pay,
-    early enough that it is ready (imports and templates loaded) when the reports are due."""
+    """Starts the second process that renders report.html, junit.xml and summary.md while the
+    items run (``reporting.live``), once a run has enough items to make it pay."""
 
-    START_AFTER = 1000  # items
+    START_AFTER = 200  # items
 
-    def __init__(self, formats) -> None:
+    def __init__(self, formats, store_path: str, run_id: str, directory: str, experiments) -> None:
         from yamleval.reporting import splits
 
         self.process = None
         self.left = self.START_AFTER if splits(formats) else -1
+        self.start = (store_path, run_id, experiments, directory, formats)
 
     def count(self) -> None:
         if self.left > 0:
             self.left -= 1
             if self.left == 0:
-                from yamleval.reporting import SecondProcess
+                from yamleval.reporting import APART
+                from yamleval.reporting.live import LiveReports
 
-                self.process = SecondProcess()
+                store_path, run_id, experiments, directory, formats = self.start
+                self.process = LiveReports(store_path, run_id, experiments, directory,
+                                           [name for name in dict.fromkeys(formats) if name in APART])
 
 
 def _write_reports_then_finish(store, out_dir: str, formats, run_info: RunInfo, results,

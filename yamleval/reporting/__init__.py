@@ -5,14 +5,15 @@ import contextlib
 import importlib
 import json
 import os
-import threading
-import time
-from typing import IO, Callable, Iterable, Sequence
+from typing import IO, TYPE_CHECKING, Callable, Iterable, Sequence
 
-from yamleval.errors import UsageError, YamlevalError, display_path
+from yamleval.errors import UsageError, YamlevalError, describe_exception, display_path
 from yamleval.records import encode_record, item_from_record
 from yamleval.reporting.files import atomic_output
 from yamleval.types import ExperimentResult, RunInfo
+
+if TYPE_CHECKING:
+    from yamleval.reporting.live import LiveReports
 
 # format -> (module, file name in the report folder)
 FORMATS = {
@@ -26,115 +27,84 @@ ALL_FORMATS = tuple(FORMATS)
 
 def write_reports(directory: str, formats: Sequence[str], run: RunInfo, results: Sequence[ExperimentResult],
                   records: Callable[[ExperimentResult], Iterable[str]] | None = None,
-                  helper: "SecondProcess | None" = None) -> list[str]:
+                  helper: "LiveReports | None" = None) -> list[str]:
     """Write each format into ``directory``; return the paths written, in the order asked.
 
     All formats are written in one pass over the items, each item read (and decoded) once.
     ``records`` gives the items' stored JSON records, which ``results.json`` writes as they are;
     without it, items that know their records (read from the store) give them. ``helper``: a
-    second process started while the items ran, ready to write some formats beside this one.
+    second process that has rendered the decoded formats while the items ran (``live``); a
+    large stored run without one gets one now, when there is a second CPU.
     """
     names = list(dict.fromkeys(formats))
     results = list(results)
-    apart = _second_process(names, results, HELPED_ITEMS if helper is not None else PARALLEL_ITEMS)
-    if apart:
-        own = [name for name in names if name not in apart]
-        with _Beside(directory, apart, run, results, helper):
-            _write_in_one_pass(directory, own, run, results, records)
+    if helper is None and _worth_a_second_process(names, results):
+        from yamleval.reporting.live import LiveReports
+
+        stored = results[0].items
+        helper = LiveReports(stored.path, stored.run_id, [(r.experiment_id, list(r.summary.scorers)) for r in results],
+                             directory, [name for name in names if name in APART])
+        patient = True  # started just now, for this large run: worth waiting for
     else:
+        patient = False
+    if helper is None:
         _write_in_one_pass(directory, names, run, results, records)
+    else:
+        _write_beside(helper, directory, names, run, results, records, patient)
     return [os.path.join(directory, FORMATS[name][1]) for name in names]
 
 
-# Past this many items, and with a second CPU, report.html and summary.md are written by a
-# second process while this one writes the rest: each reads the items from the store itself.
+# A stored run of this many items, on a machine with a second CPU, has its decoded formats
+# written by a second process while this one writes results.json.
 PARALLEL_ITEMS = 20_000
-HELPED_ITEMS = 2_000  # with a second process started already, while the items ran
-_APART = ("html", "markdown")
+APART = ("html", "junit", "markdown")  # the formats a second process can write
 
 
 def splits(names: Sequence[str]) -> bool:
-    """Whether these formats can be shared between two processes, on this machine."""
-    apart = [name for name in names if name in _APART]
-    return bool(apart) and len(apart) < len(set(names)) and (os.cpu_count() or 1) >= 2
+    """Whether these formats include some a second process can write, on this machine."""
+    return any(name in APART for name in names) and (os.cpu_count() or 1) >= 2
 
 
-def _second_process(names: list[str], results: list[ExperimentResult], least: int) -> list[str]:
-    """The formats worth writing in a second process (none when it would not pay off)."""
-    if not splits(names):
-        return []
-    if not all(hasattr(result.items, "records") for result in results):  # not read from a store
-        return []
-    apart = [name for name in names if name in _APART]
-    return apart if sum(len(result.items) for result in results) >= least else []
+def _worth_a_second_process(names: list[str], results: list[ExperimentResult]) -> bool:
+    if not splits(names) or not results:
+        return False
+    stores = {(getattr(r.items, "path", None), getattr(r.items, "run_id", None)) for r in results}
+    if len(stores) != 1 or None in next(iter(stores)):  # not all read from one stored run
+        return False
+    return sum(len(result.items) for result in results) >= PARALLEL_ITEMS
 
 
-def _write_apart(directory: str, names: list[str], run: RunInfo, results: list[ExperimentResult]) -> str | None:
-    """In the second process: write ``names``; the error's message, if any (exceptions may not pickle)."""
+def _write_beside(helper: "LiveReports", directory: str, names: list[str], run: RunInfo,
+                  results: list[ExperimentResult], records, patient: bool) -> None:
+    """The second process writes its formats while this one writes the others; if it is
+    gone (killed, out of memory), this one writes them after all."""
+    from yamleval.reporting.live import ChildLost
+
+    apart = [name for name in names if name in helper.names]
+    if not helper.send(run, results, patient):
+        _write_in_one_pass(directory, names, run, results, records)
+        return
     try:
-        _write_in_one_pass(directory, names, run, results, None)
-    except YamlevalError as exc:
+        _write_in_one_pass(directory, [name for name in names if name not in apart], run, results, records)
+    except BaseException:
+        helper.close()
+        raise
+    try:
+        failure = helper.wait()
+    except ChildLost:
+        _write_in_one_pass(directory, apart, run, results, records)
+        return
+    if failure is not None:
+        raise UsageError(failure)
+
+
+def describe_failure(exc: BaseException, run_id: str) -> str:
+    """The one-line message for a report that could not be written."""
+    if isinstance(exc, YamlevalError):
         return exc.format_message()
-    return None
-
-
-def _ready() -> None:
-    """In the second process, while the items run: import what writing the page takes, and
-    load its template, so none of it is left for the end of the run."""
-    importlib.import_module("yamleval.reporting.markdown")
-    importlib.import_module("yamleval.reporting.html")._template()
-
-
-class SecondProcess:
-    """A process to write reports beside this one, started before they are due."""
-
-    def __init__(self) -> None:
-        import concurrent.futures
-        import multiprocessing
-
-        self.pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
-                                                           initializer=_end_with, initargs=(os.getpid(),))
-        self.pool.submit(_ready)
-
-    def close(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
-
-
-class _Beside:
-    """Writes some formats in a second process while the block writes the others."""
-
-    def __init__(self, directory: str, names: list[str], run: RunInfo, results: list[ExperimentResult],
-                 helper: SecondProcess | None = None):
-        self.helper = helper or SecondProcess()
-        self.future = self.helper.pool.submit(_write_apart, directory, names, run, results)
-
-    def __enter__(self) -> "_Beside":
-        return self
-
-    def __exit__(self, kind, value, traceback) -> None:
-        try:
-            failure = self.future.result()
-        finally:
-            self.helper.pool.shutdown()
-        if failure is not None and kind is None:
-            raise UsageError(failure)
-
-
-def _end_with(parent: int) -> None:
-    """Start of the second process: make it end when yamleval ends, even by SIGKILL. Left
-    alone it would finish its report after the run was killed (and maybe resumed, putting
-    a stale report over a new one), then wait forever on its pool's pipe, holding the
-    terminal's or the CI step's output open. (Linux's parent-death signal does not serve:
-    it follows the thread that started the process, which may end long before yamleval.)"""
-    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
-    if os.getppid() != parent:  # yamleval ended before this process got here
-        os._exit(1)
-
-
-def _watch_parent(parent: int) -> None:
-    while os.getppid() == parent:
-        time.sleep(0.1)
-    os._exit(1)
+    if isinstance(exc, OSError):
+        return _unwritable(exc.filename or "the report folder", exc, run_id).format_message()
+    return f"writing the reports failed: {describe_exception(exc)}"
 
 
 def _write_in_one_pass(directory: str, names: list[str], run: RunInfo, results: list[ExperimentResult],
@@ -150,7 +120,7 @@ def _write_in_one_pass(directory: str, names: list[str], run: RunInfo, results: 
                 writers.append(importlib.import_module(FORMATS[name][0]).Writer(_Named(out, path, current), run, results))
             _stream(writers, results, records)
     except OSError as exc:
-        raise _unwritable(current[0], exc, run) from None
+        raise _unwritable(current[0], exc, run.run_id) from None
 
 
 class _Named:
@@ -202,9 +172,9 @@ def _records(result: ExperimentResult, records: Callable[[ExperimentResult], Ite
     return map(encode_record, result.items)
 
 
-def _unwritable(path: str, exc: OSError, run: RunInfo) -> UsageError:
+def _unwritable(path: str, exc: OSError, run_id: str) -> UsageError:
     """The one-line error for a report that could not be written (a full disk, a read-only
     folder): what, why, and that nothing is lost, since the run is in the store."""
     return UsageError(f"cannot write the report {display_path(path)}: {exc.strerror or exc}; the results are stored:"
-                      f" free some space or make the folder writable, then `yamleval report {run.run_id}"
+                      f" free some space or make the folder writable, then `yamleval report {run_id}"
                       " --report-dir DIR` writes the reports again")

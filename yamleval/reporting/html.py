@@ -153,7 +153,6 @@ def _shares(counts: dict[str, int]) -> list[dict[str, Any]]:
 def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
     """What the template shows of one experiment: all of it comes from the summary."""
     summary = result.summary
-    scorer_ids = list(summary.scorers)
     counts = {"passed": summary.passed, "failed": summary.failed, "error": summary.errored,
               "skipped": summary.skipped}
     scorers = [{"id": sid, "name": s.name, "threshold": figures.number(s.threshold, 2) if s.threshold is not None else "—",
@@ -234,6 +233,26 @@ def _page(run: RunInfo, results: Sequence[ExperimentResult]) -> tuple[str, str]:
 
 
 _ROWS_PER_WRITE = 1000
+COPY_CHUNK = 1 << 20  # characters copied at once from a body written beforehand
+
+
+class Body:
+    """One experiment's rows of the data blob as items stream by, written to ``out``."""
+
+    def __init__(self, out: IO[str], scorer_ids: Sequence[str]):
+        self.out, self.scorer_ids = out, list(scorer_ids)
+        self.rows: list[list[Any]] = []
+        self.first = True
+
+    def item(self, result: ItemResult) -> None:
+        self.rows.append(_row(result, self.scorer_ids))
+        if len(self.rows) >= _ROWS_PER_WRITE:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.rows:
+            self.out.write(("" if self.first else ",") + script_json(self.rows)[1:-1])
+            self.rows, self.first = [], False
 
 
 class Writer:
@@ -246,26 +265,25 @@ class Writer:
         out.write(head)
         out.write('{"fields":' + script_json(ROW_FIELDS) + ',"experiments":[')
         self.separator = ""
-        self.rows: list[list[Any]] = []
-        self.scorer_ids: list[str] = []
+        self.body = Body(out, [])
 
     def begin(self, result: ExperimentResult) -> None:
-        self.scorer_ids = list(result.summary.scorers)
-        self.out.write(self.separator + '{"scorers":' + script_json(self.scorer_ids) + ',"items":[')
-        self.separator, self.first = ",", True
+        scorer_ids = list(result.summary.scorers)
+        self.out.write(self.separator + '{"scorers":' + script_json(scorer_ids) + ',"items":[')
+        self.separator = ","
+        self.body = Body(self.out, scorer_ids)
 
     def item(self, result: ItemResult) -> None:
-        self.rows.append(_row(result, self.scorer_ids))
-        if len(self.rows) >= _ROWS_PER_WRITE:
-            self.flush()
+        self.body.item(result)
 
-    def flush(self) -> None:
-        if self.rows:
-            self.out.write(("" if self.first else ",") + script_json(self.rows)[1:-1])
-            self.rows, self.first = [], False
+    def take(self, written: IO[str]) -> None:
+        """The experiment's rows as a ``Body`` wrote them into ``written`` beforehand."""
+        written.seek(0)
+        while chunk := written.read(COPY_CHUNK):
+            self.out.write(chunk)
 
     def end(self, result: ExperimentResult) -> None:
-        self.flush()
+        self.body.flush()
         self.out.write("]}")
 
     def close(self) -> None:

@@ -236,6 +236,26 @@ class _Suite:
         return out + "  </testsuite>\n"
 
 
+class Body:
+    """One experiment's item test cases as items stream by, written to ``out``."""
+
+    def __init__(self, out: IO[str], experiment_id: str):
+        self.out = out
+        self.classname_attribute = _attribute(f"yamleval.{one_line(experiment_id, NAME_LIMIT)}")
+        self.names = _Names(distinct=True)
+        self.pending: list[str] = []
+
+    def item(self, result: ItemResult) -> None:
+        pending = self.pending
+        pending.append(_item_case(self.classname_attribute, self.names(result.item.id), result))
+        if len(pending) >= 1000:
+            self.flush()
+
+    def flush(self) -> None:
+        self.out.write("".join(self.pending))
+        self.pending = []
+
+
 class Writer:
     """Writes the document as items stream by: each experiment's items once, in order."""
 
@@ -256,27 +276,23 @@ class Writer:
         else:
             out.write(_element(0, "testsuites", **attributes))
         self.closing = "</testsuites>\n" if results else ""
-        self.names = _Names()
-        self.pending: list[str] = []
-        self.classname_attribute = ""
+        self.body = Body(out, "")
 
     def begin(self, result: ExperimentResult) -> None:
-        suite = self.suites[id(result)]
-        self.out.write(suite.head(self.run))
-        self.names, self.classname_attribute = _Names(distinct=True), _attribute(suite.classname)
+        self.out.write(self.suites[id(result)].head(self.run))
+        self.body = Body(self.out, result.experiment_id)
 
     def item(self, result: ItemResult) -> None:
-        pending = self.pending
-        pending.append(_item_case(self.classname_attribute, self.names(result.item.id), result))
-        if len(pending) >= 1000:
-            self.flush()
+        self.body.item(result)
 
-    def flush(self) -> None:
-        self.out.write("".join(self.pending))
-        self.pending = []
+    def take(self, written: IO[str]) -> None:
+        """The experiment's test cases as a ``Body`` wrote them into ``written`` beforehand."""
+        written.seek(0)
+        while chunk := written.read(1 << 20):
+            self.out.write(chunk)
 
     def end(self, result: ExperimentResult) -> None:
-        self.flush()
+        self.body.flush()
         self.out.write(self.suites[id(result)].tail())
 
     def close(self) -> None:

@@ -125,6 +125,22 @@ def _worst_key(result: ItemResult) -> tuple[int, float, int] | None:
     return None
 
 
+class Body:
+    """One experiment's worst items as items stream by (nothing is written until the end)."""
+
+    def __init__(self, out: IO[str] | None = None):
+        self.worst = _Worst()
+
+    def item(self, result: ItemResult) -> None:
+        self.worst.add(result)
+
+    def flush(self) -> None:
+        pass
+
+    def items(self) -> list[ItemResult]:
+        return self.worst.items()
+
+
 class _Worst:
     """The ``limit`` worst items seen so far, kept in a heap while items stream by."""
 
@@ -216,6 +232,10 @@ class Writer:
 
     def item(self, result: ItemResult) -> None:
         self.current.add(result)
+
+    def take(self, worst: "Body") -> None:
+        """The experiment's worst items as a ``Body`` found them beforehand."""
+        self.current = worst
 
     def end(self, result: ExperimentResult) -> None:
         self.worst[id(result)] = self.current.items()

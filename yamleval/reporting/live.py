@@ -1,0 +1,253 @@
+"""report.html, junit.xml and summary.md written by a second process while the items run.
+
+The second process reads the items from the results database as they are stored, in
+dataset order, and renders each experiment's part of those reports into a temporary file
+(unnamed: nothing is left behind if it is killed). When the run ends it is sent the run's
+summaries: it reads the items stored since, writes each report whole (header, the parts
+rendered already, the rest) and answers. Meanwhile this process writes results.json.
+On a machine with a second CPU the reports cost the run almost nothing at the end; the
+bytes are those one pass over the stored run gives (``yamleval report``).
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import pickle
+import signal
+import sqlite3
+import tempfile
+import sys
+import threading
+import time
+import urllib.parse
+from typing import IO, Any, Sequence
+
+from yamleval.records import item_from_record
+from yamleval.reporting.files import atomic_output
+from yamleval.types import ExperimentResult, RunInfo
+
+FORMATS = {"html": ("yamleval.reporting.html", "report.html"),
+           "junit": ("yamleval.reporting.junit", "junit.xml"),
+           "markdown": ("yamleval.reporting.markdown", "summary.md")}
+POLL_SECONDS = 0.05
+BATCH = 2000  # rows read at once
+
+
+class ChildLost(Exception):
+    """The second process ended (or was not ready) without answering: write the reports here."""
+
+
+class LiveReports:
+    """The second process, from this side: start it, then ``send`` the run's results and
+    ``wait`` for its answer. It is a plain ``python -m yamleval.reporting.live``, which loads
+    only what rendering needs; messages are pickled over its stdin and stdout."""
+
+    def __init__(self, store_path: str, run_id: str, experiments: Sequence[tuple[str, Sequence[str]]],
+                 directory: str, names: Sequence[str]):
+        import subprocess
+        import sys
+
+        self.names = list(names)
+        self.ready = threading.Event()
+        self.answered = threading.Event()
+        self.answer: Any = _LOST
+        self.process = subprocess.Popen([sys.executable, "-m", "yamleval.reporting.live"], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self._send({"store": os.path.abspath(store_path), "run_id": run_id,
+                    "experiments": [(e, list(s)) for e, s in experiments], "directory": os.path.abspath(directory),
+                    "names": self.names, "parent": os.getpid()})
+        threading.Thread(target=self._listen, name="yamleval-reports", daemon=True).start()
+
+    def _send(self, message: Any) -> None:
+        try:
+            pickle.dump(message, self.process.stdin)
+            self.process.stdin.flush()
+        except (OSError, ValueError):
+            pass  # it is gone; ``wait`` says so
+
+    def _listen(self) -> None:
+        try:
+            if pickle.load(self.process.stdout) == "ready":
+                self.ready.set()
+                self.answer = pickle.load(self.process.stdout)
+        except Exception:
+            pass
+        self.answered.set()
+
+    def send(self, run: RunInfo, results: Sequence[ExperimentResult], patient: bool = False) -> bool:
+        """Tell the second process the run is over, so it writes the reports now. False (and the
+        process is stopped) if it has not started to render yet, unless ``patient``: for a run
+        that ended early, writing them here is sooner."""
+        if patient:  # until it is ready, or gone
+            deadline = time.monotonic() + 30
+            while not (self.ready.wait(0.02) or self.answered.is_set()) and time.monotonic() < deadline:
+                pass
+        if not self.ready.is_set():
+            self.close()
+            return False
+        self._send((run, list(results)))
+        return True
+
+    def wait(self) -> str | None:
+        """The second process's answer: None when its reports are written, else the error's
+        message. ChildLost if it ended without one."""
+        self.answered.wait()
+        self.close()
+        if self.answer is _LOST:
+            raise ChildLost()
+        return self.answer
+
+    def close(self) -> None:
+        if self.process.poll() is None and not self.answered.is_set():
+            self.process.kill()
+        for stream in (self.process.stdin, self.process.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        self.process.wait()
+
+
+_LOST = object()
+
+
+# --- the second process ---------------------------------------------------------------------
+
+class _Experiment:
+    """One experiment's parts, rendered as its items are stored."""
+
+    def __init__(self, experiment_id: str, scorer_ids: Sequence[str], names: Sequence[str], directory: str):
+        self.experiment_id, self.next = experiment_id, 0
+        self.files: dict[str, IO[str] | None] = {}
+        self.bodies = {}
+        for name in names:
+            module = importlib.import_module(FORMATS[name][0])
+            if name == "markdown":
+                self.files[name], self.bodies[name] = None, module.Body()
+                continue
+            file = tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n", dir=directory)
+            self.files[name] = file
+            self.bodies[name] = module.Body(file, scorer_ids) if name == "html" else module.Body(file, experiment_id)
+
+    def catch_up(self, db: sqlite3.Connection, run_id: str, whole: bool) -> None:
+        """Render the items stored since last time: only an unbroken run of positions while
+        items may still come (a missing one may yet be stored), every one at the end."""
+        bodies = list(self.bodies.values())
+        while True:
+            rows = db.execute("SELECT position, record FROM items WHERE run_id = ? AND experiment_id = ?"
+                              " AND position >= ? ORDER BY position LIMIT ?",
+                              (run_id, self.experiment_id, self.next, BATCH)).fetchall()
+            for position, text in rows:
+                if position != self.next and not whole:
+                    return
+                item = item_from_record(json.loads(text))
+                for body in bodies:
+                    body.item(item)
+                self.next = position + 1
+            if len(rows) < BATCH:
+                return
+
+    def finish(self) -> None:
+        for body in self.bodies.values():
+            body.flush()
+        for file in self.files.values():
+            if file is not None:
+                file.flush()
+
+    def part(self, name: str) -> Any:
+        return self.files[name] if self.files[name] is not None else self.bodies[name]
+
+
+def main() -> None:
+    """The second process: render while the run goes on, write the reports when told to."""
+    for sig in (signal.SIGINT, signal.SIGTERM):  # yamleval decides what an interrupt means
+        signal.signal(sig, signal.SIG_IGN)
+    given, answers = sys.stdin.buffer, sys.stdout.buffer
+    setup = pickle.load(given)
+    _end_with(setup["parent"])
+    told: list = []
+    over = threading.Event()
+
+    def listen() -> None:  # the run's results, once it is over; nothing if yamleval is gone
+        try:
+            told.append(pickle.load(given))
+        except Exception:
+            os._exit(1)
+        over.set()
+
+    threading.Thread(target=listen, daemon=True).start()
+    run_id, directory, names = setup["run_id"], setup["directory"], setup["names"]
+    try:
+        importlib.import_module("yamleval.reporting.html")._template()
+        os.makedirs(directory, exist_ok=True)
+        parts = {eid: _Experiment(eid, scorer_ids, names, directory) for eid, scorer_ids in setup["experiments"]}
+        db = sqlite3.connect(f"file:{urllib.parse.quote(setup['store'])}?mode=ro", uri=True, timeout=30)
+        pickle.dump("ready", answers)
+        answers.flush()
+        while not over.wait(POLL_SECONDS):
+            for part in parts.values():
+                part.catch_up(db, run_id, whole=False)
+    except Exception:  # ending without an answer: yamleval writes these reports itself
+        os._exit(1)
+    run, results = told[0]
+    try:
+        for result in results:
+            part = parts.get(result.experiment_id)
+            if part is None:
+                continue
+            part.catch_up(db, run_id, whole=True)
+            part.finish()
+        db.close()
+        _write(directory, names, run, results, parts, setup["parent"])
+        answer = None
+    except _Orphaned:
+        os._exit(1)
+    except Exception as exc:  # the answer carries it: exceptions may not pickle
+        from yamleval.reporting import describe_failure
+
+        answer = describe_failure(exc, run_id)
+    pickle.dump(answer, answers)
+    answers.flush()
+
+
+class _Orphaned(Exception):
+    """yamleval ended: a report must not be put in place for a run that may be resumed."""
+
+
+def _write(directory: str, names: list[str], run: RunInfo, results: list[ExperimentResult], parts: dict,
+           parent: int) -> None:
+    for name in names:
+        module_name, file_name = FORMATS[name]
+        module = importlib.import_module(module_name)
+        with atomic_output(os.path.join(directory, file_name)) as out:
+            writer = module.Writer(out, run, results)
+            for result in results:
+                writer.begin(result)
+                part = parts.get(result.experiment_id)
+                if part is not None:
+                    writer.take(part.part(name))
+                writer.end(result)
+            writer.close()
+            if os.getppid() != parent:  # checked just before the file is put in place
+                raise _Orphaned()
+
+
+def _end_with(parent: int) -> None:
+    """Make this process end when yamleval ends, even by SIGKILL. Left alone it would finish
+    its reports after the run was killed (and maybe resumed, putting stale reports over new
+    ones), holding the terminal's or the CI step's output open. (Linux's parent-death signal
+    does not serve: it follows the thread that started the process, not the process.)"""
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    if os.getppid() != parent:  # yamleval ended before this process got here
+        os._exit(1)
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(0.1)
+    os._exit(1)
+
+
+if __name__ == "__main__":
+    main()
