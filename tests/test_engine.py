@@ -422,3 +422,17 @@ def test_judge_tokens_and_costs_are_summed_apart_from_the_runners(write_config):
     assert (s.tokens.prompt_tokens, s.tokens.completion_tokens, s.tokens.cost) == (30, 6, 1.5)
     assert (s.judge_tokens.prompt_tokens, s.judge_tokens.completion_tokens, s.judge_tokens.cost) == (15, 3, 0.75)
     assert result.items[0].scores["judge"].usage.cost == 0.25
+
+
+def test_a_template_of_one_name_renders_as_jinja_would(write_config):
+    """``{{ input }}`` is rendered without Jinja; the text is what Jinja gives (str of the value),
+    and a name that is not there is Jinja's error on that item."""
+    from yamleval.templating import compile_value
+
+    for template in ("{{ input }}", "{{input}}", "{{  input\t}}"):
+        render = compile_value({"q": template, "n": [template]})
+        for value in ("text", 3, 2.5, None, True, {"a": [1]}, "{{ not rendered }}"):
+            jinja = __import__("yamleval.templating", fromlist=["_jinja"])._jinja(template)
+            assert render({"input": value}) == {"q": jinja({"input": value}), "n": [jinja({"input": value})]}
+    with pytest.raises(Exception, match="'missing' is undefined"):
+        compile_value("{{ missing }}")({"input": "x"})

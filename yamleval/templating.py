@@ -5,6 +5,7 @@ data and never rendered themselves.
 """
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Any, Callable, Mapping
 
@@ -40,10 +41,15 @@ class TemplateProblem(Exception):
         self.line = line
 
 
-def compile_value(value: Any) -> Callable[[Mapping[str, Any]], Any]:
-    """A function of the template variables that renders every template inside ``value``."""
-    from jinja2 import TemplateSyntaxError
+# ``{{ input }}`` and the like: the value of one name as text, as Jinja gives it (``str()``)
+_ONE_NAME = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
+
+def compile_value(value: Any) -> Callable[[Mapping[str, Any]], Any]:
+    """A function of the template variables that renders every template inside ``value``.
+
+    A template that is one name and nothing else is rendered without Jinja (which costs
+    more to import than a small run's items take); any other goes through Jinja's sandbox."""
     if isinstance(value, dict):
         parts = {k: compile_value(v) for k, v in value.items()}
         return lambda names: {k: part(names) for k, part in parts.items()}
@@ -52,6 +58,28 @@ def compile_value(value: Any) -> Callable[[Mapping[str, Any]], Any]:
         return lambda names: [part(names) for part in parts_list]
     if not is_template(value):
         return lambda names: value
+    one = _ONE_NAME.fullmatch(value)
+    if one is not None:
+        return _one_name(one.group(1), value)
+    return _jinja(value)
+
+
+def _one_name(name: str, source: str) -> Callable[[Mapping[str, Any]], str]:
+    jinja: list[Callable] = []
+
+    def render(names: Mapping[str, Any]) -> str:
+        if name in names:
+            return str(names[name])
+        if not jinja:  # Jinja's own error for a name that is not there
+            jinja.append(_jinja(source))
+        return jinja[0](names)
+
+    return render
+
+
+def _jinja(value: str) -> Callable[[Mapping[str, Any]], str]:
+    from jinja2 import TemplateSyntaxError
+
     try:
         template = _environment().from_string(value)
     except TemplateSyntaxError as exc:
