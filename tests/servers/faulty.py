@@ -19,8 +19,10 @@ import struct
 import threading
 import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable, Mapping, Sequence
+
+from servers.local import LocalServer
 
 ITEM_ID = re.compile(rb"it-\d{4}")
 HUGE = 50 * 1024 * 1024
@@ -45,7 +47,7 @@ def completion(content: str | None, *, tool: str | None = None, arguments: Any =
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as the pooled sessions of the clients expect
     disable_nagle_algorithm = True
-    server: "_Server"
+    server: Any  # the serving ThreadingHTTPServer; its ``owner`` is the test server object
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -201,17 +203,18 @@ FAULTS: dict[str, Callable[[_Handler, str, bytes], None]] = {
 }
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 128
-    owner: "FaultyServer"
 
 
-class FaultyServer:
+class FaultyServer(LocalServer):
     """The server: ``plans`` maps an item id to its faults, attempt by attempt (the last repeats);
     an item without a plan is answered well. ``attempts`` counts the requests per item."""
 
+    handler = _Handler
+    thread_name = "faulty-server"
+    queue_size = 128
+
     def __init__(self, plans: Mapping[str, Sequence[str]] | None = None, slow_seconds: float = 1.0):
+        super().__init__()
         self.plans = {k: list(v) for k, v in (plans or {}).items()}
         for plan in self.plans.values():
             unknown = [fault for fault in plan if fault not in FAULTS]
@@ -219,13 +222,10 @@ class FaultyServer:
         self.slow_seconds = slow_seconds
         self.attempts: Counter[str] = Counter()
         self._lock = threading.Lock()
-        self._httpd: _Server | None = None
-        self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
-        assert self._httpd is not None, "server not started"
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        return f"http://127.0.0.1:{self.port}"
 
     def attempt(self, item_id: str) -> str:
         """Count one request for ``item_id`` and return the fault it meets."""
@@ -234,24 +234,3 @@ class FaultyServer:
             number = self.attempts[item_id]
         plan = self.plans.get(item_id, ["ok"])
         return plan[min(number, len(plan)) - 1]
-
-    def start(self) -> "FaultyServer":
-        self._httpd = _Server(("127.0.0.1", 0), _Handler)
-        self._httpd.owner = self
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="faulty-server", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._thread.join(5)
-            self._httpd = None
-
-    def __enter__(self) -> "FaultyServer":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

@@ -12,8 +12,10 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from servers.local import LocalServer
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,7 @@ def malformed(text: str = '{"choices": [', status: int = 200) -> Reply:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as the client's pooled session expects
     disable_nagle_algorithm = True
-    server: "_Server"
+    server: Any  # the serving ThreadingHTTPServer; its ``owner`` is the test server object
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -135,25 +137,24 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    owner: "OpenAIServer"
 
 
-class OpenAIServer:
+class OpenAIServer(LocalServer):
     """The scripted server; ``base_url`` ends in ``/v1`` like a real endpoint's."""
 
+    handler = _Handler
+    thread_name = "openai-test-server"
+    queue_size = 5
+
     def __init__(self) -> None:
+        super().__init__()
         self.requests: list[RecordedRequest] = []
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
-        self._httpd: _Server | None = None
-        self._thread: threading.Thread | None = None
 
     @property
     def base_url(self) -> str:
-        assert self._httpd is not None, "server not started"
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self.port}/v1"
 
     def push(self, *replies: Reply) -> "OpenAIServer":
         with self._lock:
@@ -174,24 +175,3 @@ class OpenAIServer:
     def bodies(self) -> list[Any]:
         """The JSON bodies of the POST requests, in order."""
         return [r.body for r in self.requests if r.method == "POST"]
-
-    def start(self) -> "OpenAIServer":
-        self._httpd = _Server(("127.0.0.1", 0), _Handler)
-        self._httpd.owner = self
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="openai-test-server", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._thread.join(5)
-            self._httpd = None
-
-    def __enter__(self) -> "OpenAIServer":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

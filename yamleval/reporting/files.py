@@ -1,9 +1,11 @@
-"""Report files are written whole or not at all: into a temporary file renamed over the target."""
+"""Report files: written whole or not at all (a temporary file renamed over the target), and
+rendered as text in one pass over the items."""
 from __future__ import annotations
 
 import contextlib
+import io
 import os
-from typing import IO, Iterator
+from typing import IO, Any, Callable, Iterable, Iterator, Sequence
 
 
 @contextlib.contextmanager
@@ -51,3 +53,17 @@ def _alive(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):  # no /proc: take the signal's word
         return True
+
+
+def render_with(writer: Callable[[IO[str], Any, Sequence[Any]], Any], run: Any, results: Iterable[Any]) -> str:
+    """A whole report as text: a format's ``Writer`` fed every item of ``results`` in one pass."""
+    out = io.StringIO()
+    results = list(results)
+    written = writer(out, run, results)
+    for result in results:
+        written.begin(result)
+        for item in result.items:
+            written.item(item)
+        written.end(result)
+    written.close()
+    return out.getvalue()

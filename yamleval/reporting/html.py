@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import io
 import json
 from functools import lru_cache
 from importlib import resources
@@ -18,7 +17,7 @@ from typing import IO, Any, Sequence
 
 from yamleval import figures
 from yamleval.aggregate import BINS
-from yamleval.reporting.files import atomic_output
+from yamleval.reporting.files import atomic_output, render_with
 from yamleval.reporting.text import trajectory_steps
 from yamleval.types import ExperimentResult, ItemResult, RunInfo, ScoreResult
 
@@ -292,16 +291,7 @@ class Writer:
 
 def render(run: RunInfo, results: Sequence[ExperimentResult]) -> str:
     """The report as one complete HTML document."""
-    out = io.StringIO()
-    results = list(results)
-    writer = Writer(out, run, results)
-    for result in results:
-        writer.begin(result)
-        for item in result.items:
-            writer.item(item)
-        writer.end(result)
-    writer.close()
-    return out.getvalue()
+    return render_with(Writer, run, results)
 
 
 def write(path: str, run: RunInfo, results: Sequence[ExperimentResult]) -> str:

@@ -15,11 +15,10 @@ so the same results always give the same bytes.
 """
 from __future__ import annotations
 
-import io
 import math
 from typing import IO, Sequence
 
-from yamleval.reporting.files import atomic_output
+from yamleval.reporting.files import atomic_output, render_with
 from yamleval.reporting.text import (as_text, clean_text, criterion_message, criterion_name, item_message, one_line,
                                      score_text, trajectory_steps)
 from yamleval.types import CriterionResult, ExperimentResult, ItemResult, RunInfo
@@ -301,16 +300,7 @@ class Writer:
 
 def render(run: RunInfo, results: Sequence[ExperimentResult]) -> str:
     """The JUnit XML document for ``results``, as text starting with the XML declaration."""
-    out = io.StringIO()
-    results = list(results)
-    writer = Writer(out, run, results)
-    for result in results:
-        writer.begin(result)
-        for item in result.items:
-            writer.item(item)
-        writer.end(result)
-    writer.close()
-    return out.getvalue()
+    return render_with(Writer, run, results)
 
 
 def write(path: str, run: RunInfo, results: Sequence[ExperimentResult]) -> str:
