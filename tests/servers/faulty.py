@@ -113,12 +113,17 @@ def _too_long(handler: _Handler, item_id: str, raw: bytes) -> None:
                                       "code": "context_length_exceeded"}})
 
 
-def _reset_mid_body(handler: _Handler, item_id: str, raw: bytes) -> None:
-    body = good_body(item_id, raw)
+def _headers(handler: _Handler, body: bytes) -> None:
+    """A 200 JSON reply's headers, declaring the whole body (which the fault may then not send)."""
     handler.send_response(200)
     handler.send_header("Content-Type", "application/json")
     handler.send_header("Content-Length", str(len(body)))
     handler.end_headers()
+
+
+def _reset_mid_body(handler: _Handler, item_id: str, raw: bytes) -> None:
+    body = good_body(item_id, raw)
+    _headers(handler, body)
     handler.wfile.write(body[: len(body) // 2])
     handler.reset()
 
@@ -132,10 +137,7 @@ def _slow(handler: _Handler, item_id: str, raw: bytes) -> None:
 def _trickle(handler: _Handler, item_id: str, raw: bytes) -> None:
     """Headers at once, then the body a few bytes at a time: each read is quick, the whole is slow."""
     body = good_body(item_id, raw)
-    handler.send_response(200)
-    handler.send_header("Content-Type", "application/json")
-    handler.send_header("Content-Length", str(len(body)))
-    handler.end_headers()
+    _headers(handler, body)
     pieces = 10
     step = len(body) // pieces + 1
     for start in range(0, len(body), step):
@@ -146,10 +148,7 @@ def _trickle(handler: _Handler, item_id: str, raw: bytes) -> None:
 def _stall_mid_body(handler: _Handler, item_id: str, raw: bytes) -> None:
     """Half the body, then silence for longer than the client's timeout, then a close."""
     body = good_body(item_id, raw)
-    handler.send_response(200)
-    handler.send_header("Content-Type", "application/json")
-    handler.send_header("Content-Length", str(len(body)))
-    handler.end_headers()
+    _headers(handler, body)
     handler.wfile.write(body[: len(body) // 2])
     time.sleep(handler.server.owner.slow_seconds)
     handler.close_connection = True
