@@ -25,3 +25,41 @@ def test_retry_after_seconds_and_dates():
     assert 27 <= retry_after_seconds(later) <= 30
     past = format_datetime(datetime.now(timezone.utc) - timedelta(seconds=30), usegmt=True)
     assert retry_after_seconds(past) == 0.0
+
+
+def test_with_retries_tries_again_only_for_the_errors_named_and_raises_the_last():
+    from yamleval.retrying import with_retries
+
+    calls, waits = [], []
+
+    def flaky(outcomes):
+        def send():
+            calls.append(1)
+            outcome = outcomes.pop(0)
+            if isinstance(outcome, BaseException):
+                raise outcome
+            return outcome
+        return send
+
+    def wait(exc, attempt):
+        waits.append((type(exc).__name__, attempt))
+        return 0
+
+    assert with_retries(flaky([TimeoutError(), ConnectionError(), "ok"]), 2, (TimeoutError, ConnectionError), wait) == "ok"
+    assert len(calls) == 3 and waits == [("TimeoutError", 1), ("ConnectionError", 2)]
+    calls.clear()
+    with pytest.raises(ConnectionError):
+        with_retries(flaky([TimeoutError(), ConnectionError(), ConnectionError()]), 1, (TimeoutError, ConnectionError), wait)
+    assert len(calls) == 2, "retries: 1 means two attempts at most"
+    calls.clear()
+    with pytest.raises(ValueError):
+        with_retries(flaky([ValueError(), "never"]), 5, (TimeoutError,), wait)
+    assert len(calls) == 1, "an error not named is not tried again"
+
+
+def test_backoff_doubles_from_half_a_second_up_to_a_minute_with_jitter():
+    from yamleval.retrying import MAX_WAIT, backoff
+
+    for attempt, base in ((1, 0.5), (2, 1.0), (3, 2.0), (10, MAX_WAIT)):
+        for _ in range(20):
+            assert base <= backoff(attempt) <= base + 0.5

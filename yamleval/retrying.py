@@ -1,14 +1,38 @@
 """What every HTTP caller shares about retrying: which replies are worth another try,
-how long a server asks us to wait, and how much of a reply to read before giving up."""
+how long a server asks us to wait, how long to back off, and how much of a reply to read
+before giving up."""
 from __future__ import annotations
 
 import email.utils
+import random
 import time
 from datetime import datetime, timezone
 from http.client import RemoteDisconnected
-from typing import Any
+from typing import Any, Callable
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429})  # and every 5xx
+MAX_WAIT = 60.0  # seconds: the longest back-off, and the longest Retry-After honoured
+
+
+def backoff(attempt: int) -> float:
+    """Seconds to wait after failed attempt ``attempt`` (1, 2, …): 0.5 s, 1 s, 2 s… up to a
+    minute, plus up to half a second of jitter so that many callers do not retry in step."""
+    return min(0.5 * 2 ** (attempt - 1), MAX_WAIT) + random.uniform(0, 0.5)
+
+
+def with_retries(send: Callable[[], Any], retries: int, retry_on: tuple[type[BaseException], ...],
+                 wait: Callable[[BaseException, int], float]) -> Any:
+    """``send()``, tried again up to ``retries`` times when it raises one of ``retry_on``,
+    after ``wait(error, attempt)`` seconds; the last error is raised as it is."""
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return send()
+        except retry_on as exc:
+            if attempt > retries:
+                raise
+            time.sleep(wait(exc, attempt))
 
 
 def retryable_status(status: int) -> bool:

@@ -12,17 +12,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import requests
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential, wait_random
 
 from yamleval.paths import PathNotFound, lookup
 from yamleval.types import Item, RunnerResult, Usage
-from yamleval.retrying import (ReplyTooLarge, ReplyTooSlow, connection_reason, read_body,
-                               retry_after_seconds, retryable_status)
+from yamleval.retrying import (MAX_WAIT, ReplyTooLarge, ReplyTooSlow, backoff, connection_reason, read_body,
+                               retry_after_seconds, retryable_status, with_retries)
 
-MAX_WAIT = 60.0
 _SHOWN_BODY = 500
 _SHOWN_TEXT = 200
-_backoff = wait_exponential(multiplier=0.5, max=MAX_WAIT) + wait_random(0, 0.5)  # 0.5 s, 1 s, 2 s… plus jitter
 _local = threading.local()
 
 
@@ -33,6 +30,10 @@ class _RetryableStatus(Exception):
         super().__init__(response.status_code)
         self.response = response
         self.body = body
+
+
+_RETRIED = (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError, ReplyTooSlow,
+            _RetryableStatus)
 
 
 def http(item: Item, url: str, method: str = "POST", headers: dict | None = None,
@@ -81,12 +82,8 @@ def http(item: Item, url: str, method: str = "POST", headers: dict | None = None
             raise _RetryableStatus(response, body)
         return response, body
 
-    retrying = Retrying(stop=stop_after_attempt(int(retries) + 1), wait=_wait, reraise=True,
-                        retry=retry_if_exception_type((requests.ConnectionError, requests.Timeout,
-                                                       requests.exceptions.ChunkedEncodingError,
-                                                       ReplyTooSlow, _RetryableStatus)))
     try:
-        response, body = retrying(send)
+        response, body = with_retries(send, int(retries), _RETRIED, _wait)
     except _RetryableStatus as exc:
         response, body = exc.response, exc.body
     except (requests.Timeout, ReplyTooSlow):
@@ -170,13 +167,13 @@ def _session(url: str) -> requests.Session:
     return session
 
 
-def _wait(retry_state) -> float:
-    exc = retry_state.outcome.exception() if retry_state.outcome else None
+def _wait(exc: BaseException, attempt: int) -> float:
+    """The server's Retry-After when it gave one (at most a minute), else the back-off."""
     if isinstance(exc, _RetryableStatus):
         delay = retry_after_seconds(exc.response.headers.get("Retry-After"))
         if delay is not None:
             return min(delay, MAX_WAIT)
-    return _backoff(retry_state)
+    return backoff(attempt)
 
 
 def _text(response: requests.Response, body: bytes) -> str:
