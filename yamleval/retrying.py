@@ -14,25 +14,26 @@ RETRYABLE_STATUSES = frozenset({408, 409, 429})  # and every 5xx
 MAX_WAIT = 60.0  # seconds: the longest back-off, and the longest Retry-After honoured
 
 
-def backoff(attempt: int) -> float:
-    """Seconds to wait after failed attempt ``attempt`` (1, 2, …): 0.5 s, 1 s, 2 s… up to a
-    minute, plus up to half a second of jitter so that many callers do not retry in step."""
-    return min(0.5 * 2 ** (attempt - 1), MAX_WAIT) + random.uniform(0, 0.5)
+def backoff(attempt: int, initial: float = 0.5, maximum: float = MAX_WAIT) -> float:
+    """Seconds to wait after failed attempt ``attempt`` (1, 2, …): ``initial``, twice that,
+    four times… up to ``maximum``, plus up to ``initial`` of jitter so that many callers do
+    not retry in step."""
+    return min(initial * 2 ** (attempt - 1), maximum) + random.uniform(0, initial)
 
 
-def with_retries(send: Callable[[], Any], retries: int, retry_on: tuple[type[BaseException], ...],
-                 wait: Callable[[BaseException, int], float]) -> Any:
-    """``send()``, tried again up to ``retries`` times when it raises one of ``retry_on``,
-    after ``wait(error, attempt)`` seconds; the last error is raised as it is."""
+def with_retries(send: Callable[[], Any], retries: int, retry_on: Callable[[BaseException], bool],
+                 wait: Callable[[BaseException, int], float], sleep: Callable[[float], Any] = time.sleep) -> Any:
+    """``send()``, tried again up to ``retries`` times when it raises an error ``retry_on``
+    accepts, after ``wait(error, attempt)`` seconds; the last error is raised as it is."""
     attempt = 0
     while True:
         attempt += 1
         try:
             return send()
-        except retry_on as exc:
-            if attempt > retries:
+        except Exception as exc:
+            if attempt > retries or not retry_on(exc):
                 raise
-            time.sleep(wait(exc, attempt))
+            sleep(wait(exc, attempt))
 
 
 def retryable_status(status: int) -> bool:

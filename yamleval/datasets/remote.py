@@ -9,13 +9,12 @@ Header values may hold credentials, and query strings may too: neither appears i
 from __future__ import annotations
 
 import json
-import random
 import time
 from typing import Any, Callable, Iterator, Mapping
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 from yamleval.paths import PathNotFound, lookup
-from yamleval.retrying import retry_after_seconds, retryable_status
+from yamleval.retrying import backoff, retry_after_seconds, retryable_status, with_retries
 
 MAX_WAIT = 60.0
 _SHOWN_BODY = 300
@@ -176,42 +175,56 @@ class _Fetcher:
         self.sleep = sleep
 
     def __call__(self, url: str, where: str) -> Any:
+        attempts = 0
+
+        def send() -> Any:
+            nonlocal attempts
+            attempts += 1
+            return self._get(url, where)
+
+        try:
+            return with_retries(send, self.retries, lambda exc: isinstance(exc, _Transient), self._wait, self.sleep)
+        except _Transient as exc:
+            after = f" (after {attempts} attempts)" if attempts > 1 else ""
+            raise RemoteDatasetError(f"{where}: {exc.problem}{after}") from None
+
+    def _get(self, url: str, where: str) -> Any:
+        """One attempt: the page, or _Transient for a failure worth another try."""
         import requests
 
-        attempt = 0
-        while True:
-            attempt += 1
-            after = f" (after {attempt} attempts)" if attempt > 1 else ""
-            retry_after = None
+        try:
+            response = self.session.get(url, timeout=self.timeout)
+        except requests.Timeout:
+            raise _Transient(f"no reply within {self.timeout:g}s") from None
+        except requests.ConnectionError as exc:
+            raise _Transient(f"connection failed ({type(exc).__name__})") from None
+        except requests.RequestException as exc:
+            raise RemoteDatasetError(f"{where}: request failed ({type(exc).__name__})") from None
+        status = response.status_code
+        if 200 <= status < 300:
             try:
-                response = self.session.get(url, timeout=self.timeout)
-            except requests.Timeout:
-                problem = f"no reply within {self.timeout:g}s"
-            except requests.ConnectionError as exc:
-                problem = f"connection failed ({type(exc).__name__})"
-            except requests.RequestException as exc:
-                raise RemoteDatasetError(f"{where}: request failed ({type(exc).__name__})") from None
-            else:
-                status = response.status_code
-                if 200 <= status < 300:
-                    try:
-                        return json.loads(response.content.decode("utf-8", errors="replace"))
-                    except ValueError:
-                        kind = response.headers.get("Content-Type", "no content type")
-                        raise RemoteDatasetError(f"{where}: the reply is not JSON ({kind}): "
-                                                 f"{_snippet(response)!r}") from None
-                problem = f"HTTP {status}: {_snippet(response) or '(empty body)'}"
-                if not retryable_status(status):
-                    raise RemoteDatasetError(f"{where}: {problem}")
-                retry_after = retry_after_seconds(response.headers.get("Retry-After"))
-            if attempt > self.retries:
-                raise RemoteDatasetError(f"{where}: {problem}{after}")
-            if retry_after is not None:
-                delay = min(retry_after, MAX_WAIT)
-            else:
-                initial, maximum = self.backoff
-                delay = min(maximum, initial * 2 ** (attempt - 1)) + random.uniform(0, initial)
-            self.sleep(delay)
+                return json.loads(response.content.decode("utf-8", errors="replace"))
+            except ValueError:
+                kind = response.headers.get("Content-Type", "no content type")
+                raise RemoteDatasetError(f"{where}: the reply is not JSON ({kind}): "
+                                         f"{_snippet(response)!r}") from None
+        problem = f"HTTP {status}: {_snippet(response) or '(empty body)'}"
+        if not retryable_status(status):
+            raise RemoteDatasetError(f"{where}: {problem}")
+        raise _Transient(problem, retry_after_seconds(response.headers.get("Retry-After")))
+
+    def _wait(self, exc: BaseException, attempt: int) -> float:
+        if isinstance(exc, _Transient) and exc.retry_after is not None:
+            return min(exc.retry_after, MAX_WAIT)
+        return backoff(attempt, *self.backoff)
+
+
+class _Transient(Exception):
+    """A failure worth another try: a timeout, a dropped connection, 408/409/429/5xx."""
+
+    def __init__(self, problem: str, retry_after: float | None = None):
+        super().__init__(problem)
+        self.problem, self.retry_after = problem, retry_after
 
 
 def _snippet(response: Any) -> str:

@@ -1,26 +1,24 @@
 """A client for OpenAI-compatible Chat Completions endpoints.
 
 One pooled ``requests.Session`` per endpoint; transient failures (connection
-errors, timeouts, 408, 409, 429, 5xx) are retried by tenacity with exponential
+errors, timeouts, 408, 409, 429, 5xx) are retried (``retrying.with_retries``) with exponential
 backoff and jitter, honouring ``Retry-After``. The api key is sent as a bearer
 token and never appears in a message, a repr or an exception.
 """
 from __future__ import annotations
 
 import json
-import random
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
 import requests
 from requests.adapters import HTTPAdapter
-from tenacity import Retrying, retry_if_exception, stop_after_attempt
 
 from yamleval.errors import ConfigError, YamlevalError
 from yamleval.models.extract import parse_answer, schema_problem
 from yamleval.retrying import (ReplyTooLarge, ReplyTooSlow, connection_reason, read_body, retry_after_seconds,
-                               retryable_status)
+                               retryable_status, backoff, with_retries)
 from yamleval.types import Usage
 
 MAX_RETRY_AFTER = 60.0
@@ -194,15 +192,16 @@ class ChatClient:
         payload = json.dumps(body)
 
         attempts = 0
-        retrying = Retrying(
-            stop=stop_after_attempt(max(0, self.config.retries) + 1),
-            wait=self._wait, retry=retry_if_exception(lambda e: isinstance(e, ModelError) and e.retryable),
-            sleep=self._sleep, reraise=True)
+
+        def send() -> tuple[Any, float]:
+            nonlocal attempts
+            attempts += 1
+            return self._post(payload)
+
         try:
-            for attempt in retrying:
-                with attempt:
-                    attempts = attempt.retry_state.attempt_number
-                    data, latency_ms = self._post(payload)
+            data, latency_ms = with_retries(send, max(0, self.config.retries),
+                                            lambda e: isinstance(e, ModelError) and e.retryable, self._wait,
+                                            self._sleep)
         except ModelError as exc:
             exc.attempts = attempts
             if attempts > 1:
@@ -210,13 +209,10 @@ class ChatClient:
             raise
         return self._reply(data, latency_ms, attempts)
 
-    def _wait(self, state: Any) -> float:
-        exc = state.outcome.exception() if state.outcome else None
+    def _wait(self, exc: BaseException, attempt: int) -> float:
         if isinstance(exc, ModelError) and exc.retry_after is not None:
             return min(exc.retry_after, self._max_retry_after)
-        # Exponential backoff with jitter, computed here: tenacity's helper changed its signature.
-        initial, maximum = self._backoff
-        return min(maximum, initial * 2 ** (state.attempt_number - 1)) + random.uniform(0, initial)
+        return backoff(attempt, *self._backoff)
 
     def _post(self, payload: str) -> tuple[Any, float]:
         """One attempt; ``timeout`` bounds the whole of it, body included."""

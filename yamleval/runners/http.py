@@ -83,7 +83,7 @@ def http(item: Item, url: str, method: str = "POST", headers: dict | None = None
         return response, body
 
     try:
-        response, body = with_retries(send, int(retries), _RETRIED, _wait)
+        response, body = with_retries(send, int(retries), lambda exc: isinstance(exc, _RETRIED), _wait)
     except _RetryableStatus as exc:
         response, body = exc.response, exc.body
     except (requests.Timeout, ReplyTooSlow):
