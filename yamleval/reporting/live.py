@@ -24,12 +24,10 @@ import urllib.parse
 from typing import IO, Any, Sequence
 
 from yamleval.records import item_from_record
+from yamleval.reporting import FORMATS
 from yamleval.reporting.files import atomic_output
 from yamleval.types import ExperimentResult, RunInfo
 
-FORMATS = {"html": ("yamleval.reporting.html", "report.html"),
-           "junit": ("yamleval.reporting.junit", "junit.xml"),
-           "markdown": ("yamleval.reporting.markdown", "summary.md")}
 POLL_SECONDS = 0.05
 BATCH = 2000  # rows read at once
 
