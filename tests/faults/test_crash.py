@@ -290,8 +290,8 @@ def test_killed_again_and_again_then_resumed_equals_an_uninterrupted_run(tmp_pat
     child = _start(folder)
     for step in plan:
         how = KILLERS[step](child, folder, rng)
-        if how is None and step == "random":  # the run finished first: what is left to check is the end
-            landed.append("finished before a random kill")
+        if how is None and len(landed) >= 2:  # a resumed run near its end finished first (a busy machine
+            landed.append(f"finished before a {step} kill")  # or quick reports): what is left is the end
             break
         if how is None:
             _, stderr = child.communicate(timeout=30)
