@@ -7,6 +7,7 @@ the reports (inputs, outputs, scores, summaries) are stored as JSON text, whole.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import queue
@@ -345,6 +346,15 @@ class StoredItems:
                 for text in self._select(f" AND status IN ({marks})", tuple(statuses), limit)]
 
 
+ROWS_PER_INSERT = 500  # 3,000 parameters: well inside SQLite's limit of 32,766
+
+
+@functools.lru_cache(maxsize=8)
+def _insert_statement(verb: str, rows: int) -> str:
+    return (f"{verb} INTO items (run_id, experiment_id, item_id, position, status, record) VALUES "
+            + ", ".join(["(?, ?, ?, ?, ?, ?)"] * rows))
+
+
 class _ItemWriter:
     """Writes batches of items on a thread and a connection of its own, so SQLite's work
     (which runs without the GIL) overlaps with running and scoring the next items."""
@@ -392,10 +402,13 @@ class _ItemWriter:
                 self.failure = exc
 
     def _insert(self, rows: list[tuple], verb: str) -> None:
+        """Many rows per statement: each statement gives the GIL up and takes it back once,
+        where one statement a row would wait for it once a row while items are running."""
         with self.db:
             self.db.execute("BEGIN")
-            self.db.executemany(f"{verb} INTO items (run_id, experiment_id, item_id, position, status, record)"
-                                " VALUES (?, ?, ?, ?, ?, ?)", rows)
+            for start in range(0, len(rows), ROWS_PER_INSERT):
+                group = rows[start:start + ROWS_PER_INSERT]
+                self.db.execute(_insert_statement(verb, len(group)), [value for row in group for value in row])
 
     def _duplicate(self, rows: list[tuple]) -> DuplicateItemError | None:
         """The error for the first item of ``rows`` whose id is taken: stored already, or
