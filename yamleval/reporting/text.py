@@ -30,6 +30,8 @@ def _pattern(source: str) -> re.Pattern:
 def clean_text(text: str, limit: int = TEXT_LIMIT) -> str:
     """``text`` without ANSI escapes and characters XML 1.0 cannot hold, cut to
     ``limit`` bytes of UTF-8 with a visible marker when it was longer."""
+    if len(text) * 4 <= limit and text.isprintable():  # nothing to remove or cut: most text
+        return text
     cut = len(text) > limit
     if cut:  # cleaning only removes characters: no need to look past the limit
         text = text[:limit]
@@ -45,6 +47,8 @@ def clean_text(text: str, limit: int = TEXT_LIMIT) -> str:
 
 def one_line(text: str, limit: int = MESSAGE_LIMIT) -> str:
     """``text`` cleaned, its whitespace runs collapsed to one space, at most ``limit`` characters."""
+    if len(text) <= limit and text.isprintable() and "  " not in text:  # its only blanks are single spaces
+        return text.strip(" ")
     text = _pattern(_SPACE).sub(" ", clean_text(text, limit * 4)).strip()
     return text if len(text) <= limit else text[:limit - len(TRUNCATED)] + TRUNCATED
 
