@@ -111,15 +111,17 @@ def item_record(result: ItemResult) -> dict[str, Any]:
 
 
 def item_from_record(d: dict[str, Any]) -> ItemResult:
-    item = Item(id=d["id"], index=d["index"], input=d["input"], expected=d["expected"], context=d.get("context"),
-                assertions=d.get("assertions"), metadata=d.get("metadata"), label=d.get("label"))
+    """The item a record holds. Arguments go by position (the fields' order in ``types``):
+    a report reads back every item of a run, and keywords cost a third more."""
+    get = d.get
+    item = Item(d["id"], d["index"], d["input"], d["expected"], get("context"), get("assertions"), get("metadata"),
+                get("label"))
     scores = {sid: ScoreResult(sid, s["status"], s["score"], s["passed"], s["threshold"],
                                None if "error" in s else s["reason"], s.get("error"), s.get("metadata"),
                                _usage(s.get("tokens")))
               for sid, s in d["scores"].items()}
-    return ItemResult(item=item, status=d["status"], output=d["output"], error=d["error"],
-                      latency_ms=d["latency_ms"], usage=_usage(d.get("tokens")),
-                      scores=scores, metadata=d.get("output_metadata"), trace=d.get("trace"))
+    return ItemResult(item, d["status"], d["output"], d["error"], d["latency_ms"], _usage(get("tokens")), scores,
+                      get("output_metadata"), get("trace"))
 
 
 _quote = json.encoder.encode_basestring  # the C function json uses for str
