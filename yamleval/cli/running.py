@@ -106,6 +106,7 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
 
     project = load(paths)
     experiments = select(project, experiment_ids)
+    helper = _Helper(project.report_formats, sum(provenance.dataset_size(e) for e in experiments))
     prepared = [plan.prepare(e) for e in experiments]
     ids = [e.id for e in experiments]
     store = Store(store_file or project.store or DEFAULT_STORE)
@@ -139,8 +140,7 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
     completed = {eid for eid, row in finished_rows.items() if row["status"] == "completed"}
     stored_results = {r.experiment_id: r for r in store.results(run_id, completed)} if completed else {}
     results = []
-    helper = _Helper(project.report_formats, store.path, run_id, out_dir,
-                     [(p.experiment.id, [s.id for s in p.scorers]) for p in prepared])
+    helper.knows(store.path, run_id, out_dir, prepared)
     with _Interrupts() as interrupts:
         for position, item in enumerate(prepared):
             experiment_id = item.experiment.id
@@ -190,7 +190,8 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
     interrupted = interrupts.stop.is_set()
     passed = len(results) == len(prepared) and all(r.passed for r in results) and not interrupted
     run_info = _finished(store.find_run(run_id), "interrupted" if interrupted else "completed", passed)
-    written = _write_reports_then_finish(store, out_dir, project.report_formats, run_info, results, helper.process)
+    written = _write_reports_then_finish(store, out_dir, project.report_formats, run_info, results,
+                                         helper.finished())
     for path in written:
         click.echo(f"report: {display_path(path)}", err=quiet)
     _github(run_info, results, written)
@@ -212,28 +213,48 @@ def _finished(run_info: RunInfo, status: str, passed: bool) -> RunInfo:
 
 
 class _Helper:
-    """Starts the second process that renders report.html, junit.xml and summary.md while the
-    items run (``reporting.live``), once a run has enough items to make it pay."""
+    """The second process that renders report.html, junit.xml and summary.md while the items
+    run (``reporting.live``). It begins once a run has had ``START_AFTER`` items; a run whose
+    datasets look large starts it at once, so that it has loaded what rendering needs by then.
+    A run that ends before it begins writes its reports itself."""
 
     START_AFTER = 200  # items
+    LARGE_DATASETS = 256 * 1024  # bytes of dataset files
 
-    def __init__(self, formats, store_path: str, run_id: str, directory: str, experiments) -> None:
-        from yamleval.reporting import splits
+    def __init__(self, formats, dataset_bytes: int) -> None:
+        from yamleval.reporting import APART, splits
 
-        self.process = None
-        self.left = self.START_AFTER if splits(formats) else -1
-        self.start = (store_path, run_id, experiments, directory, formats)
+        self.left, self.process, self.start = -1, None, None
+        if splits(formats):
+            self.left = self.START_AFTER
+            self.names = [name for name in dict.fromkeys(formats) if name in APART]
+            if dataset_bytes >= self.LARGE_DATASETS:
+                self._spawn()
+
+    def knows(self, store_path: str, run_id: str, directory: str, prepared) -> None:
+        """What the process needs to begin: the run, where it is stored, where reports go."""
+        self.start = (store_path, run_id, [(p.experiment.id, [s.id for s in p.scorers]) for p in prepared],
+                      directory)
+
+    def _spawn(self) -> None:
+        from yamleval.reporting.live import LiveReports
+
+        self.process = LiveReports(self.names)
 
     def count(self) -> None:
         if self.left > 0:
             self.left -= 1
-            if self.left == 0:
-                from yamleval.reporting import APART
-                from yamleval.reporting.live import LiveReports
+            if self.left == 0 and self.start is not None:
+                if self.process is None:
+                    self._spawn()
+                self.process.begin(*self.start)
 
-                store_path, run_id, experiments, directory, formats = self.start
-                self.process = LiveReports(store_path, run_id, experiments, directory,
-                                           [name for name in dict.fromkeys(formats) if name in APART])
+    def finished(self):
+        """The process, if it has begun; else it is stopped and None."""
+        if self.process is not None and not self.process.begun:
+            self.process.close()
+            return None
+        return self.process
 
 
 def _write_reports_then_finish(store, out_dir: str, formats, run_info: RunInfo, results,

@@ -42,8 +42,9 @@ def write_reports(directory: str, formats: Sequence[str], run: RunInfo, results:
         from yamleval.reporting.live import LiveReports
 
         stored = results[0].items
-        helper = LiveReports(stored.path, stored.run_id, [(r.experiment_id, list(r.summary.scorers)) for r in results],
-                             directory, [name for name in names if name in APART])
+        helper = LiveReports([name for name in names if name in APART])
+        helper.begin(stored.path, stored.run_id, [(r.experiment_id, list(r.summary.scorers)) for r in results],
+                     directory)
         patient = True  # started just now, for this large run: worth waiting for
     else:
         patient = False

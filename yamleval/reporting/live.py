@@ -41,21 +41,27 @@ class LiveReports:
     ``wait`` for its answer. It is a plain ``python -m yamleval.reporting.live``, which loads
     only what rendering needs; messages are pickled over its stdin and stdout."""
 
-    def __init__(self, store_path: str, run_id: str, experiments: Sequence[tuple[str, Sequence[str]]],
-                 directory: str, names: Sequence[str]):
+    def __init__(self, names: Sequence[str]):
+        """Start the process: it loads what rendering needs, then waits for ``begin``."""
         import subprocess
         import sys
 
         self.names = list(names)
+        self.begun = False
         self.ready = threading.Event()
         self.answered = threading.Event()
         self.answer: Any = _LOST
         self.process = subprocess.Popen([sys.executable, "-m", "yamleval.reporting.live"], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        threading.Thread(target=self._listen, name="yamleval-reports", daemon=True).start()
+
+    def begin(self, store_path: str, run_id: str, experiments: Sequence[tuple[str, Sequence[str]]],
+              directory: str) -> None:
+        """Start rendering this run's items as they are stored."""
+        self.begun = True
         self._send({"store": os.path.abspath(store_path), "run_id": run_id,
                     "experiments": [(e, list(s)) for e, s in experiments], "directory": os.path.abspath(directory),
                     "names": self.names, "parent": os.getpid()})
-        threading.Thread(target=self._listen, name="yamleval-reports", daemon=True).start()
 
     def _send(self, message: Any) -> None:
         try:
@@ -77,6 +83,9 @@ class LiveReports:
         """Tell the second process the run is over, so it writes the reports now. False (and the
         process is stopped) if it has not started to render yet, unless ``patient``: for a run
         that ended early, writing them here is sooner."""
+        if not self.begun:
+            self.close()
+            return False
         if patient:  # until it is ready, or gone
             deadline = time.monotonic() + 30
             while not (self.ready.wait(0.02) or self.answered.is_set()) and time.monotonic() < deadline:
@@ -162,7 +171,13 @@ def main() -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):  # yamleval decides what an interrupt means
         signal.signal(sig, signal.SIG_IGN)
     given, answers = sys.stdin.buffer, sys.stdout.buffer
-    setup = pickle.load(given)
+    importlib.import_module("yamleval.reporting.html")._template()  # while yamleval starts the run
+    importlib.import_module("yamleval.reporting.junit")
+    importlib.import_module("yamleval.reporting.markdown")
+    try:
+        setup = pickle.load(given)
+    except Exception:  # yamleval ended, or the run did not need this process
+        os._exit(0)
     _end_with(setup["parent"])
     told: list = []
     over = threading.Event()
@@ -177,7 +192,6 @@ def main() -> None:
     threading.Thread(target=listen, daemon=True).start()
     run_id, directory, names = setup["run_id"], setup["directory"], setup["names"]
     try:
-        importlib.import_module("yamleval.reporting.html")._template()
         os.makedirs(directory, exist_ok=True)
         parts = {eid: _Experiment(eid, scorer_ids, names, directory) for eid, scorer_ids in setup["experiments"]}
         db = sqlite3.connect(f"file:{urllib.parse.quote(setup['store'])}?mode=ro", uri=True, timeout=30)
