@@ -274,15 +274,6 @@ class Store:
     def experiment_rows(self, run_id: str) -> list[sqlite3.Row]:
         return self.db.execute("SELECT * FROM experiments WHERE run_id = ? ORDER BY position", (run_id,)).fetchall()
 
-    def records(self, run_id: str, experiment_id: str) -> Iterator[str]:
-        """The items' JSON records as stored, in dataset order."""
-        rows = self.db.execute("SELECT record FROM items WHERE run_id = ? AND experiment_id = ? ORDER BY position",
-                               (run_id, experiment_id))
-        return (row[0] for row in rows)
-
-    def items(self, run_id: str, experiment_id: str) -> Iterator[ItemResult]:
-        return (item_from_record(json.loads(text)) for text in self.records(run_id, experiment_id))
-
     def item_view(self, run_id: str, experiment_id: str, count: int) -> "StoredItems":
         """The experiment's stored items, read from the database each time they are iterated."""
         return StoredItems(self.path, run_id, experiment_id, count)

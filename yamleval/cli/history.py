@@ -93,8 +93,7 @@ def report(run_ref, store_file, formats, report_dir):
     store = _open(store_file)
     info = store.find_run(run_ref)
     results = store.results(info.run_id)
-    records = lambda result: store.records(info.run_id, result.experiment_id)  # noqa: E731
-    for path in write_reports(report_dir, wanted, info, results, records):
+    for path in write_reports(report_dir, wanted, info, results):
         click.echo(f"report: {display_path(path)}")
 
 

@@ -150,7 +150,7 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
             if row is not None and row["status"] == "completed":
                 result = stored_results[experiment_id]
             else:
-                previous = list(store.items(run_id, experiment_id)) if row is not None else []
+                previous = list(store.item_view(run_id, experiment_id, 0)) if row is not None else []
                 store.start_experiment(run_id, position, experiment_id, item.experiment.label,
                                        dataset_hashes[experiment_id], _now())
                 progress = None if quiet else Progress(experiment_id)
@@ -275,8 +275,7 @@ def _write_reports_then_finish(store, out_dir: str, formats, run_info: RunInfo, 
         with _terminate_as_interrupt(), contextlib.ExitStack() as cleanup:
             if helper is not None:
                 cleanup.callback(helper.close)
-            written = write_reports(out_dir, formats, run_info, results,
-                                    lambda result: store.records(run_info.run_id, result.experiment_id), helper)
+            written = write_reports(out_dir, formats, run_info, results, helper)
     except UsageError:
         store.finish_run(run_info.run_id, run_info.status, run_info.passed, run_info.completed_at)
         store.close()

@@ -5,7 +5,7 @@ import contextlib
 import importlib
 import json
 import os
-from typing import IO, TYPE_CHECKING, Callable, Iterable, Sequence
+from typing import IO, TYPE_CHECKING, Iterable, Sequence
 
 from yamleval.errors import UsageError, YamlevalError, describe_exception, display_path
 from yamleval.records import encode_record, item_from_record
@@ -26,13 +26,12 @@ ALL_FORMATS = tuple(FORMATS)
 
 
 def write_reports(directory: str, formats: Sequence[str], run: RunInfo, results: Sequence[ExperimentResult],
-                  records: Callable[[ExperimentResult], Iterable[str]] | None = None,
                   helper: "LiveReports | None" = None) -> list[str]:
     """Write each format into ``directory``; return the paths written, in the order asked.
 
     All formats are written in one pass over the items, each item read (and decoded) once.
-    ``records`` gives the items' stored JSON records, which ``results.json`` writes as they are;
-    without it, items that know their records (read from the store) give them. ``helper``: a
+    Items read from the store give their JSON records as stored, which ``results.json`` writes
+    as they are; others are encoded here. ``helper``: a
     second process that has rendered the decoded formats while the items ran (``live``); a
     large stored run without one gets one now, when there is a second CPU.
     """
@@ -49,9 +48,9 @@ def write_reports(directory: str, formats: Sequence[str], run: RunInfo, results:
     else:
         patient = False
     if helper is None:
-        _write_in_one_pass(directory, names, run, results, records)
+        _write_in_one_pass(directory, names, run, results)
     else:
-        _write_beside(helper, directory, names, run, results, records, patient)
+        _write_beside(helper, directory, names, run, results, patient)
     return [os.path.join(directory, FORMATS[name][1]) for name in names]
 
 
@@ -76,24 +75,24 @@ def _worth_a_second_process(names: list[str], results: list[ExperimentResult]) -
 
 
 def _write_beside(helper: "LiveReports", directory: str, names: list[str], run: RunInfo,
-                  results: list[ExperimentResult], records, patient: bool) -> None:
+                  results: list[ExperimentResult], patient: bool) -> None:
     """The second process writes its formats while this one writes the others; if it is
     gone (killed, out of memory), this one writes them after all."""
     from yamleval.reporting.live import ChildLost
 
     apart = [name for name in names if name in helper.names]
     if not helper.send(run, results, patient):
-        _write_in_one_pass(directory, names, run, results, records)
+        _write_in_one_pass(directory, names, run, results)
         return
     try:
-        _write_in_one_pass(directory, [name for name in names if name not in apart], run, results, records)
+        _write_in_one_pass(directory, [name for name in names if name not in apart], run, results)
     except BaseException:
         helper.close()
         raise
     try:
         failure = helper.wait()
     except ChildLost:
-        _write_in_one_pass(directory, apart, run, results, records)
+        _write_in_one_pass(directory, apart, run, results)
         return
     if failure is not None:
         raise UsageError(failure)
@@ -108,8 +107,7 @@ def describe_failure(exc: BaseException, run_id: str) -> str:
     return f"writing the reports failed: {describe_exception(exc)}"
 
 
-def _write_in_one_pass(directory: str, names: list[str], run: RunInfo, results: list[ExperimentResult],
-                       records: Callable[[ExperimentResult], Iterable[str]] | None) -> None:
+def _write_in_one_pass(directory: str, names: list[str], run: RunInfo, results: list[ExperimentResult]) -> None:
     paths = [os.path.join(directory, FORMATS[name][1]) for name in names]
     current = [""]
     try:
@@ -119,7 +117,7 @@ def _write_in_one_pass(directory: str, names: list[str], run: RunInfo, results: 
                 current[0] = path
                 out = files.enter_context(atomic_output(path))
                 writers.append(importlib.import_module(FORMATS[name][0]).Writer(_Named(out, path, current), run, results))
-            _stream(writers, results, records)
+            _stream(writers, results)
     except OSError as exc:
         raise _unwritable(current[0], exc, run.run_id) from None
 
@@ -135,8 +133,7 @@ class _Named:
         self._out.write(text)
 
 
-def _stream(writers: list, results: Sequence[ExperimentResult],
-            records: Callable[[ExperimentResult], Iterable[str]] | None) -> None:
+def _stream(writers: list, results: Sequence[ExperimentResult]) -> None:
     """Feed every writer each experiment's items, in order: decoded for those that look into
     items, as stored JSON text for those that copy records."""
     decoded = [w for w in writers if not getattr(w, "wants_records", False)]
@@ -145,14 +142,14 @@ def _stream(writers: list, results: Sequence[ExperimentResult],
         for writer in writers:
             writer.begin(result)
         if decoded and textual:
-            for text in _records(result, records):
+            for text in _records(result):
                 item = item_from_record(json.loads(text))
                 for writer in textual:
                     writer.record(text)
                 for writer in decoded:
                     writer.item(item)
         elif textual:
-            for text in _records(result, records):
+            for text in _records(result):
                 for writer in textual:
                     writer.record(text)
         elif decoded:
@@ -165,9 +162,8 @@ def _stream(writers: list, results: Sequence[ExperimentResult],
         writer.close()
 
 
-def _records(result: ExperimentResult, records: Callable[[ExperimentResult], Iterable[str]] | None) -> Iterable[str]:
-    if records is not None:
-        return records(result)
+def _records(result: ExperimentResult) -> Iterable[str]:
+    """The items' JSON records: as stored when the items come from the store."""
     if hasattr(result.items, "records"):
         return result.items.records()
     return map(encode_record, result.items)

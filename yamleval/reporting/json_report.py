@@ -1,15 +1,15 @@
 """``results.json``: the whole run for machines, items in dataset order.
 
-Items are encoded one at a time with the C encoder and written as they go, so a
-large run needs no second copy of itself in memory.
+Items are written as they stream by (as the store keeps their records, or encoded one at a
+time), so a large run needs no second copy of itself in memory. ``reporting.write_reports``
+writes it.
 """
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import IO, Any, Callable, Iterable, Sequence
+from typing import IO, Any, Sequence
 
-from yamleval.records import encode, encode_record
-from yamleval.reporting.files import atomic_output
+from yamleval.records import encode
 from yamleval.types import ExperimentResult, RunInfo, Summary, Usage
 
 FORMAT_VERSION = 1
@@ -89,22 +89,3 @@ class Writer:
 
     def close(self) -> None:
         self.out.write("]}\n")
-
-
-def write(path: str, run: RunInfo, results: Iterable[ExperimentResult],
-          records: Callable[[ExperimentResult], Iterable[str]] | None = None) -> str:
-    """Write the report to ``path`` atomically (a temporary file renamed over it).
-
-    ``records(result)`` gives the items' JSON records as already encoded (by the store);
-    without it they are encoded here from the results.
-    """
-    results = list(results)
-    with atomic_output(path) as out:
-        writer = Writer(out, run, results)
-        for result in results:
-            writer.begin(result)
-            for text in records(result) if records else map(encode_record, result.items):
-                writer.record(text)
-            writer.end(result)
-        writer.close()
-    return path
