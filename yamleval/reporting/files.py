@@ -67,3 +67,10 @@ def render_with(writer: Callable[[IO[str], Any, Sequence[Any]], Any], run: Any, 
         written.end(result)
     written.close()
     return out.getvalue()
+
+
+def copy_part(written: IO[str], out: IO[str], chunk: int = 1 << 20) -> None:
+    """A part of a report written beforehand (into a temporary file), copied into ``out``."""
+    written.seek(0)
+    while text := written.read(chunk):
+        out.write(text)

@@ -17,7 +17,7 @@ from typing import IO, Any, Sequence
 
 from yamleval import figures
 from yamleval.aggregate import BINS
-from yamleval.reporting.files import atomic_output, render_with
+from yamleval.reporting.files import atomic_output, copy_part, render_with
 from yamleval.reporting.text import trajectory_steps
 from yamleval.types import ExperimentResult, ItemResult, RunInfo, ScoreResult
 
@@ -232,7 +232,6 @@ def _page(run: RunInfo, results: Sequence[ExperimentResult]) -> tuple[str, str]:
 
 
 _ROWS_PER_WRITE = 1000
-COPY_CHUNK = 1 << 20  # characters copied at once from a body written beforehand
 
 
 class Body:
@@ -277,9 +276,7 @@ class Writer:
 
     def take(self, written: IO[str]) -> None:
         """The experiment's rows as a ``Body`` wrote them into ``written`` beforehand."""
-        written.seek(0)
-        while chunk := written.read(COPY_CHUNK):
-            self.out.write(chunk)
+        copy_part(written, self.out)
 
     def end(self, result: ExperimentResult) -> None:
         self.body.flush()

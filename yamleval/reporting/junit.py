@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import IO, Sequence
 
-from yamleval.reporting.files import atomic_output, render_with
+from yamleval.reporting.files import atomic_output, copy_part, render_with
 from yamleval.reporting.text import (as_text, clean_text, criterion_message, criterion_name, item_message, one_line,
                                      score_text, trajectory_steps)
 from yamleval.types import CriterionResult, ExperimentResult, ItemResult, RunInfo
@@ -286,9 +286,7 @@ class Writer:
 
     def take(self, written: IO[str]) -> None:
         """The experiment's test cases as a ``Body`` wrote them into ``written`` beforehand."""
-        written.seek(0)
-        while chunk := written.read(1 << 20):
-            self.out.write(chunk)
+        copy_part(written, self.out)
 
     def end(self, result: ExperimentResult) -> None:
         self.body.flush()

@@ -126,29 +126,14 @@ def _worst_key(result: ItemResult) -> tuple[int, float, int] | None:
 
 
 class Body:
-    """One experiment's worst items as items stream by (nothing is written until the end)."""
+    """One experiment's ``limit`` worst items, kept in a heap as items stream by (nothing is
+    written until the end, so ``out`` is not used)."""
 
-    def __init__(self, out: IO[str] | None = None):
-        self.worst = _Worst()
-
-    def item(self, result: ItemResult) -> None:
-        self.worst.add(result)
-
-    def flush(self) -> None:
-        pass
-
-    def items(self) -> list[ItemResult]:
-        return self.worst.items()
-
-
-class _Worst:
-    """The ``limit`` worst items seen so far, kept in a heap while items stream by."""
-
-    def __init__(self, limit: int = WORST_ITEMS):
+    def __init__(self, out: IO[str] | None = None, limit: int = WORST_ITEMS):
         self.limit = limit
         self.heap: list[tuple] = []  # the negated key on top: the best of the kept items
 
-    def add(self, result: ItemResult) -> None:
+    def item(self, result: ItemResult) -> None:
         key = _worst_key(result)
         if key is None:
             return
@@ -158,6 +143,9 @@ class _Worst:
         elif entry[0] > self.heap[0][0]:
             heapq.heapreplace(self.heap, entry)
 
+    def flush(self) -> None:
+        pass
+
     def items(self) -> list[ItemResult]:
         return [result for _, result in sorted(self.heap, key=lambda entry: entry[0], reverse=True)]
 
@@ -165,9 +153,9 @@ class _Worst:
 def worst_items(result: ExperimentResult, limit: int = WORST_ITEMS) -> list[ItemResult]:
     """Errored items, then failed ones, then passed items that scored below 1; lowest
     scores first within each, dataset order on ties."""
-    worst = _Worst(limit)
+    worst = Body(limit=limit)
     for item in result.items:
-        worst.add(item)
+        worst.item(item)
     return worst.items()
 
 
@@ -225,13 +213,13 @@ class Writer:
     def __init__(self, out: IO[str], run: RunInfo, results: Sequence[ExperimentResult]):
         self.out, self.run, self.results = out, run, results
         self.worst: dict[int, list[ItemResult]] = {}
-        self.current = _Worst()
+        self.current = Body()
 
     def begin(self, result: ExperimentResult) -> None:
-        self.current = _Worst()
+        self.current = Body()
 
     def item(self, result: ItemResult) -> None:
-        self.current.add(result)
+        self.current.item(result)
 
     def take(self, worst: "Body") -> None:
         """The experiment's worst items as a ``Body`` found them beforehand."""
