@@ -13,7 +13,9 @@ from yamleval.cli import main
 NAMES = ("report.html", "summary.md", "junit.xml", "results.json")
 
 
-def test_reports_written_beside_the_run_equal_those_rendered_in_one_process(write_config, tmp_path, monkeypatch):
+@pytest.mark.parametrize("fork", [True, False], ids=["forked", "new interpreter"])
+def test_reports_written_beside_the_run_equal_those_rendered_in_one_process(write_config, tmp_path, monkeypatch,
+                                                                            fork):
     rows = [{"id": f"i{n}", "input": f"q{n}", "expected": f"q{n}" if n % 3 else "other"} for n in range(600)]
     (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     config = write_config("""
@@ -29,6 +31,10 @@ def test_reports_written_beside_the_run_equal_those_rendered_in_one_process(writ
     """)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(yamleval.reporting.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(yamleval.reporting.live, "forkable", lambda: fork)
+    kinds = []
+    start_fork = yamleval.reporting.live._Fork.__init__
+    monkeypatch.setattr(yamleval.reporting.live._Fork, "__init__", lambda self: kinds.append("fork") or start_fork(self))
     started = []
     start = yamleval.reporting.live.LiveReports.__init__
     monkeypatch.setattr(yamleval.reporting.live.LiveReports, "__init__",
@@ -43,6 +49,7 @@ def test_reports_written_beside_the_run_equal_those_rendered_in_one_process(writ
     with pytest.raises(SystemExit):
         main(["run", str(config), "--quiet", "--report-dir", "beside"])
     assert started == [["html", "junit", "markdown"]], "the run's reports were rendered beside it"
+    assert kinds == (["fork"] if fork else [])
     assert here == [["json"]], "the second process wrote the others"
 
     monkeypatch.setattr(yamleval.reporting, "PARALLEL_ITEMS", 10**9)

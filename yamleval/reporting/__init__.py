@@ -5,11 +5,11 @@ import contextlib
 import importlib
 import json
 import os
-from typing import IO, TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from yamleval.errors import UsageError, YamlevalError, describe_exception, display_path
 from yamleval.records import encode_record, item_from_record
-from yamleval.reporting.files import atomic_output
+from yamleval.reporting.files import Named, atomic_output
 from yamleval.types import ExperimentResult, RunInfo
 
 if TYPE_CHECKING:
@@ -99,11 +99,11 @@ def _write_beside(helper: "LiveReports", directory: str, names: list[str], run: 
 
 
 def describe_failure(exc: BaseException, run_id: str) -> str:
-    """The one-line message for a report that could not be written."""
+    """Why a report could not be written, in a line: the message of the UsageError it makes."""
     if isinstance(exc, YamlevalError):
-        return exc.format_message()
+        return exc.message
     if isinstance(exc, OSError):
-        return _unwritable(exc.filename or "the report folder", exc, run_id).format_message()
+        return _unwritable(exc.filename or "the report folder", exc, run_id).message
     return f"writing the reports failed: {describe_exception(exc)}"
 
 
@@ -116,21 +116,10 @@ def _write_in_one_pass(directory: str, names: list[str], run: RunInfo, results: 
             for name, path in zip(names, paths):
                 current[0] = path
                 out = files.enter_context(atomic_output(path))
-                writers.append(importlib.import_module(FORMATS[name][0]).Writer(_Named(out, path, current), run, results))
+                writers.append(importlib.import_module(FORMATS[name][0]).Writer(Named(out, path, current), run, results))
             _stream(writers, results)
     except OSError as exc:
         raise _unwritable(current[0], exc, run.run_id) from None
-
-
-class _Named:
-    """A report file that remembers it was the one being written when an error came up."""
-
-    def __init__(self, out: IO[str], path: str, current: list[str]):
-        self._out, self._path, self._current = out, path, current
-
-    def write(self, text: str) -> None:
-        self._current[0] = self._path
-        self._out.write(text)
 
 
 def _stream(writers: list, results: Sequence[ExperimentResult]) -> None:

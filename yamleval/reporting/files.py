@@ -17,11 +17,25 @@ def atomic_output(path: str) -> Iterator[IO[str]]:
         with open(temporary, "w", encoding="utf-8", newline="\n") as out:
             yield out
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(temporary):
             os.remove(temporary)
+        if isinstance(exc, OSError) and exc.filename is None:  # a failed write names no file
+            exc.filename = path
         raise
     _remove_abandoned(path)
+
+
+class Named:
+    """A report file (or a part of one) that remembers it was the one being written when an
+    error came up: a failed write names no file, and the error should."""
+
+    def __init__(self, out: IO[str], path: str, current: list[str]):
+        self._out, self._path, self._current = out, path, current
+
+    def write(self, text: str) -> None:
+        self._current[0] = self._path
+        self._out.write(text)
 
 
 def _remove_abandoned(path: str) -> None:

@@ -133,10 +133,10 @@ def trajectory_steps(trace: Any) -> list[tuple[str, str]]:
     """A runner's trace as (title, details) per step: ``2. tool calculator · 3 ms`` and the
     rest of the step as text. Works on any list of steps; agents record dicts with ``type``,
     ``name``, ``tool_calls``, ``arguments``, ``result``/``error``, ``latency_ms`` and ``tokens``."""
-    from yamleval import figures
-
     if not isinstance(trace, list):
         return []
+    from yamleval import figures
+
     steps = []
     for number, entry in enumerate(trace, 1):
         if not isinstance(entry, dict):
