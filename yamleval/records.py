@@ -116,12 +116,17 @@ def item_from_record(d: dict[str, Any]) -> ItemResult:
     get = d.get
     item = Item(d["id"], d["index"], d["input"], d["expected"], get("context"), get("assertions"), get("metadata"),
                 get("label"))
-    scores = {sid: ScoreResult(sid, s["status"], s["score"], s["passed"], s["threshold"],
-                               None if "error" in s else s["reason"], s.get("error"), s.get("metadata"),
-                               _usage(s.get("tokens")))
-              for sid, s in d["scores"].items()}
-    return ItemResult(item, d["status"], d["output"], d["error"], d["latency_ms"], _usage(get("tokens")), scores,
-                      get("output_metadata"), get("trace"))
+    scores = {}
+    for sid, s in d["scores"].items():
+        if len(s) == 5:  # score, status, threshold, passed, reason: nothing else to look for
+            scores[sid] = ScoreResult(sid, s["status"], s["score"], s["passed"], s["threshold"], s["reason"])
+        else:
+            scores[sid] = ScoreResult(sid, s["status"], s["score"], s["passed"], s["threshold"],
+                                      None if "error" in s else s["reason"], s.get("error"), s.get("metadata"),
+                                      _usage(s.get("tokens")))
+    tokens = get("tokens")
+    return ItemResult(item, d["status"], d["output"], d["error"], d["latency_ms"],
+                      None if tokens is None else _usage(tokens), scores, get("output_metadata"), get("trace"))
 
 
 _quote = json.encoder.encode_basestring  # the C function json uses for str

@@ -84,7 +84,36 @@ def render_with(writer: Callable[[IO[str], Any, Sequence[Any]], Any], run: Any, 
 
 
 def copy_part(written: IO[str], out: IO[str], chunk: int = 1 << 20) -> None:
-    """A part of a report written beforehand (into a temporary file), copied into ``out``."""
+    """A part of a report written beforehand (into a temporary file), copied into ``out``:
+    file to file inside the kernel where both are files, else as text."""
+    if _copy_file(written, out):
+        return
     written.seek(0)
     while text := written.read(chunk):
         out.write(text)
+
+
+def _copy_file(written: IO[str], out: IO[str]) -> bool:
+    """Copy all of ``written`` to the end of ``out`` with ``copy_file_range``; False where
+    that cannot be done (not files, another file system, no such system call)."""
+    copy = getattr(os, "copy_file_range", None)
+    try:
+        source, target = written.fileno(), out.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    if copy is None:
+        return False
+    written.flush()
+    out.flush()
+    size, done = os.fstat(source).st_size, 0
+    try:
+        while done < size:
+            sent = copy(source, target, size - done, done)
+            if sent == 0:
+                raise OSError(f"the report part ended after {done} of {size} bytes")
+            done += sent
+    except OSError:
+        if done:
+            raise  # part of it is in ``out`` already: the text copy cannot take over
+        return False
+    return True

@@ -132,9 +132,13 @@ def _metrics(result: ItemResult) -> str:
         u = result.usage
         text += f"\ntokens: {u.total_tokens} ({u.prompt_tokens} prompt, {u.completion_tokens} completion)"
     if result.scores:
-        text += "\nscores: " + ", ".join(
-            f"{sid}={'–' if s.score is None else format(s.score, '.3f')}" if s.status == "success" else f"{sid}={s.status}"
-            for sid, s in result.scores.items())
+        shown = []
+        for sid, s in result.scores.items():
+            if s.status != "success":
+                shown.append(f"{sid}={s.status}")
+            else:
+                shown.append(f"{sid}=–" if s.score is None else f"{sid}={s.score:.3f}")
+        text += "\nscores: " + ", ".join(shown)
     if result.item.label:
         text += f"\nlabel: {one_line(result.item.label, 1000)}"
     return text
