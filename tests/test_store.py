@@ -131,6 +131,37 @@ def test_run_records_provenance_and_no_secret(write_config, tmp_path):
         assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
+def test_run_records_the_git_commit_and_whether_the_work_tree_has_changes(write_config, tmp_path):
+    write_config("""
+        store: r.db
+        reports: {dir: out, formats: [json]}
+        experiments:
+          - id: e
+            dataset: {items: [{input: a, expected: a}]}
+            runner: echo
+            scorers: [exact_match]
+    """)
+    (tmp_path / ".gitignore").write_text("r.db*\nout/\n", encoding="utf-8")
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=tmp_path,
+                              check=True, capture_output=True, text=True).stdout.strip()
+
+    assert run_cli("run", cwd=tmp_path).returncode == 0  # not a git work tree yet
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-q", "-m", "config")
+    assert run_cli("run", cwd=tmp_path).returncode == 0
+    (tmp_path / "evals.yaml").write_text((tmp_path / "evals.yaml").read_text(encoding="utf-8") + "# changed\n",
+                                         encoding="utf-8")
+    assert run_cli("run", cwd=tmp_path).returncode == 0
+    store = Store(str(tmp_path / "r.db"))
+    runs = sorted(store.runs(), key=lambda r: r.started_at)
+    store.close()
+    assert [(r.git_commit, r.git_dirty) for r in runs] == [(None, None), (git("rev-parse", "HEAD"), False),
+                                                          (git("rev-parse", "HEAD"), True)]
+
+
 def test_report_rerenders_byte_identically(write_config, tmp_path):
     write_config("""
         store: r.db

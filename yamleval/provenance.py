@@ -6,7 +6,6 @@ import hashlib
 import importlib
 import json
 import os
-import socket
 import subprocess
 import sys
 from typing import Iterable
@@ -62,17 +61,40 @@ def dataset_hash(experiment: Experiment) -> str:
     return digest.hexdigest()
 
 
-def git_state(folder: str) -> tuple[str | None, bool | None]:
-    """The commit and whether the work tree has changes, when ``folder`` is in a git work tree."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True, timeout=5)
-        if head.returncode != 0:
+class GitState:
+    """The commit and whether the work tree has changes, when a folder is in a git work tree.
+    git is asked at once, in the background; ``result`` waits for its answers (a large work
+    tree takes git a while to check, and the run has other things to prepare meanwhile)."""
+
+    def __init__(self, folder: str):
+        def ask(*args: str) -> subprocess.Popen | None:
+            try:
+                return subprocess.Popen(["git", *args], cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, text=True)
+            except OSError:  # no git
+                return None
+
+        self._head = ask("rev-parse", "HEAD")
+        self._status = ask("status", "--porcelain", "--untracked-files=no") if self._head is not None else None
+
+    def result(self) -> tuple[str | None, bool | None]:
+        head, status = _answer(self._head, 5), _answer(self._status, 10)
+        if head is None:
             return None, None
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=folder,
-                                capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None, None
-    return head.stdout.strip() or None, bool(status.stdout.strip()) if status.returncode == 0 else None
+        return head.strip() or None, None if status is None else bool(status.strip())
+
+
+def _answer(process: subprocess.Popen | None, timeout: float) -> str | None:
+    """What git printed, or None when it failed or took too long."""
+    if process is None:
+        return None
+    try:
+        out, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        return None
+    return out if process.returncode == 0 else None
 
 
 def plugin_versions(experiments: Iterable[Experiment], yamleval_version: str) -> dict[str, str]:
@@ -126,6 +148,11 @@ def _version(name: str) -> str:
 
 
 def host() -> str:
+    """This machine's name, as ``socket.gethostname()`` gives it (without importing socket)."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket
+
     return socket.gethostname()
 
 

@@ -423,9 +423,9 @@ class _ItemWriter:
 
 def _alive(pid: int | None, host: str | None) -> bool:
     """Whether the process that writes a run still runs (only knowable on the same host)."""
-    import socket
+    from yamleval.provenance import host as this_host
 
-    if pid is None or host != socket.gethostname():
+    if pid is None or host != this_host():
         return True
     try:
         os.kill(pid, 0)

@@ -106,6 +106,8 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
 
     project = load(paths)
     experiments = select(project, experiment_ids)
+    git = None if resume else provenance.GitState(
+        os.path.dirname(os.path.abspath(project.files[0])) if project.files else ".")
     helper = _Helper(project.report_formats, sum(provenance.dataset_size(e) for e in experiments))
     prepared = [plan.prepare(e) for e in experiments]
     ids = [e.id for e in experiments]
@@ -127,8 +129,7 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
         click.echo(f"resuming run {run_id}", err=True)
     else:
         run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
-        folder = os.path.dirname(os.path.abspath(project.files[0])) if project.files else "."
-        commit, dirty = provenance.git_state(folder)
+        commit, dirty = git.result()
         store.create_run(RunInfo(
             run_id=run_id, status="running", started_at=_now(), yamleval_version=__version__,
             python_version=provenance.python_version(), host=provenance.host(), config_files=tuple(project.files),

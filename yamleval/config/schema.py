@@ -4,9 +4,9 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import os
 import re
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 from yamleval.config.conforms import conforms
@@ -20,8 +20,15 @@ _TYPE_NAMES = {"object": "a mapping", "array": "a list", "string": "a string", "
 
 
 def schema_text() -> str:
-    """The schema as shipped in the package (a copy of the top-level ``schema/`` file)."""
-    return resources.files("yamleval.config").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
+    """The schema as shipped in the package (a copy of the top-level ``schema/`` file): beside
+    this module when the package is files on disk (importlib.resources costs a few ms to import)."""
+    try:
+        with open(os.path.join(os.path.dirname(__file__), SCHEMA_FILE), encoding="utf-8") as file:
+            return file.read()
+    except OSError:  # a zipped or otherwise packed install
+        from importlib import resources
+
+        return resources.files("yamleval.config").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
 
 
 NO_NUL = "^[^\\u0000]*$"  # the schema's pattern for paths: the OS cannot open a name holding a NUL

@@ -29,7 +29,6 @@ import functools
 import json
 import math
 import re
-from decimal import Decimal
 from typing import Any
 
 import Levenshtein
@@ -90,6 +89,8 @@ def _number_text(x: float) -> str:
     mantissa, exponent = text.split("e")
     power = int(exponent)
     if -7 < power < 21:
+        from decimal import Decimal  # rare, and decimal is slow to import
+
         return format(Decimal(text), "f")
     return f"{mantissa}e{'+' if power > 0 else '-'}{abs(power)}"
 
