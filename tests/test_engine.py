@@ -7,6 +7,7 @@ import time
 import pytest
 
 import yamleval
+import yamleval.executor
 
 
 def run(write_config, body: str, **options):
@@ -346,6 +347,25 @@ def test_concurrency_bounds_items_in_flight(write_config):
     assert result.summary.completed == 20
     # 20 items x 0.2 s on 5 workers: about 0.8 s; sequential would be 4 s, unbounded 0.2 s
     assert 0.75 <= result.summary.duration_ms / 1000 < 3.0
+
+
+def test_workers_start_as_items_prove_slow(write_config, monkeypatch):
+    """Instant items need no second thread (threads would only pass the GIL around); items
+    that wait (on a model, say) get every worker within milliseconds."""
+    config = """
+        experiments:
+          - id: e
+            concurrency: 8
+            dataset: {items: [%s]}
+            runner: {uses: fixture_plugins.behaviours:which_thread, with: {seconds: %s}}
+    """
+    slow = run(write_config, config % (", ".join(f"{{input: {i}}}" for i in range(32)), 0.1))
+    assert len({r.output for r in slow.items}) == 8
+    assert slow.summary.duration_ms / 1000 < 1.6, "32 items of 0.1 s on 8 workers: about 0.4 s; one worker: 3.2 s"
+
+    monkeypatch.setattr(yamleval.executor, "GROW_SECONDS", 60.0)  # never late: the start is what is checked
+    instant = run(write_config, config % (", ".join(f"{{input: {i}}}" for i in range(2000)), 0))
+    assert instant.summary.completed == 2000 and len({r.output for r in instant.items}) == 1
 
 
 def test_a_hang_among_instant_items_loses_none_of_the_items_handed_out_with_it(write_config):

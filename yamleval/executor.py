@@ -11,6 +11,11 @@ they take a millisecond or more, so slow items spread over every worker, and up 
 ``MAX_CHUNK`` at once when they are instant, so that handing an item from one thread to
 another (which costs more than an instant item itself) happens once per chunk.
 
+Workers start one at a time as they prove needed: a single worker at first, and the rest
+once an item has waited for one (for ``GROW_SECONDS``), that is once items turn out not to
+be instant. Instant items then run on one worker, since extra threads would only hand the
+GIL to each other, and slow ones (a model call) get every worker a few milliseconds in.
+
 A watchdog thread times out items that run too long: it records them as errors and
 starts a replacement worker, leaving the stuck call to finish (and be ignored) on
 its own thread, since Python cannot kill a thread.
@@ -31,6 +36,7 @@ _STOP = object()   # in the result queue: ``run`` is returning; record what came
 
 MAX_CHUNK = 64        # items handed to a worker at once
 CHUNK_SECONDS = 0.002  # work per chunk worth one hand-over between threads
+GROW_SECONDS = 0.005  # an item queued this long while every worker is busy: start the other workers
 
 
 class Slot:
@@ -76,7 +82,8 @@ class LocalExecutor:
         self.cancelled = False
         self.failure: BaseException | None = None
         self._slots: set[Slot] = set()
-        self._seats = 0
+        self._seats = 0  # workers started that will say when they end
+        self._unstarted = 0  # workers not started yet
         self._todo: queue.SimpleQueue = queue.SimpleQueue()
         self._pace: float | None = None  # seconds per item, recently
         self._finished: queue.SimpleQueue = queue.SimpleQueue()
@@ -91,11 +98,10 @@ class LocalExecutor:
             lost: Lost, wait: Callable[[threading.Event], None] | None = None) -> None:
         self._items, self._process, self._record, self._lost = items, process, record, lost
         with self.lock:
-            self._seats = self.concurrency
+            self._seats, self._unstarted = 1, self.concurrency - 1
         coordinator = threading.Thread(target=self._coordinate, name="yamleval-coordinator", daemon=True)
         coordinator.start()
-        for _ in range(self.concurrency):
-            self._start_worker()
+        self._start_worker()
         if self.timeout:
             threading.Thread(target=self._watch, name="yamleval-watchdog", daemon=True).start()
         if wait is None:
@@ -124,6 +130,16 @@ class LocalExecutor:
     def _start_worker(self, first: list[Item] | None = None) -> None:
         threading.Thread(target=self._work, args=(first,), name="yamleval-worker", daemon=True).start()
 
+    def _grow(self) -> None:
+        """Start the workers not started yet."""
+        with self.lock:
+            if self.done.is_set():
+                return
+            count, self._unstarted = self._unstarted, 0
+            self._seats += count
+        for _ in range(count):
+            self._start_worker()
+
     def _coordinate(self) -> None:
         """Keep the item queue filled and record results as they come, until every worker has ended."""
         todo, finished, record = self._todo, self._finished, self._record
@@ -142,7 +158,15 @@ class LocalExecutor:
                             continue
                         exhausted = True
                     todo.put(_END)
-                entry = finished.get()
+                if self._unstarted:
+                    try:
+                        entry = finished.get(timeout=GROW_SECONDS)
+                    except queue.Empty:  # no result for a while: grow if items wait (besides the end mark)
+                        if todo.qsize() > exhausted:
+                            self._grow()
+                        continue
+                else:
+                    entry = finished.get()
                 with self.lock:
                     while True:
                         if entry is _STOP:

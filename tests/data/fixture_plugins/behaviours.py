@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 import time
 
 from yamleval import RunnerResult, Score
@@ -34,6 +35,12 @@ def with_usage(input):
 def sleeper(input, seconds: float = 0.2):
     time.sleep(seconds)
     return input
+
+
+def which_thread(input, seconds: float = 0.0):
+    """The thread that ran the item (after ``seconds`` of waiting, as on a model's reply)."""
+    time.sleep(seconds)
+    return threading.get_ident()
 
 
 async def async_upper(input):
