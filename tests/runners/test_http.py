@@ -287,3 +287,29 @@ def test_a_yaml_experiment_posts_each_item_and_one_failure_stays_on_its_item(ser
     assert result.summary.tokens == Usage(4, 2)
     assert sorted(r["json"]["id"] for r in server.requests) == ["a", "b", "c"]
     assert SECRET not in json.dumps([r.metadata for r in result.items]) + str([r.error for r in result.items])
+
+
+def test_proxies_and_netrc_credentials_come_from_the_environment(server, monkeypatch, tmp_path):
+    """Sessions read the environment once per host, and find what requests would find per request."""
+    (tmp_path / "netrc").write_text("machine via-proxy.invalid login ann password pass-word\n", encoding="utf-8")
+    monkeypatch.setenv("NETRC", str(tmp_path / "netrc"))
+    monkeypatch.setenv("HTTP_PROXY", server.url)
+    monkeypatch.setenv("NO_PROXY", "direct.invalid")
+    server.reply = lambda request: (200, {"host": request["headers"]["Host"],
+                                          "auth": request["headers"].get("Authorization")})
+    result = http(ITEM, url="http://via-proxy.invalid/ask", body={"q": "{{ input }}"})
+    assert result.output == {"host": "via-proxy.invalid", "auth": "Basic YW5uOnBhc3Mtd29yZA=="}  # ann:pass-word
+
+    with pytest.raises(ConnectionError, match=r"^POST http://direct.invalid/ask: connection failed"):
+        http(ITEM, url="http://direct.invalid/ask", retries=0)  # NO_PROXY: straight to a host that does not exist
+    assert len(server.requests) == 1
+
+
+def test_a_ca_bundle_from_the_environment_is_used(monkeypatch):
+    from yamleval.sessions import session_for
+
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/etc/company-ca.pem")
+    assert session_for("https://models.example").verify == "/etc/company-ca.pem"
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE")
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    assert session_for("https://models.example").verify is True

@@ -19,6 +19,7 @@ from yamleval.errors import ConfigError, YamlevalError
 from yamleval.models.extract import parse_answer, schema_problem
 from yamleval.retrying import (ReplyTooLarge, ReplyTooSlow, connection_reason, read_body, retry_after_seconds,
                                retryable_status, backoff, with_retries)
+from yamleval.sessions import session_for
 from yamleval.types import Usage
 
 MAX_RETRY_AFTER = 60.0
@@ -150,7 +151,7 @@ class ChatClient:
         self._sleep = sleep
         self._tools_unsupported = False
         self._json_mode_unsupported = False
-        self._session = requests.Session()
+        self._session = session_for(self.url)
         adapter = HTTPAdapter(pool_connections=1, pool_maxsize=pool_size, max_retries=0)
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 import requests
 
 from yamleval.paths import PathNotFound, lookup
+from yamleval.sessions import session_for
 from yamleval.types import Item, RunnerResult, Usage
 from yamleval.retrying import (MAX_WAIT, ReplyTooLarge, ReplyTooSlow, backoff, connection_reason, read_body,
                                retry_after_seconds, retryable_status, with_retries)
@@ -163,7 +164,7 @@ def _session(url: str) -> requests.Session:
     base = f"{parts.scheme}://{parts.netloc}"
     session = sessions.get(base)
     if session is None:
-        session = sessions[base] = requests.Session()
+        session = sessions[base] = session_for(base)
     return session
 
 
