@@ -220,7 +220,7 @@ class _Helper:
     A run that ends before it begins writes its reports itself."""
 
     START_AFTER = 200  # items
-    LARGE_DATASETS = 256 * 1024  # bytes of dataset files
+    LARGE_DATASETS = 64 * 1024  # bytes of dataset files
 
     def __init__(self, formats, dataset_bytes: int) -> None:
         from yamleval.reporting import APART, splits
