@@ -7,6 +7,7 @@ import json
 import pytest
 
 import yamleval.reporting
+import yamleval.cli.running
 import yamleval.reporting.live
 from yamleval.cli import main
 
@@ -32,13 +33,14 @@ def test_reports_written_beside_the_run_equal_those_rendered_in_one_process(writ
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(yamleval.reporting.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(yamleval.reporting.live, "forkable", lambda: fork)
+    monkeypatch.setattr(yamleval.cli.running._Helper, "LARGE_DATASETS", 0)  # started when the config is read
     kinds = []
     start_fork = yamleval.reporting.live._Fork.__init__
     monkeypatch.setattr(yamleval.reporting.live._Fork, "__init__", lambda self: kinds.append("fork") or start_fork(self))
     started = []
     start = yamleval.reporting.live.LiveReports.__init__
     monkeypatch.setattr(yamleval.reporting.live.LiveReports, "__init__",
-                        lambda self, *args: started.append(args[-1]) or start(self, *args))
+                        lambda self, names, **options: started.append(names) or start(self, names, **options))
     send = yamleval.reporting.live.LiveReports.send  # a short run ends before the process is ready:
     monkeypatch.setattr(yamleval.reporting.live.LiveReports, "send",  # wait for it all the same
                         lambda self, run, results, patient=False: send(self, run, results, True))

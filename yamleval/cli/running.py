@@ -238,9 +238,10 @@ class _Helper:
                       directory)
 
     def _spawn(self) -> None:
-        from yamleval.reporting.live import LiveReports
+        from yamleval.reporting.live import LiveReports, forkable
 
-        self.process = LiveReports(self.names)
+        # a fork only at the start, before the store is opened and the items' threads start
+        self.process = LiveReports(self.names, fork=self.start is None and forkable())
 
     def count(self) -> None:
         if self.left > 0:

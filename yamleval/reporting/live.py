@@ -38,19 +38,20 @@ class ChildLost(Exception):
 
 class LiveReports:
     """The second process, from this side: start it, then ``send`` the run's results and
-    ``wait`` for its answer. Messages are pickled over two pipes. On Linux, while this
-    process has no other thread, it is a fork, which has everything but the renderers
-    loaded already; elsewhere it is a plain ``python -m yamleval.reporting.live``, which
-    loads only what rendering needs."""
+    ``wait`` for its answer. Messages are pickled over two pipes. With ``fork`` it is a fork
+    of this process, which has everything but the renderers loaded already; else a plain
+    ``python -m yamleval.reporting.live``, which loads only what rendering needs."""
 
-    def __init__(self, names: Sequence[str]):
-        """Start the process: it loads what rendering needs, then waits for ``begin``."""
+    def __init__(self, names: Sequence[str], fork: bool = False):
+        """Start the process: it loads what rendering needs, then waits for ``begin``.
+        ``fork`` only where ``forkable()`` and no database is open (SQLite's state must not
+        be copied into a process that opens the same database)."""
         self.names = list(names)
         self.begun = False
         self.ready = threading.Event()
         self.answered = threading.Event()
         self.answer: Any = _LOST
-        if forkable():
+        if fork:
             self.process: Any = _Fork()
         else:
             import subprocess
@@ -132,9 +133,9 @@ class _Fork:
     """The second process as a fork of this one, with the few methods of ``subprocess.Popen``
     that ``LiveReports`` uses. It starts in about a millisecond, where a new interpreter takes
     a tenth of a second to import what it needs, which on a short run is most of the time it
-    has. Forking is safe here because nothing else runs: there is no other thread that could
-    hold a lock, and the child touches nothing of this process's but the two pipes (not its
-    database connections, its buffered output or its exit handlers: it ends by ``os._exit``)."""
+    has. Forking is safe when nothing else runs (no other thread could hold a lock) and no
+    database is open; the child touches nothing of this process's but the two pipes (not its
+    buffered output or its exit handlers: it ends by ``os._exit``)."""
 
     def __init__(self) -> None:
         down, to_child = os.pipe()
