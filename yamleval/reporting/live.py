@@ -51,6 +51,7 @@ class LiveReports:
         self.ready = threading.Event()
         self.answered = threading.Event()
         self.answer: Any = _LOST
+        self.closing = False
         if fork:
             self.process: Any = _Fork()
         else:
@@ -76,10 +77,14 @@ class LiveReports:
             pass  # it is gone; ``wait`` says so
 
     def _listen(self) -> None:
+        """Take the process's messages: ``ready``, a ``put`` before each report it puts in
+        place (answered ``go`` while this process is alive and not stopping), then its answer."""
         try:
             if pickle.load(self.process.stdout) == "ready":
                 self.ready.set()
-                self.answer = pickle.load(self.process.stdout)
+                while (message := pickle.load(self.process.stdout)) == _PUT:
+                    self._send("stop" if self.closing else "go")
+                self.answer = message
         except Exception:
             pass
         self.answered.set()
@@ -111,6 +116,7 @@ class LiveReports:
         return self.answer
 
     def close(self) -> None:
+        self.closing = True
         if self.process.poll() is None and not self.answered.is_set():
             self.process.kill()
         for stream in (self.process.stdin, self.process.stdout):
@@ -122,6 +128,7 @@ class LiveReports:
 
 
 _LOST = object()
+_PUT = "put"  # from the second process: may a finished report be put in place?
 
 
 def forkable() -> bool:
@@ -278,7 +285,7 @@ def serve(given: IO[bytes], answers: IO[bytes]) -> None:
             part.catch_up(db, run_id, whole=True)
             part.finish()
         db.close()
-        _write(directory, names, run, results, parts, setup["parent"])
+        _write(directory, names, run, results, parts, given, answers)
         answer = None
     except _Orphaned:
         os._exit(1)
@@ -298,7 +305,7 @@ class _Orphaned(Exception):
 
 
 def _write(directory: str, names: list[str], run: RunInfo, results: list[ExperimentResult], parts: dict,
-           parent: int) -> None:
+           given: IO[bytes], answers: IO[bytes]) -> None:
     for name in names:
         module_name, file_name = FORMATS[name]
         module = importlib.import_module(module_name)
@@ -311,8 +318,22 @@ def _write(directory: str, names: list[str], run: RunInfo, results: list[Experim
                     writer.take(part.part(name))
                 writer.end(result)
             writer.close()
-            if os.getppid() != parent:  # checked just before the file is put in place
+            out.flush()
+            if not _allowed(given, answers):  # asked just before the file is put in place
                 raise _Orphaned()
+
+
+def _allowed(given: IO[bytes], answers: IO[bytes]) -> bool:
+    """Whether yamleval, still running, lets a finished report be put in place. A report must
+    not appear after yamleval was killed: the run may be resumed, and a stale report put over
+    a new one. So this is asked, not inferred: a process killed a moment ago is still this
+    one's parent while the system takes it down."""
+    try:
+        pickle.dump(_PUT, answers)
+        answers.flush()
+        return pickle.load(given) == "go"
+    except Exception:  # yamleval is gone
+        return False
 
 
 def _end_with(parent: int) -> None:
