@@ -80,6 +80,29 @@ def test_sigkill_then_resume_finishes_without_rerunning_finished_items(write_con
     assert [i["id"] for i in one["items"]] == [i["id"] for i in two["items"]]
 
 
+def test_resume_refuses_a_run_whose_process_still_runs(write_config, tmp_path):
+    _dataset(tmp_path, 60)
+    log = tmp_path / "calls.log"
+    write_config(BIG.replace("LOG", str(log)).replace("concurrency: 4", "concurrency: 1")
+                 .replace("log: %s}" % log, "log: %s, seconds: 0.05}" % log))
+    child = subprocess.Popen([sys.executable, "-m", "yamleval", "run", "-q"], cwd=tmp_path, env=cli_env(),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (not log.exists() or len(log.read_text().splitlines()) < 5):
+            time.sleep(0.05)
+        refused = run_cli("run", "--resume", cwd=tmp_path)
+        assert refused.returncode == 2, refused.stderr
+        assert "is still running (on this machine)" in refused.stderr and "--force" in refused.stderr
+        assert child.poll() is None, "the first run goes on"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=10)
+    resumed = run_cli("run", "-q", "--resume", cwd=tmp_path, timeout=120)  # its process has ended: crashed
+    assert resumed.returncode == 0, resumed.stderr
+    assert sorted(_stored_ids(tmp_path / "results.db")) == sorted(f"i-{i}" for i in range(60))
+
+
 def test_resume_refuses_a_changed_config_unless_forced(write_config, tmp_path):
     _dataset(tmp_path, 50)
     log = tmp_path / "calls.log"

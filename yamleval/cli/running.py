@@ -55,17 +55,30 @@ class _Interrupts:
             signal.signal(sig, handler)
 
 
-def _resumable(store, ref: str | None, experiment_ids: list[str]) -> RunInfo:
+def _resumable(store, ref: str | None, experiment_ids: list[str], force: bool) -> RunInfo:
     if ref and ref != "latest":
         run = store.find_run(ref)
         if run.status not in UNFINISHED:
             raise UsageError(f"run {run.run_id} is {run.status}; only an unfinished run can be resumed")
-        return run
+        return _not_running(run, force)
     for run in store.runs(limit=200):
         stored = store.run_detail(run.run_id, "experiment_ids") or []
         if run.status in UNFINISHED and set(experiment_ids) <= set(stored):
-            return run
+            return _not_running(run, force)
     raise UsageError("no unfinished run of these experiments to resume (see `yamleval runs`)")
+
+
+def _not_running(run: RunInfo, force: bool) -> RunInfo:
+    """``run``, unless its own process may still be running it: two processes would run
+    its items twice and store them side by side. (A run whose process is known to have died
+    reads as crashed; one started on another machine cannot be checked from here.)"""
+    if run.status == "running" and not force:
+        from yamleval.provenance import host
+
+        where = "on this machine" if run.host == host() else f"on {run.host or 'another machine'}, maybe"
+        raise UsageError(f"run {run.run_id} is still running ({where}): wait for it to end or stop it, then resume;"
+                         " use --force if you know its process has ended")
+    return run
 
 
 def _check_unchanged(store, run: RunInfo, config_hash: str, dataset_hashes: dict[str, str]) -> None:
@@ -92,7 +105,8 @@ def _check_unchanged(store, run: RunInfo, config_hash: str, dataset_hashes: dict
               help="The results database [config `store:`, else .yamleval/results.db].")
 @click.option("--resume", is_flag=False, flag_value="latest", default=None, metavar="[RUN_ID]",
               help="Continue an unfinished run (default: the latest of these experiments); finished items are kept.")
-@click.option("--force", is_flag=True, help="With --resume: resume even if the config or a dataset changed.")
+@click.option("--force", is_flag=True, help="With --resume: resume even if the config or a dataset changed, or if"
+              " the run seems to be running still.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress; only the verdict per experiment.")
 def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resume, force, quiet):
     """Run the experiments in PATHS (default: evals.yaml), store the results, write reports.
@@ -120,7 +134,7 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
     if project.report_formats:
         _writable_folder(out_dir)
     if resume:
-        run_info = _resumable(store, resume, ids)
+        run_info = _resumable(store, resume, ids, force)
         if not force:
             _check_unchanged(store, run_info, config_hash, dataset_hashes)
         run_id = run_info.run_id
