@@ -46,7 +46,8 @@ _SCHEMA = [
         PRIMARY KEY (run_id, experiment_id, item_id))""",
     "CREATE INDEX runs_started ON runs (started_at)",
 ]
-# MIGRATIONS[n] takes a database at version n to n + 1.
+# MIGRATIONS[n] takes a database at version n to n + 1. Past 0, a migration must leave the
+# database readable by this version without it: a read-only database is read unmigrated.
 MIGRATIONS: dict[int, list[str]] = {
     0: _SCHEMA,
     # reports read a run's items in dataset order; without this index SQLite sorts them all first
@@ -128,11 +129,7 @@ class Store:
         folder = os.path.dirname(os.path.abspath(path))
         os.makedirs(folder, exist_ok=True)
         try:
-            self.db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-            self.db.row_factory = sqlite3.Row
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.execute("PRAGMA busy_timeout=5000")
+            self.db = self._connect(path)
             self._migrate()
         except sqlite3.DatabaseError as exc:
             hint = (" (is the disk full or the file read-only?); free some space or make it writable, then run again"
@@ -142,17 +139,49 @@ class Store:
         self._flushed = time.monotonic()
         self._writer: _ItemWriter | None = None
 
+    def _connect(self, path: str) -> sqlite3.Connection:
+        """The connection, in write-ahead logging mode. A database that cannot be written (a
+        read-only file or folder: a CI artefact, a mounted share) serves for reading a stored
+        run: read as it is, since nothing can change it, unless a log of writes not yet folded
+        into it is there to be read too."""
+        self.read_only = False
+        self.reading = f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro"  # how views open it
+        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        db.row_factory = sqlite3.Row
+        db.execute("PRAGMA busy_timeout=5000")
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+        except sqlite3.OperationalError as exc:
+            log = path + "-wal"
+            if not _read_only(exc) or (os.path.exists(log) and os.path.getsize(log) > 0):
+                raise
+            db.close()
+            self.read_only = True
+            self.reading += "&immutable=1"
+            db = sqlite3.connect(self.reading, uri=True, check_same_thread=False, isolation_level=None)
+            db.row_factory = sqlite3.Row
+        return db
+
     def _migrate(self) -> None:
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise UsageError(f"{self.path} was written by a newer yamleval (schema {version}); upgrade yamleval")
+        if self.read_only and version > 0:
+            return  # readable as it is (see MIGRATIONS)
         while version < SCHEMA_VERSION:
-            with self.db:
-                self.db.execute("BEGIN")
-                for statement in MIGRATIONS[version]:
-                    self.db.execute(statement)
-                version += 1
-                self.db.execute(f"PRAGMA user_version = {version}")
+            try:
+                with self.db:
+                    self.db.execute("BEGIN")
+                    for statement in MIGRATIONS[version]:
+                        self.db.execute(statement)
+                    version += 1
+                    self.db.execute(f"PRAGMA user_version = {version}")
+            except sqlite3.OperationalError as exc:
+                if version == 0 or not _read_only(exc):
+                    raise
+                self.read_only = True  # a read-only file in a WAL database: readable as it is
+                return
 
     def close(self) -> None:
         self.flush()
@@ -276,7 +305,7 @@ class Store:
 
     def item_view(self, run_id: str, experiment_id: str, count: int) -> "StoredItems":
         """The experiment's stored items, read from the database each time they are iterated."""
-        return StoredItems(self.path, run_id, experiment_id, count)
+        return StoredItems(self.path, run_id, experiment_id, count, self.reading)
 
     def summaries(self, run_id: str) -> list[Summary]:
         """The stored summaries of a run's experiments, without reading their items."""
@@ -304,8 +333,9 @@ class StoredItems:
     dataset order, each time it is iterated, so a run of any size is never held in memory.
     Each reading opens a connection of its own; the view outlives the ``Store`` it came from."""
 
-    def __init__(self, path: str, run_id: str, experiment_id: str, count: int):
-        self.path, self.run_id, self.experiment_id, self.count = path, run_id, experiment_id, count
+    def __init__(self, path: str, run_id: str, experiment_id: str, count: int, uri: str):
+        """``uri``: how to open the database for reading (``Store.reading``)."""
+        self.path, self.run_id, self.experiment_id, self.count, self.uri = path, run_id, experiment_id, count, uri
 
     def __len__(self) -> int:
         return self.count
@@ -314,7 +344,7 @@ class StoredItems:
         return self.count > 0
 
     def _select(self, where: str = "", parameters: tuple = (), limit: int = -1) -> Iterator[str]:
-        db = sqlite3.connect(f"file:{urllib.parse.quote(os.path.abspath(self.path))}?mode=ro", uri=True)
+        db = sqlite3.connect(self.uri, uri=True)
         try:
             rows = db.execute(f"SELECT record FROM items WHERE run_id = ? AND experiment_id = ?{where}"
                               " ORDER BY position LIMIT ?", (self.run_id, self.experiment_id, *parameters, limit))
@@ -419,6 +449,11 @@ class _ItemWriter:
                     f" {position + 1} of the dataset; ids must be unique, so fix the dataset and run again")
             first[key] = position
         return None
+
+
+def _read_only(exc: sqlite3.OperationalError) -> bool:
+    """Whether SQLite refused a write because the database file or its folder is read-only."""
+    return "readonly" in str(exc).replace(" ", "").replace("-", "").lower()
 
 
 def _alive(pid: int | None, host: str | None) -> bool:

@@ -216,6 +216,28 @@ def test_a_report_folder_made_read_only_during_the_run(tmp_path, read_only):
         "summary"]["total"] == 400
 
 
+@pytest.mark.parametrize("journal", ["wal", "delete"])
+def test_a_read_only_database_can_be_read_but_not_run_into(tmp_path, read_only, journal):
+    """A stored run copied to read-only storage (a CI artefact, a mounted share) still lists,
+    shows and renders; only a new run is refused. A copy may have left write-ahead logging."""
+    folder = _project(tmp_path / "copied", items=30)
+    assert _cli(folder, "run", "-q").returncode == 1
+    with sqlite3.connect(folder / "results.db") as con:
+        con.execute(f"PRAGMA journal_mode={journal}")
+        con.execute("DROP INDEX items_position")  # as an older yamleval left it: reading must not need migrating
+        con.execute("PRAGMA user_version = 1")
+    (folder / "results.db").chmod(0o444)
+    read_only(folder)
+    for command in (["runs"], ["show", "latest"], ["report", "latest", "--report-dir", str(tmp_path / "again")]):
+        done = _cli(folder, *command, "--store", "results.db", preexec=_without_dac_override)
+        assert done.returncode == 0, (command, done.stderr)
+    assert (tmp_path / "again" / "report.html").exists()
+    refused = _cli(folder, "run", "-q", "--report-dir", str(tmp_path / "new"), preexec=_without_dac_override)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "results database" in refused.stderr, refused.stderr
+    (folder / "results.db").chmod(0o644)
+
+
 def test_a_report_folder_that_is_a_file(tmp_path):
     folder = _project(tmp_path, items=5)
     (folder / "out").write_text("not a folder", encoding="utf-8")
