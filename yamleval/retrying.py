@@ -8,7 +8,7 @@ import random
 import time
 from datetime import datetime, timezone
 from http.client import RemoteDisconnected
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429})  # and every 5xx
 MAX_WAIT = 60.0  # seconds: the longest back-off, and the longest Retry-After honoured
@@ -97,7 +97,7 @@ def read_body(response: Any, limit: int, deadline: float, chunk_size: int = 6553
     size = 0
     complete = False
     try:
-        for chunk in response.iter_content(chunk_size):
+        for chunk in _pieces(response, chunk_size):
             size += len(chunk)
             if size > limit:
                 raise ReplyTooLarge(limit)
@@ -114,6 +114,34 @@ def read_body(response: Any, limit: int, deadline: float, chunk_size: int = 6553
         if not complete:
             response.close()  # the rest of the body is unread: the connection cannot be reused
     return b"".join(chunks)
+
+
+def _pieces(response: Any, size: int) -> Iterator[bytes]:
+    """The body as it arrives, each piece as soon as the network gives one (``read1``), so
+    that a body trickled byte by byte is timed as it comes and not once per ``size`` bytes;
+    with the errors ``requests`` would raise. (urllib3 before 2.3 has no ``read1``: there,
+    pieces of ``size``.)"""
+    import requests
+    from urllib3.exceptions import DecodeError, ProtocolError, ReadTimeoutError, SSLError
+
+    read1 = getattr(response.raw, "read1", None)
+    if read1 is None:
+        yield from response.iter_content(size)
+        return
+    while True:
+        try:
+            piece = read1(size, decode_content=True)
+        except ProtocolError as exc:
+            raise requests.exceptions.ChunkedEncodingError(exc) from None
+        except DecodeError as exc:
+            raise requests.exceptions.ContentDecodingError(exc) from None
+        except ReadTimeoutError as exc:
+            raise requests.ConnectionError(exc) from None
+        except SSLError as exc:
+            raise requests.exceptions.SSLError(exc) from None
+        if not piece:
+            return
+        yield piece
 
 
 def connection_reason(exc: BaseException) -> str:
