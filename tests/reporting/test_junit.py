@@ -202,3 +202,15 @@ def test_a_failure_body_carries_the_compact_trajectory(write_config, schema):
     root = validated(schema, junit.render(RUN, results))
     [failure] = root.iter("failure")
     assert "trajectory:\n  1. step x — " in failure.text
+
+
+def test_item_ids_that_clean_to_the_same_name_stay_apart(write_config, schema):
+    results = run_all(write_config, r"""
+        experiments:
+          - id: spaced
+            dataset: {items: [{id: "a b", input: x}, {id: "a  b", input: y}, {id: "c\td", input: z},
+                              {id: "c d", input: w}]}
+            runner: echo
+    """)
+    root = validated(schema, junit.render(RUN, results))
+    assert [c.get("name") for c in root.iter("testcase")] == ["a b", "a b #2", "c d", "c d #2"]

@@ -41,26 +41,25 @@ def _number(value: float | None) -> str:
 class _Names:
     """Unique testcase names within one classname: ``a``, ``a #2``, ``a #3``.
 
-    With ``distinct`` (item ids, unique already) only names that cleaning changed
-    (whitespace, control characters, length) can collide, so only those are remembered,
-    and a run of a million items does not keep a million names."""
+    With ``distinct`` (item ids, unique already) only cleaning (whitespace, control
+    characters, length) can make two names equal. Every name is remembered up to
+    ``REMEMBERED`` of them, so that a run of a million items does not keep a million; past
+    that, only the names that cleaning changed (an id equal to one of those is renamed)."""
+
+    REMEMBERED = 100_000
 
     def __init__(self, distinct: bool = False) -> None:
         self.seen: set[str] = set()
         self.distinct = distinct
 
     def __call__(self, name: str) -> str:
-        if self.distinct and len(name) <= NAME_LIMIT and name.isprintable() and "  " not in name \
-                and name.strip() == name and name and name not in self.seen:
-            return name  # one_line would keep it as it is: printable, no runs of blanks
         cleaned = one_line(name, NAME_LIMIT) or "(unnamed)"
-        if self.distinct and cleaned == name and name not in self.seen:
-            return name
         unique, n = cleaned, 1
         while unique in self.seen:
             n += 1
             unique = f"{cleaned} #{n}"
-        self.seen.add(unique)
+        if not self.distinct or unique != name or len(self.seen) < self.REMEMBERED:
+            self.seen.add(unique)
         return unique
 
 
