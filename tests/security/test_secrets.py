@@ -9,17 +9,16 @@ reply, and one port refuses connections outright.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
 from conftest import run_cli
+from servers.local import LocalServer
 
 pytestmark = pytest.mark.security
 
@@ -72,21 +71,15 @@ class _Tattletale(BaseHTTPRequestHandler):
             self._send(200, {"reply": {"text": "fine"}})
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address) -> None:
-        """A client that gave up on /slow closes the socket: expected, not worth a traceback."""
+class _Server(LocalServer):
+    handler = _Tattletale
+    quiet = True  # a client that gave up on /slow closes the socket
 
 
 @pytest.fixture(scope="module")
 def server():
-    httpd = _Server(("127.0.0.1", 0), _Tattletale)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with _Server() as running:
+        yield running.url
 
 
 def _refused_port() -> int:

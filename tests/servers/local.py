@@ -12,6 +12,11 @@ class LocalServer:
     handler: type[BaseHTTPRequestHandler]
     thread_name = "test-server"
     queue_size = 5
+    quiet = False  # True: a client that hangs up mid-reply is expected, not worth a traceback
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
 
     def __init__(self) -> None:
         self._httpd: ThreadingHTTPServer | None = None
@@ -23,8 +28,10 @@ class LocalServer:
         return self._httpd.server_address[1]
 
     def start(self):
-        httpd = type("Server", (ThreadingHTTPServer,), {"daemon_threads": True,
-                                                       "request_queue_size": self.queue_size})
+        attributes = {"daemon_threads": True, "request_queue_size": self.queue_size}
+        if self.quiet:
+            attributes["handle_error"] = lambda server, request, client_address: None
+        httpd = type("Server", (ThreadingHTTPServer,), attributes)
         self._httpd = httpd(("127.0.0.1", 0), self.handler)
         self._httpd.owner = self
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},

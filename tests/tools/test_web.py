@@ -1,10 +1,10 @@
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from servers.local import LocalServer
 from yamleval.tools import ToolError, build_tools
 
 PAGE = """<html><head><title>Tide  tables</title><style>body {color: red}</style>
@@ -42,14 +42,14 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
 
+class _Server(LocalServer):
+    handler = Handler
+
+
 @pytest.fixture(scope="module")
 def server():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with _Server() as running:
+        yield running.url
 
 
 def tool(entry, tmp_path):
