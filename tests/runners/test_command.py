@@ -1,6 +1,7 @@
 """The ``command`` runner: real subprocesses, stdin modes, errors, timeouts, and runs from YAML."""
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import sys
@@ -56,6 +57,13 @@ def test_stdin_input_is_text_or_json():
     assert command(ITEM, argv=read, stdin="input").output == "hello"
     structured = Item(id="s", index=0, input={"sku": "é-1", "qty": 2})
     assert command(structured, argv=read, stdin="input", parse_json=True).output == {"sku": "é-1", "qty": 2}
+
+
+def test_an_input_json_cannot_hold_reaches_the_program_as_text():
+    """A date from a dataset plugin, say: as its text, in YAMLEVAL_INPUT and on stdin alike."""
+    dated = Item(id="d", index=0, input={"when": datetime.date(2024, 1, 2)})
+    shown = python("import os, sys; print(os.environ['YAMLEVAL_INPUT'], sys.stdin.read())")
+    assert command(dated, argv=shown, stdin="input").output == '{"when": "2024-01-02"} {"when": "2024-01-02"}'
 
 
 def test_stdin_none_gives_the_program_nothing_to_read():

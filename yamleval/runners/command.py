@@ -22,8 +22,14 @@ _SHOWN_STDOUT = 200
 _ENV_LIMIT = 100_000  # characters; Linux refuses a single variable of 128 KiB or more
 
 
+def _input_text(item: Item) -> str:
+    """The input as text: itself when it is text, else JSON (anything JSON lacks as its str)."""
+    value = item.input
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
 def _item_variables(item: Item) -> dict[str, str]:
-    text = item.input if isinstance(item.input, str) else json.dumps(item.input, ensure_ascii=False)
+    text = _input_text(item)
     variables = {"YAMLEVAL_ITEM_ID": item.id}
     if len(text) < _ENV_LIMIT and "\0" not in text:
         variables["YAMLEVAL_INPUT"] = text
@@ -94,8 +100,7 @@ def _stdin_bytes(item: Item, mode: str) -> bytes | None:
     if mode == "none":
         return None
     if mode == "input":
-        value = item.input
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        text = _input_text(item)
     else:
         text = json.dumps({"id": item.id, "input": item.input, "expected": item.expected,
                            "context": item.context, "metadata": item.metadata},
