@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
@@ -180,6 +181,22 @@ def test_connection_errors_are_retried_then_reported():
         list(remote_rows(f"http://127.0.0.1:{port}/x", None, 10, None, None, None, retries=2,
                          sleep=waits.append, **FAST))
     assert len(waits) == 2
+
+
+def test_a_trickled_page_times_out_and_a_huge_one_is_refused(monkeypatch):
+    """The timeout covers the whole page, body included; a page has a size limit."""
+    from servers.trickle import TrickleServer
+
+    import yamleval.datasets.remote
+
+    with TrickleServer() as server:
+        started = time.monotonic()
+        with pytest.raises(RemoteDatasetError, match=r"no reply within 0.5s"):
+            list(remote_rows(f"{server.url}/rows", None, 10, None, None, None, timeout=0.5, retries=0))
+        assert time.monotonic() - started < 1.5
+        monkeypatch.setattr(yamleval.datasets.remote, "MAX_PAGE_BYTES", 10)
+        with pytest.raises(RemoteDatasetError, match=r"the page is larger than 10 bytes; ask for smaller pages"):
+            list(remote_rows(f"{server.url}/rows", None, 10, None, None, None, timeout=5, retries=0))
 
 
 @pytest.mark.parametrize("path, items, message", [

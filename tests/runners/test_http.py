@@ -317,33 +317,10 @@ def test_a_ca_bundle_from_the_environment_is_used(monkeypatch):
 
 def test_a_trickled_body_times_out_at_the_timeout_not_when_it_ends():
     """Each byte comes within the read timeout, the whole would take 3 s: the attempt ends at its 0.5 s."""
-    from servers.local import LocalServer
+    from servers.trickle import TrickleServer
 
-    class Trickle(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def do_POST(self):
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", "30")
-            self.end_headers()
-            try:
-                for _ in range(30):
-                    self.wfile.write(b" ")
-                    self.wfile.flush()
-                    time.sleep(0.1)
-            except OSError:  # the client gave up, as it should
-                pass
-
-        def log_message(self, *args):
-            pass
-
-    class Server(LocalServer):
-        handler = Trickle
-
-    with Server() as server:
+    with TrickleServer() as server:
         started = time.monotonic()
         with pytest.raises(TimeoutError, match=r"no reply within 0.5s"):
-            http(ITEM, url=f"http://127.0.0.1:{server.port}/", timeout=0.5, retries=0)
+            http(ITEM, url=f"{server.url}/", timeout=0.5, retries=0)
         assert time.monotonic() - started < 1.5

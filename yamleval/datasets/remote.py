@@ -14,9 +14,10 @@ from typing import Any, Callable, Iterator, Mapping
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 from yamleval.paths import PathNotFound, lookup
-from yamleval.retrying import backoff, retry_after_seconds, retryable_status, with_retries
+from yamleval.retrying import (MAX_WAIT, ReplyTooLarge, ReplyTooSlow, backoff, connection_reason, read_body,
+                               retry_after_seconds, retryable_status, with_retries)
 
-MAX_WAIT = 60.0
+MAX_PAGE_BYTES = 50_000_000  # a page past this is refused: ask for smaller pages
 _SHOWN_BODY = 300
 
 
@@ -50,9 +51,9 @@ def remote_rows(spec_url: str, headers: Mapping[str, Any] | None = None, page_si
 def _rows_of(spec_url: str, headers: Mapping[str, Any] | None, page_size: int, items_path: str | None,
              next_path: str | None, limit: int | None, total_path: str | None, timeout: float, retries: int,
              backoff: tuple[float, float], sleep: Callable[[float], None]) -> Iterator[dict[str, Any]]:
-    import requests  # slow to import; only runs that read a remote dataset pay for it
+    from yamleval.sessions import session_for  # requests is slow to import: only remote datasets pay for it
 
-    session = requests.Session()
+    session = session_for(spec_url)
     session.headers.update({"Accept": "application/json"})
     session.headers.update({str(k): str(v) for k, v in (headers or {}).items()})
     fetch = _Fetcher(session, timeout, retries, backoff, sleep)
@@ -189,26 +190,31 @@ class _Fetcher:
             raise RemoteDatasetError(f"{where}: {exc.problem}{after}") from None
 
     def _get(self, url: str, where: str) -> Any:
-        """One attempt: the page, or _Transient for a failure worth another try."""
+        """One attempt: the page, or _Transient for a failure worth another try. The timeout
+        covers the whole reply, body included, and a page has a size limit."""
         import requests
 
+        deadline = time.monotonic() + self.timeout
         try:
-            response = self.session.get(url, timeout=self.timeout)
-        except requests.Timeout:
+            response = self.session.get(url, timeout=self.timeout, stream=True)
+            body = read_body(response, MAX_PAGE_BYTES, deadline)
+        except (requests.Timeout, ReplyTooSlow):
             raise _Transient(f"no reply within {self.timeout:g}s") from None
-        except requests.ConnectionError as exc:
-            raise _Transient(f"connection failed ({type(exc).__name__})") from None
+        except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
+            raise _Transient(connection_reason(exc)) from None
+        except ReplyTooLarge as exc:
+            raise RemoteDatasetError(f"{where}: the page is {exc}; ask for smaller pages with `page_size`") from None
         except requests.RequestException as exc:
             raise RemoteDatasetError(f"{where}: request failed ({type(exc).__name__})") from None
+        text = body.decode("utf-8", errors="replace")
         status = response.status_code
         if 200 <= status < 300:
             try:
-                return json.loads(response.content.decode("utf-8", errors="replace"))
+                return json.loads(text)
             except ValueError:
                 kind = response.headers.get("Content-Type", "no content type")
-                raise RemoteDatasetError(f"{where}: the reply is not JSON ({kind}): "
-                                         f"{_snippet(response)!r}") from None
-        problem = f"HTTP {status}: {_snippet(response) or '(empty body)'}"
+                raise RemoteDatasetError(f"{where}: the reply is not JSON ({kind}): {_snippet(text)!r}") from None
+        problem = f"HTTP {status}: {_snippet(text) or '(empty body)'}"
         if not retryable_status(status):
             raise RemoteDatasetError(f"{where}: {problem}")
         raise _Transient(problem, retry_after_seconds(response.headers.get("Retry-After")))
@@ -227,6 +233,6 @@ class _Transient(Exception):
         self.problem, self.retry_after = problem, retry_after
 
 
-def _snippet(response: Any) -> str:
-    text = response.content.decode("utf-8", errors="replace").strip()
+def _snippet(text: str) -> str:
+    text = text.strip()
     return text if len(text) <= _SHOWN_BODY else text[:_SHOWN_BODY] + "…"
