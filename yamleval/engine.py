@@ -9,7 +9,7 @@ import math
 import threading
 import time
 from datetime import datetime, timezone
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable
 
 from yamleval import criteria
 from yamleval.aggregate import Aggregator
@@ -104,7 +104,7 @@ def _now() -> str:
 def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit: int | None = None,
                    on_item: ItemCallback | None = None, on_progress: ProgressCallback | None = None,
                    stop: threading.Event | None = None, abandon: threading.Event | None = None,
-                   previous: Sequence[ItemResult] = (), keep_items: bool = True) -> ExperimentResult:
+                   previous: Iterable[ItemResult] = (), keep_items: bool = True) -> ExperimentResult:
     """Run one experiment and return its result, items in dataset order.
 
     ``stop`` set: start no new items, finish those running. ``abandon`` set: stop waiting
@@ -149,13 +149,14 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
             elif stop is not None and stop.is_set():
                 executor.cancel()
 
+    done = set()  # one pass over ``previous``, which may be read from the store as it goes
     for result in previous:
         if keep_items:
             results.append(result)
         aggregator.add(result)
+        done.add(result.item.id)
     items = iter(dataset)
-    if previous:
-        done = {r.item.id for r in previous}
+    if done:
         items = (item for item in items if item.id not in done)
     started_at, started = _now(), time.perf_counter()
     executor.run(items, _ItemProcessor(prepared), record,

@@ -165,7 +165,7 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
             if row is not None and row["status"] == "completed":
                 result = stored_results[experiment_id]
             else:
-                previous = list(store.item_view(run_id, experiment_id, 0)) if row is not None else []
+                previous = store.item_view(run_id, experiment_id, 0) if row is not None else ()  # read as it goes
                 store.start_experiment(run_id, position, experiment_id, item.experiment.label,
                                        dataset_hashes[experiment_id], _now())
                 progress = None if quiet else Progress(experiment_id)
