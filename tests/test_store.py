@@ -206,6 +206,18 @@ def test_report_rerenders_byte_identically(write_config, tmp_path):
     for name in ("results.json", "junit.xml", "summary.md", "report.html"):
         assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "out" / name).read_bytes(), name
 
+    with sqlite3.connect(tmp_path / "r.db") as con:  # as a yamleval from before score histograms stored it
+        [(text,)] = con.execute("SELECT summary FROM experiments").fetchall()
+        summary = json.loads(text)
+        assert all(scorer[11] for scorer in summary["scorers"])
+        summary["scorers"] = [scorer[:11] for scorer in summary["scorers"]]
+        con.execute("UPDATE experiments SET summary = ?", (json.dumps(summary),))
+    older = run_cli("report", "latest", "--store", "r.db", "--format", "json,html", "--report-dir", "older",
+                    cwd=tmp_path)
+    assert older.returncode == 0, older.stderr
+    for name in ("results.json", "report.html"):  # the histograms are counted from the items
+        assert (tmp_path / "older" / name).read_bytes() == (tmp_path / "out" / name).read_bytes(), name
+
 
 def test_compare_lists_flips_and_fails_on_regression(write_config, tmp_path):
     config = """

@@ -7,6 +7,7 @@ the reports (inputs, outputs, scores, summaries) are stored as JSON text, whole.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import os
@@ -17,6 +18,7 @@ import time
 import urllib.parse
 from typing import Any, Iterator, Sequence
 
+from yamleval.aggregate import histograms
 from yamleval.errors import UsageError, display_path
 from yamleval.records import encode, encode_record, item_from_record, storable_text
 from yamleval.types import (CriterionResult, ExperimentResult, ItemResult, LatencySummary, RunInfo, ScorerSummary,
@@ -119,6 +121,17 @@ def summary_from_json(text: str) -> Summary:
                  for x in d["scorers"]},
         criteria=tuple(CriterionResult(*c) for c in d["criteria"]), judge_tokens=Usage(*d["judge_tokens"]),
     )
+
+
+def _with_histograms(summary: Summary, items: "StoredItems") -> Summary:
+    """A summary stored before score histograms were kept, with them counted from its items."""
+    missing = [sid for sid, scorer in summary.scorers.items() if scorer.histogram is None]
+    if not missing or not items:
+        return summary
+    counted = histograms(items, missing)
+    return dataclasses.replace(summary, scorers={
+        sid: dataclasses.replace(scorer, histogram=counted[sid]) if sid in counted else scorer
+        for sid, scorer in summary.scorers.items()})
 
 
 class Store:
@@ -319,8 +332,9 @@ class Store:
                 continue
             out.append(ExperimentResult(
                 experiment_id=row["experiment_id"], label=row["label"], passed=bool(row["passed"]),
-                summary=(summary := summary_from_json(row["summary"])),
-                items=self.item_view(run_id, row["experiment_id"], summary.completed),
+                summary=_with_histograms(summary := summary_from_json(row["summary"]),
+                                         items := self.item_view(run_id, row["experiment_id"], summary.completed)),
+                items=items,
                 started_at=row["started_at"], completed_at=row["completed_at"], interrupted=bool(row["interrupted"]),
                 warnings=tuple(json.loads(row["warnings"] or "[]")), aborted=row["aborted"],
                 description=row["description"], tags=tuple(json.loads(row["tags"] or "[]")), runner=row["runner"],
