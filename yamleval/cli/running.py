@@ -155,7 +155,7 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
     completed = {eid for eid, row in finished_rows.items() if row["status"] == "completed"}
     stored_results = {r.experiment_id: r for r in store.results(run_id, completed)} if completed else {}
     results = []
-    helper.knows(store.path, run_id, out_dir, prepared)
+    helper.knows(store.reading, run_id, out_dir, prepared)
     with _Interrupts() as interrupts:
         for position, item in enumerate(prepared):
             experiment_id = item.experiment.id
@@ -246,9 +246,9 @@ class _Helper:
             if dataset_bytes >= self.LARGE_DATASETS:
                 self._spawn()
 
-    def knows(self, store_path: str, run_id: str, directory: str, prepared) -> None:
+    def knows(self, store_uri: str, run_id: str, directory: str, prepared) -> None:
         """What the process needs to begin: the run, where it is stored, where reports go."""
-        self.start = (store_path, run_id, [(p.experiment.id, [s.id for s in p.scorers]) for p in prepared],
+        self.start = (store_uri, run_id, [(p.experiment.id, [s.id for s in p.scorers]) for p in prepared],
                       directory)
 
     def _spawn(self) -> None:

@@ -42,7 +42,7 @@ def write_reports(directory: str, formats: Sequence[str], run: RunInfo, results:
 
         stored = results[0].items
         helper = LiveReports([name for name in names if name in APART])
-        helper.begin(stored.path, stored.run_id, [(r.experiment_id, list(r.summary.scorers)) for r in results],
+        helper.begin(stored.uri, stored.run_id, [(r.experiment_id, list(r.summary.scorers)) for r in results],
                      directory)
         patient = True  # started just now, for this large run: worth waiting for
     else:

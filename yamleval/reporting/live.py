@@ -20,7 +20,6 @@ import tempfile
 import sys
 import threading
 import time
-import urllib.parse
 from typing import IO, Any, Sequence
 
 from yamleval.records import item_from_record
@@ -61,11 +60,12 @@ class LiveReports:
                                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         threading.Thread(target=self._listen, name="yamleval-reports", daemon=True).start()
 
-    def begin(self, store_path: str, run_id: str, experiments: Sequence[tuple[str, Sequence[str]]],
+    def begin(self, store_uri: str, run_id: str, experiments: Sequence[tuple[str, Sequence[str]]],
               directory: str) -> None:
-        """Start rendering this run's items as they are stored."""
+        """Start rendering this run's items as they are stored; ``store_uri`` opens the database
+        for reading as the store itself does (``Store.reading``: read-only stores too)."""
         self.begun = True
-        self._send({"store": os.path.abspath(store_path), "run_id": run_id,
+        self._send({"store": store_uri, "run_id": run_id,
                     "experiments": [(e, list(s)) for e, s in experiments], "directory": os.path.abspath(directory),
                     "names": self.names, "parent": os.getpid()})
 
@@ -268,7 +268,7 @@ def serve(given: IO[bytes], answers: IO[bytes]) -> None:
         current = [directory]
         parts = {eid: _Experiment(eid, scorer_ids, names, directory, current)
                  for eid, scorer_ids in setup["experiments"]}
-        db = sqlite3.connect(f"file:{urllib.parse.quote(setup['store'])}?mode=ro", uri=True, timeout=30)
+        db = sqlite3.connect(setup["store"], uri=True, timeout=30)
         pickle.dump("ready", answers)
         answers.flush()
         while not over.wait(POLL_SECONDS):
