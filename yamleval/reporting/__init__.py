@@ -108,18 +108,16 @@ def describe_failure(exc: BaseException, run_id: str) -> str:
 
 
 def _write_in_one_pass(directory: str, names: list[str], run: RunInfo, results: list[ExperimentResult]) -> None:
-    paths = [os.path.join(directory, FORMATS[name][1]) for name in names]
-    current = [""]
     try:
         with contextlib.ExitStack() as files:
             writers = []
-            for name, path in zip(names, paths):
-                current[0] = path
+            for name in names:
+                path = os.path.join(directory, FORMATS[name][1])
                 out = files.enter_context(atomic_output(path))
-                writers.append(importlib.import_module(FORMATS[name][0]).Writer(Named(out, path, current), run, results))
+                writers.append(importlib.import_module(FORMATS[name][0]).Writer(Named(out, path), run, results))
             _stream(writers, results)
     except OSError as exc:
-        raise _unwritable(current[0], exc, run.run_id) from None
+        raise _unwritable(exc.filename or directory, exc, run.run_id) from None
 
 
 def _stream(writers: list, results: Sequence[ExperimentResult]) -> None:

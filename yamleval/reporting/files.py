@@ -20,22 +20,37 @@ def atomic_output(path: str) -> Iterator[IO[str]]:
     except BaseException as exc:
         if os.path.exists(temporary):
             os.remove(temporary)
-        if isinstance(exc, OSError) and exc.filename is None:  # a failed write names no file
+        if isinstance(exc, OSError) and exc.filename in (None, temporary):  # the report, not its stand-in
             exc.filename = path
         raise
     _remove_abandoned(path)
 
 
 class Named:
-    """A report file (or a part of one) that remembers it was the one being written when an
-    error came up: a failed write names no file, and the error should."""
+    """A report file (or a part of one, written beforehand) whose failed writes name the report
+    (``OSError.filename``): a failed write names no file, and when several reports are written
+    at once the error must say which one."""
 
-    def __init__(self, out: IO[str], path: str, current: list[str]):
-        self._out, self._path, self._current = out, path, current
+    def __init__(self, out: IO[str], path: str):
+        self._out, self._path = out, path
 
     def write(self, text: str) -> None:
-        self._current[0] = self._path
-        self._out.write(text)
+        try:
+            self._out.write(text)
+        except OSError as exc:
+            self._name(exc)
+            raise
+
+    def flush(self) -> None:
+        try:
+            self._out.flush()
+        except OSError as exc:
+            self._name(exc)
+            raise
+
+    def _name(self, exc: OSError) -> None:
+        if exc.filename is None:
+            exc.filename = self._path
 
 
 def _remove_abandoned(path: str) -> None:

@@ -186,14 +186,11 @@ class _Fork:
 class _Experiment:
     """One experiment's parts, rendered as its items are stored."""
 
-    def __init__(self, experiment_id: str, scorer_ids: Sequence[str], names: Sequence[str], directory: str,
-                 current: list[str]):
-        """``current``: where the report whose part was written last goes, for errors."""
+    def __init__(self, experiment_id: str, scorer_ids: Sequence[str], names: Sequence[str], directory: str):
         self.experiment_id, self.next = experiment_id, 0
         self.files: dict[str, IO[str] | None] = {}
+        self.outs: list[Named] = []  # the part files, as writes that name their report when they fail
         self.bodies = {}
-        self.paths = {name: os.path.join(directory, FORMATS[name][1]) for name in names}
-        self.current = current
         for name in names:
             module = importlib.import_module(FORMATS[name][0])
             if name == "markdown":
@@ -201,7 +198,8 @@ class _Experiment:
                 continue
             file = tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n", dir=directory)
             self.files[name] = file
-            out = Named(file, self.paths[name], current)
+            out = Named(file, os.path.join(directory, FORMATS[name][1]))
+            self.outs.append(out)
             self.bodies[name] = module.Body(out, scorer_ids) if name == "html" else module.Body(out, experiment_id)
 
     def catch_up(self, db: sqlite3.Connection, run_id: str, whole: bool) -> None:
@@ -225,10 +223,8 @@ class _Experiment:
     def finish(self) -> None:
         for body in self.bodies.values():
             body.flush()
-        for name, file in self.files.items():
-            if file is not None:
-                self.current[0] = self.paths[name]
-                file.flush()
+        for out in self.outs:
+            out.flush()
 
     def part(self, name: str) -> Any:
         return self.files[name] if self.files[name] is not None else self.bodies[name]
@@ -265,9 +261,7 @@ def serve(given: IO[bytes], answers: IO[bytes]) -> None:
     run_id, directory, names = setup["run_id"], setup["directory"], setup["names"]
     try:
         os.makedirs(directory, exist_ok=True)
-        current = [directory]
-        parts = {eid: _Experiment(eid, scorer_ids, names, directory, current)
-                 for eid, scorer_ids in setup["experiments"]}
+        parts = {eid: _Experiment(eid, scorer_ids, names, directory) for eid, scorer_ids in setup["experiments"]}
         db = sqlite3.connect(setup["store"], uri=True, timeout=30)
         pickle.dump("ready", answers)
         answers.flush()
@@ -292,8 +286,6 @@ def serve(given: IO[bytes], answers: IO[bytes]) -> None:
     except Exception as exc:  # the answer carries it: exceptions may not pickle
         from yamleval.reporting import describe_failure
 
-        if isinstance(exc, OSError) and exc.filename is None:
-            exc.filename = current[0]
         answer = describe_failure(exc, run_id)
     pickle.dump(answer, answers)
     answers.flush()
