@@ -5,7 +5,7 @@ import contextlib
 import importlib
 import json
 import os
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from yamleval.errors import UsageError, YamlevalError, describe_exception, display_path
 from yamleval.records import encode_record, item_from_record
@@ -121,39 +121,35 @@ def _write_in_one_pass(directory: str, names: list[str], run: RunInfo, results: 
 
 
 def _stream(writers: list, results: Sequence[ExperimentResult]) -> None:
-    """Feed every writer each experiment's items, in order: decoded for those that look into
-    items, as stored JSON text for those that copy records."""
+    """Feed every writer each experiment's items, in order: as items for those that look into
+    them, as JSON records for those that copy records. Items read from the store come as
+    their stored records, decoded once; items held in memory are encoded once."""
     decoded = [w for w in writers if not getattr(w, "wants_records", False)]
     textual = [w for w in writers if getattr(w, "wants_records", False)]
     for result in results:
         for writer in writers:
             writer.begin(result)
-        if decoded and textual:
-            for text in _records(result):
-                item = item_from_record(json.loads(text))
+        stored = getattr(result.items, "records", None)
+        if stored is not None and textual:
+            for text in stored():
                 for writer in textual:
                     writer.record(text)
-                for writer in decoded:
-                    writer.item(item)
-        elif textual:
-            for text in _records(result):
-                for writer in textual:
-                    writer.record(text)
-        elif decoded:
+                if decoded:
+                    item = item_from_record(json.loads(text))
+                    for writer in decoded:
+                        writer.item(item)
+        else:
             for item in result.items:
+                if textual:
+                    text = encode_record(item)
+                    for writer in textual:
+                        writer.record(text)
                 for writer in decoded:
                     writer.item(item)
         for writer in writers:
             writer.end(result)
     for writer in writers:
         writer.close()
-
-
-def _records(result: ExperimentResult) -> Iterable[str]:
-    """The items' JSON records: as stored when the items come from the store."""
-    if hasattr(result.items, "records"):
-        return result.items.records()
-    return map(encode_record, result.items)
 
 
 def _unwritable(path: str, exc: OSError, run_id: str) -> UsageError:
