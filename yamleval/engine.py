@@ -17,7 +17,8 @@ from yamleval.calls import close_thread_loop
 from yamleval.executor import LocalExecutor, Slot
 from yamleval.plan import Prepared
 from yamleval.redaction import redact_experiment, redact_item
-from yamleval.scoring import as_usage, describe_exception, error_result, item_status, score_output
+from yamleval.errors import describe_exception
+from yamleval.scoring import as_usage, error_result, item_status, score_output
 from yamleval.types import ExperimentResult, Item, ItemResult, RunnerResult, Usage
 
 ItemCallback = Callable[[ItemResult], Any]

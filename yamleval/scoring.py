@@ -23,8 +23,6 @@ class Scorer:
         return self.spec.id
 
 
-
-
 # Outcomes that recur item after item (a verdict, a full or zero score, nothing else said) are
 # made once per scorer and shared: a ScoreResult is immutable. Keyed by id(spec), with the
 # spec kept alongside so that an id is never taken for another spec's.

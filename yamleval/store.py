@@ -472,14 +472,7 @@ def _read_only(exc: sqlite3.OperationalError) -> bool:
 
 def _alive(pid: int | None, host: str | None) -> bool:
     """Whether the process that writes a run still runs (only knowable on the same host)."""
+    from yamleval.processes import running
     from yamleval.provenance import host as this_host
 
-    if pid is None or host != this_host():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid is None or host != this_host() or running(pid)

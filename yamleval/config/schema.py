@@ -110,12 +110,6 @@ def _schema() -> dict:
     return json.loads(schema_text())
 
 
-@lru_cache(maxsize=1)
-def _schema_once() -> dict:
-    """The schema, read once (not to be changed by callers)."""
-    return _schema()
-
-
 def _resolve(ref: str) -> dict:
     """The definition a local ``$ref`` points at, following chains of refs."""
     node = _schema()
@@ -247,7 +241,7 @@ def _messages(error, source: SourceMap, path: tuple) -> list[ConfigError]:
 
 def validate(data: Any, source: SourceMap, definition: str) -> list[ConfigError]:
     """All schema errors of ``data`` against ``#/$defs/<definition>``, each located."""
-    if conforms(_schema_once(), definition, data):  # valid: no need to load jsonschema
+    if conforms(_schema(), definition, data):  # valid: no need to load jsonschema
         return []
     errors: list[ConfigError] = []
     seen: set[tuple] = set()

@@ -216,7 +216,7 @@ def open_dataset(spec: DatasetSpec, limit: int | None = None,
             from yamleval.plugins import raised_at
 
             where = raised_at(exc)
-            raise spec.error(f"dataset plugin '{spec.plugin.uses if spec.plugin else spec.name}' raised "
+            raise spec.error(f"dataset plugin '{_plugin_name(spec)}' raised "
                              f"{describe_exception(exc)}", sub=("uses",) if spec.plugin else ("name",),
                              hint=f"raised at {where}" if where else None) from None
         rows = _plugin_rows(result, spec)

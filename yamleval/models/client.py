@@ -17,12 +17,11 @@ from requests.adapters import HTTPAdapter
 
 from yamleval.errors import ConfigError, YamlevalError
 from yamleval.models.extract import parse_answer, schema_problem
-from yamleval.retrying import (ReplyTooLarge, ReplyTooSlow, connection_reason, read_body, retry_after_seconds,
-                               retryable_status, backoff, with_retries)
+from yamleval.retrying import (MAX_WAIT, ReplyTooLarge, ReplyTooSlow, backoff, connection_reason, read_body,
+                               retry_after_seconds, retryable_status, with_retries)
 from yamleval.sessions import session_for
 from yamleval.types import Usage
 
-MAX_RETRY_AFTER = 60.0
 # A chat completion is kilobytes; a reply this big is a wrong endpoint or a broken server, and
 # reading it whole, twenty items at a time, would exhaust the memory of the run.
 MAX_REPLY_BYTES = 10_000_000
@@ -142,7 +141,7 @@ class ChatClient:
     """
 
     def __init__(self, config: ModelConfig, *, backoff: tuple[float, float] = (0.5, 8.0),
-                 max_retry_after: float = MAX_RETRY_AFTER, pool_size: int = 64,
+                 max_retry_after: float = MAX_WAIT, pool_size: int = 64,
                  sleep: Callable[[float], None] = time.sleep):
         self.config = config
         self.url = config.base_url.rstrip("/") + "/chat/completions"

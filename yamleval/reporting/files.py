@@ -7,6 +7,8 @@ import io
 import os
 from typing import IO, Any, Callable, Iterable, Iterator, Sequence
 
+from yamleval.processes import running
+
 
 @contextlib.contextmanager
 def atomic_output(path: str) -> Iterator[IO[str]]:
@@ -63,25 +65,11 @@ def _remove_abandoned(path: str) -> None:
     except OSError:
         return
     for name in names:
-        if not _alive(int(name[len(prefix):])):
+        if not running(int(name[len(prefix):])):
             with contextlib.suppress(OSError):
                 os.remove(os.path.join(folder, name))
 
 
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` still runs. A zombie does not: a killed process stays one for good
-    where nothing reaps orphans (a container whose first process does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):  # no /proc: take the signal's word
-        return True
 
 
 def render_with(writer: Callable[[IO[str], Any, Sequence[Any]], Any], run: Any, results: Iterable[Any]) -> str:

@@ -133,10 +133,7 @@ def _metrics(result: ItemResult) -> str:
     if result.scores:
         shown = []
         for sid, s in result.scores.items():
-            if s.status != "success":
-                shown.append(f"{sid}={s.status}")
-            else:
-                shown.append(f"{sid}=–" if s.score is None else f"{sid}={s.score:.3f}")
+            shown.append(f"{sid}={score_text(s.score)}" if s.status == "success" else f"{sid}={s.status}")
         text += "\nscores: " + ", ".join(shown)
     if result.item.label:
         text += f"\nlabel: {one_line(result.item.label, 1000)}"

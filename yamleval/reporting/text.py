@@ -8,6 +8,7 @@ import json
 import re
 from typing import Any, Iterable, Sequence
 
+from yamleval import figures
 from yamleval.types import CriterionResult, ItemResult
 
 TEXT_LIMIT = 64 * 1024  # bytes of UTF-8 per text; libxml2-based readers refuse nodes over 10 MB
@@ -135,8 +136,6 @@ def trajectory_steps(trace: Any) -> list[tuple[str, str]]:
     ``name``, ``tool_calls``, ``arguments``, ``result``/``error``, ``latency_ms`` and ``tokens``."""
     if not isinstance(trace, list):
         return []
-    from yamleval import figures
-
     steps = []
     for number, entry in enumerate(trace, 1):
         if not isinstance(entry, dict):

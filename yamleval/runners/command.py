@@ -11,6 +11,7 @@ import signal
 import subprocess
 from typing import Any
 
+from yamleval.processes import kill_group
 from yamleval.types import Item, RunnerResult
 
 STDIN_MODES = ("json", "input", "none")
@@ -123,23 +124,16 @@ def _run(args: list[str], data: bytes | None, timeout: float, env: dict | None,
     try:
         stdout, stderr = process.communicate(data, timeout=timeout)
     except subprocess.TimeoutExpired:
-        _kill_group(process)
+        kill_group(process)
         _drain(process)
         raise TimeoutError(f"command timed out after {timeout:g}s") from None
     except BaseException:
-        _kill_group(process)
+        kill_group(process)
         _drain(process)
         raise
     # whatever the program left running in the background ends with the item
-    _kill_group(process)
+    kill_group(process)
     return stdout, stderr, process.returncode
-
-
-def _kill_group(process: subprocess.Popen) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _drain(process: subprocess.Popen) -> None:

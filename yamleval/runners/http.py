@@ -79,7 +79,7 @@ def http(item: Item, url: str, method: str = "POST", headers: dict | None = None
         deadline = time.monotonic() + float(timeout)
         response = session.request(**request, stream=True)
         body = read_body(response, limit, deadline)
-        if not accepted(response.status_code) and _retryable(response.status_code):
+        if not accepted(response.status_code) and retryable_status(response.status_code):
             raise _RetryableStatus(response, body)
         return response, body
 
@@ -149,10 +149,6 @@ def _accepted(status: list[int] | None):
         raise ValueError("`status` must be a list of HTTP status codes, such as [200, 201]")
     allowed = frozenset(codes)
     return allowed.__contains__
-
-
-def _retryable(code: int) -> bool:
-    return retryable_status(code)
 
 
 def _session(url: str) -> requests.Session:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 
+from yamleval.processes import kill_group
 from yamleval.tools.tool import ToolError
 
 MAX_CODE = 100_000
@@ -73,13 +74,6 @@ def _read_capped(stream, limit: int) -> str:
     return text
 
 
-def _kill_group(process: subprocess.Popen) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def python_exec(code: str, *, sandbox: str, timeout: float = 10, memory_mb: int = 512,
                 max_output: int = 20_000, max_file_mb: int = 64) -> str:
     """Run Python code in a fresh process and return its exit code, stdout and stderr.
@@ -107,12 +101,12 @@ def python_exec(code: str, *, sandbox: str, timeout: float = 10, memory_mb: int 
                 pass
             process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            _kill_group(process)
+            kill_group(process)
             process.wait()
             raise ToolError(f"python_exec timed out after {timeout:g} s") from None
         finally:
             # Also ends whatever the code started in the background.
-            _kill_group(process)
+            kill_group(process)
         out, err = _read_capped(stdout, max_output), _read_capped(stderr, max_output)
     code_line = f"exit code {process.returncode}"
     if process.returncode < 0:
