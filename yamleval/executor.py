@@ -120,10 +120,7 @@ class LocalExecutor:
                 with slot.guard:
                     if slot.item is not None and not slot.abandoned:
                         slot.abandoned = True
-                        for result in slot.done:
-                            self._record(result)
-                        elapsed = (time.monotonic() - slot.started) * 1000.0
-                        self._record(self._lost(slot.item, "cancelled before it finished", elapsed))
+                        self._give_up(slot, "cancelled before it finished", time.monotonic())
             self.done.set()
         self._todo.put(_END)
 
@@ -258,12 +255,15 @@ class LocalExecutor:
                     with slot.guard:
                         if slot.item is None or slot.abandoned or now - slot.started < self.timeout:
                             continue
-                        slot.abandoned = True
-                        rest, held = slot.chunk[slot.position + 1:], slot.done
+                        slot.abandoned = True  # its worker adds no more results to the slot
+                        rest = slot.chunk[slot.position + 1:]
                     self._slots.discard(slot)
                     where = "in the runner" if slot.phase == "runner" else f"while {slot.phase}"
-                    elapsed = (now - slot.started) * 1000.0
-                    for result in held:
-                        self._record(result)
-                    self._record(self._lost(slot.item, f"timed out after {self.timeout:g}s ({where})", elapsed))
+                    self._give_up(slot, f"timed out after {self.timeout:g}s ({where})", now)
                     self._start_worker(rest)
+
+    def _give_up(self, slot: Slot, why: str, now: float) -> None:
+        """Record what ``slot``'s worker finished of its chunk, then its current item as lost (``why``)."""
+        for result in slot.done:
+            self._record(result)
+        self._record(self._lost(slot.item, why, (now - slot.started) * 1000.0))
