@@ -2,7 +2,8 @@
 
 Memory stays small at any size: score sums are kept exact as a few partial sums (so a mean
 does not depend on the order items finish in), and latencies, which percentiles need all of,
-are kept as sorted runs of 8-byte numbers that are merged only as far as a percentile needs.
+are kept as sorted runs (4-byte numbers past the first 65,536) that are merged only as far
+as a percentile needs.
 """
 from __future__ import annotations
 
@@ -81,18 +82,22 @@ class SortedRuns:
         self.runs: list[array] = []
         self.pending = array("d")
         self.count = 0
-        self.sum = ExactSum()
+        self.folded: list[float] = []  # the exact sum of the numbers in ``runs``, as exact_parts
         self.largest = -math.inf
 
     def add(self, value: float) -> None:
         self.pending.append(value)
-        self.sum.add(value)
         self.count += 1
         if value > self.largest:
             self.largest = value
-        if len(self.pending) >= RUN:
+        if len(self.pending) >= RUN:  # summed exactly before the run loses digits
+            self.folded = exact_parts(itertools.chain(self.folded, self.pending))
             self.runs.append(array("f", sorted(self.pending)))
             self.pending = array("d")
+
+    def total(self) -> float:
+        """The exact sum of every number, correctly rounded."""
+        return math.fsum(itertools.chain(self.folded, self.pending))
 
     def ranked(self, ranks: list[int]) -> dict[int, float]:
         """The values at these 0-based ranks of the sorted numbers."""
@@ -108,13 +113,12 @@ class SortedRuns:
 
 
 class _ScorerTally:
-    __slots__ = ("name", "threshold", "values", "count", "low", "high", "passed", "failed", "errored", "skipped",
-                 "bins")
+    __slots__ = ("name", "threshold", "values", "low", "high", "passed", "failed", "errored", "skipped", "bins")
 
     def __init__(self, name: str, threshold: float | None):
         self.name, self.threshold = name, threshold
-        self.values = ExactSum()  # the same mean whatever order items finish in
-        self.count = self.passed = self.failed = self.errored = self.skipped = 0
+        self.values = ExactSum()  # the same mean whatever order items finish in; its count: scores
+        self.passed = self.failed = self.errored = self.skipped = 0
         self.low = math.inf
         self.high = -math.inf
         self.bins = [0] * BINS
@@ -136,7 +140,7 @@ def _latency(values: SortedRuns) -> LatencySummary:
         low = math.floor(position)
         below, above = at[low], at[min(low + 1, n - 1)]
         figures[name] = below + (above - below) * (position - low)
-    return LatencySummary(mean=values.sum.total() / n, max=values.largest, **figures)
+    return LatencySummary(mean=values.total() / n, max=values.largest, **figures)
 
 
 class _Tokens:
@@ -188,7 +192,6 @@ class Aggregator:
             if score.score is not None:
                 value = score.score
                 tally.values.add(value)
-                tally.count += 1
                 if value < tally.low:
                     tally.low = value
                 if value > tally.high:
@@ -203,14 +206,14 @@ class Aggregator:
         counts = self.counts
         judged = self.completed - counts["skipped"]
         latency = _latency(self.latencies)
-        scored = sum(t.count for t in self.tallies.values())
+        scored = sum(t.values.count for t in self.tallies.values())
         scorers = {}
         for sid, t in self.tallies.items():
             decided = t.passed + t.failed
             scorers[sid] = ScorerSummary(
                 id=sid, name=t.name, threshold=t.threshold,
-                mean=t.values.total() / t.count if t.count else None,
-                min=t.low if t.count else None, max=t.high if t.count else None,
+                mean=t.values.total() / t.values.count if t.values.count else None,
+                min=t.low if t.values.count else None, max=t.high if t.values.count else None,
                 pass_rate=t.passed / decided if decided else None,
                 passed=t.passed, failed=t.failed, errored=t.errored, skipped=t.skipped, histogram=tuple(t.bins),
             )
