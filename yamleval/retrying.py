@@ -21,6 +21,13 @@ def backoff(attempt: int, initial: float = 0.5, maximum: float = MAX_WAIT) -> fl
     return min(initial * 2 ** (attempt - 1), maximum) + random.uniform(0, initial)
 
 
+def wait_before(attempt: int, retry_after: float | None, schedule: tuple[float, float] = (0.5, MAX_WAIT),
+                cap: float = MAX_WAIT) -> float:
+    """Seconds to wait after failed attempt ``attempt``: the server's Retry-After when it gave
+    one (at most ``cap``), else the back-off (``schedule``: its initial and longest wait)."""
+    return min(retry_after, cap) if retry_after is not None else backoff(attempt, *schedule)
+
+
 def with_retries(send: Callable[[], Any], retries: int, retry_on: Callable[[BaseException], bool],
                  wait: Callable[[BaseException, int], float], sleep: Callable[[float], Any] = time.sleep) -> Any:
     """``send()``, tried again up to ``retries`` times when it raises an error ``retry_on``

@@ -14,8 +14,8 @@ from typing import Any, Callable, Iterator, Mapping
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 from yamleval.paths import PathNotFound, lookup
-from yamleval.retrying import (MAX_WAIT, ReplyTooLarge, ReplyTooSlow, backoff, connection_reason, read_body,
-                               retry_after_seconds, retryable_status, with_retries)
+from yamleval.retrying import (ReplyTooLarge, ReplyTooSlow, connection_reason, read_body, retry_after_seconds,
+                               retryable_status, wait_before, with_retries)
 
 MAX_PAGE_BYTES = 50_000_000  # a page past this is refused: ask for smaller pages
 _SHOWN_BODY = 300
@@ -220,9 +220,7 @@ class _Fetcher:
         raise _Transient(problem, retry_after_seconds(response.headers.get("Retry-After")))
 
     def _wait(self, exc: BaseException, attempt: int) -> float:
-        if isinstance(exc, _Transient) and exc.retry_after is not None:
-            return min(exc.retry_after, MAX_WAIT)
-        return backoff(attempt, *self.backoff)
+        return wait_before(attempt, exc.retry_after if isinstance(exc, _Transient) else None, self.backoff)
 
 
 class _Transient(Exception):

@@ -17,8 +17,8 @@ from requests.adapters import HTTPAdapter
 
 from yamleval.errors import ConfigError, YamlevalError
 from yamleval.models.extract import parse_answer, schema_problem
-from yamleval.retrying import (MAX_WAIT, ReplyTooLarge, ReplyTooSlow, backoff, connection_reason, read_body,
-                               retry_after_seconds, retryable_status, with_retries)
+from yamleval.retrying import (MAX_WAIT, ReplyTooLarge, ReplyTooSlow, connection_reason, read_body,
+                               retry_after_seconds, retryable_status, wait_before, with_retries)
 from yamleval.sessions import session_for
 from yamleval.types import Usage
 
@@ -210,9 +210,8 @@ class ChatClient:
         return self._reply(data, latency_ms, attempts)
 
     def _wait(self, exc: BaseException, attempt: int) -> float:
-        if isinstance(exc, ModelError) and exc.retry_after is not None:
-            return min(exc.retry_after, self._max_retry_after)
-        return backoff(attempt, *self._backoff)
+        return wait_before(attempt, exc.retry_after if isinstance(exc, ModelError) else None, self._backoff,
+                           self._max_retry_after)
 
     def _post(self, payload: str) -> tuple[Any, float]:
         """One attempt; ``timeout`` bounds the whole of it, body included."""

@@ -16,8 +16,8 @@ import requests
 from yamleval.paths import PathNotFound, lookup
 from yamleval.sessions import session_for
 from yamleval.types import Item, RunnerResult, Usage
-from yamleval.retrying import (MAX_WAIT, ReplyTooLarge, ReplyTooSlow, backoff, connection_reason, read_body,
-                               retry_after_seconds, retryable_status, with_retries)
+from yamleval.retrying import (ReplyTooLarge, ReplyTooSlow, connection_reason, read_body, retry_after_seconds,
+                               retryable_status, wait_before, with_retries)
 
 _SHOWN_BODY = 500
 _SHOWN_TEXT = 200
@@ -165,12 +165,8 @@ def _session(url: str) -> requests.Session:
 
 
 def _wait(exc: BaseException, attempt: int) -> float:
-    """The server's Retry-After when it gave one (at most a minute), else the back-off."""
-    if isinstance(exc, _RetryableStatus):
-        delay = retry_after_seconds(exc.response.headers.get("Retry-After"))
-        if delay is not None:
-            return min(delay, MAX_WAIT)
-    return backoff(attempt)
+    after = retry_after_seconds(exc.response.headers.get("Retry-After")) if isinstance(exc, _RetryableStatus) else None
+    return wait_before(attempt, after)
 
 
 def _text(response: requests.Response, body: bytes) -> str:
