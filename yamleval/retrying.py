@@ -87,19 +87,33 @@ def describe_size(size: int) -> str:
 def read_body(response: Any, limit: int, deadline: float, chunk_size: int = 65536) -> bytes:
     """The whole body of a ``requests`` reply opened with ``stream=True``.
 
-    Reading stops at ``limit`` bytes (ReplyTooLarge), so a runaway server cannot fill the
-    memory of a run, and past ``deadline`` (a ``time.monotonic()`` value, checked as each
-    piece arrives; ReplyTooSlow), so a server trickling its body cannot stretch an attempt
-    far beyond its timeout. A read timeout mid-body is ReplyTooSlow too. The connection is
-    dropped when the body is refused; connection errors propagate as ``requests`` raises them.
+    Reading stops at ``limit`` bytes (ReplyTooLarge, at once when Content-Length says so),
+    so a runaway server cannot fill the memory of a run, and past ``deadline`` (see
+    ``read_at_most``). The connection is dropped when the body is refused.
     """
-    import requests  # slow to import; the callers have already
-    from urllib3.exceptions import ReadTimeoutError
-
     declared = response.headers.get("Content-Length", "")
     if declared.strip().isdigit() and int(declared) > limit:
         response.close()
         raise ReplyTooLarge(limit)
+    body, cut = read_at_most(response, limit, deadline, chunk_size, keep=False)
+    if cut:
+        raise ReplyTooLarge(limit)
+    return body
+
+
+def read_at_most(response: Any, limit: int, deadline: float, chunk_size: int = 65536,
+                 keep: bool = True) -> tuple[bytes, bool]:
+    """The first ``limit`` bytes of the body of a ``requests`` reply opened with ``stream=True``,
+    and whether there was more (then, without ``keep``, no bytes: the caller refuses the reply).
+
+    Reading stops past ``deadline`` (a ``time.monotonic()`` value, checked as each piece
+    arrives; ReplyTooSlow), so a server trickling its body cannot stretch an attempt far
+    beyond its timeout; a read timeout mid-body is ReplyTooSlow too. The connection is dropped
+    when the body is not read to its end; connection errors propagate as ``requests`` raises them.
+    """
+    import requests  # slow to import; the callers have already
+    from urllib3.exceptions import ReadTimeoutError
+
     chunks: list[bytes] = []
     size = 0
     complete = False
@@ -107,7 +121,10 @@ def read_body(response: Any, limit: int, deadline: float, chunk_size: int = 6553
         for chunk in _pieces(response, chunk_size):
             size += len(chunk)
             if size > limit:
-                raise ReplyTooLarge(limit)
+                if not keep:
+                    return b"", True
+                chunks.append(chunk[:len(chunk) - (size - limit)])
+                return b"".join(chunks), True
             chunks.append(chunk)
             if time.monotonic() > deadline:
                 raise ReplyTooSlow()
@@ -120,7 +137,17 @@ def read_body(response: Any, limit: int, deadline: float, chunk_size: int = 6553
     finally:
         if not complete:
             response.close()  # the rest of the body is unread: the connection cannot be reused
-    return b"".join(chunks)
+    return b"".join(chunks), False
+
+
+def body_text(response: Any, body: bytes) -> str:
+    """A reply's body as text: in the charset its Content-Type names, else UTF-8 (``requests``
+    guesses ISO-8859-1 for text/* without a charset; JSON and most services mean UTF-8)."""
+    charset = "charset=" in response.headers.get("Content-Type", "").lower() and response.encoding
+    try:
+        return body.decode(charset or "utf-8", errors="replace")
+    except LookupError:
+        return body.decode("utf-8", errors="replace")
 
 
 def _pieces(response: Any, size: int) -> Iterator[bytes]:

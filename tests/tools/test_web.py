@@ -1,4 +1,5 @@
 import json
+import time
 from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
@@ -107,3 +108,14 @@ def test_search_with_a_wrong_result_path(server, tmp_path):
 def test_search_without_a_url_is_a_config_error(tmp_path):
     with pytest.raises(ValueError, match=r"web_search needs `with: \{url: ...\}`"):
         build_tools(["web_search"], str(tmp_path))
+
+
+def test_fetch_gives_up_on_a_page_trickled_past_its_timeout():
+    from servers.trickle import TrickleServer
+    from yamleval.tools.web import web_fetch
+
+    with TrickleServer() as server:
+        started = time.monotonic()
+        with pytest.raises(ToolError, match=r"did not send its page within 0.5s"):
+            web_fetch(f"{server.url}/page", timeout=0.5)
+        assert time.monotonic() - started < 1.5

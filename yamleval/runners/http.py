@@ -16,8 +16,8 @@ import requests
 from yamleval.paths import PathNotFound, lookup
 from yamleval.sessions import session_for
 from yamleval.types import Item, RunnerResult, Usage
-from yamleval.retrying import (ReplyTooLarge, ReplyTooSlow, connection_reason, read_body, retry_after_seconds,
-                               retryable_status, wait_before, with_retries)
+from yamleval.retrying import (ReplyTooLarge, ReplyTooSlow, body_text, connection_reason, read_body,
+                               retry_after_seconds, retryable_status, wait_before, with_retries)
 
 _SHOWN_BODY = 500
 _SHOWN_TEXT = 200
@@ -97,7 +97,7 @@ def http(item: Item, url: str, method: str = "POST", headers: dict | None = None
         raise ValueError(f"the reply from {where} is {exc}, more than `max_reply_mb` allows; "
                          "raise it if such replies are expected") from None
 
-    text = _text(response, body)
+    text = body_text(response, body)
     code = response.status_code
     if not accepted(code):
         after = f" after {attempts} attempts" if attempts > 1 else ""
@@ -167,15 +167,6 @@ def _session(url: str) -> requests.Session:
 def _wait(exc: BaseException, attempt: int) -> float:
     after = retry_after_seconds(exc.response.headers.get("Retry-After")) if isinstance(exc, _RetryableStatus) else None
     return wait_before(attempt, after)
-
-
-def _text(response: requests.Response, body: bytes) -> str:
-    # requests guesses ISO-8859-1 for text/* without a charset; JSON and most services mean UTF-8
-    charset = "charset=" in response.headers.get("Content-Type", "").lower() and response.encoding
-    try:
-        return body.decode(charset or "utf-8", errors="replace")
-    except LookupError:
-        return body.decode("utf-8", errors="replace")
 
 
 def _parse(text: str) -> tuple[Any, bool]:

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from html.parser import HTMLParser
 from typing import Any, Optional
 from urllib.parse import quote_plus, urljoin, urlsplit
 
 from yamleval.paths import PathNotFound, lookup
+from yamleval.retrying import body_text
 from yamleval.tools.tool import ToolError
 
 MAX_REDIRECTS = 5
@@ -70,33 +72,36 @@ def _get(url: str, timeout: float, max_bytes: int, allow_domains: Optional[list]
     """Response, body (at most max_bytes) and whether it was cut; redirects checked one by one."""
     import requests
 
+    from yamleval.retrying import ReplyTooSlow, read_at_most
+    from yamleval.sessions import session_for
+
+    deadline = time.monotonic() + timeout  # for the whole fetch, redirects and body included
     for _ in range(MAX_REDIRECTS + 1):
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ToolError(f"only http and https URLs can be fetched, not '{url}'")
         if not _host_allowed(parts.hostname, allow_domains):
             raise ToolError(f"'{parts.hostname}' is not in allow_domains ({', '.join(allow_domains)})")
+        session = session_for(url)  # this host's proxy settings from the environment
         try:
-            response = requests.get(url, timeout=timeout, stream=True, allow_redirects=False,
-                                    headers={"User-Agent": "yamleval", **(headers or {})})
+            response = session.get(url, timeout=timeout, stream=True, allow_redirects=False,
+                                   headers={"User-Agent": "yamleval", **(headers or {})})
         except requests.RequestException as exc:
+            session.close()
             raise ToolError(f"could not fetch {url}: {exc}") from None
-        with response:
+        with session, response:
             if response.is_redirect and response.headers.get("location"):
                 url = urljoin(url, response.headers["location"])
                 continue
             if not 200 <= response.status_code < 300:
                 raise ToolError(f"{url} answered HTTP {response.status_code} {response.reason or ''}".rstrip())
-            body, cut = bytearray(), False
             try:
-                for chunk in response.iter_content(chunk_size=65536):
-                    body += chunk
-                    if len(body) > max_bytes:
-                        cut = True
-                        break
+                body, cut = read_at_most(response, max_bytes, deadline)
+            except ReplyTooSlow:
+                raise ToolError(f"{url} did not send its page within {timeout:g}s") from None
             except requests.RequestException as exc:
                 raise ToolError(f"could not read {url}: {exc}") from None
-            return response, bytes(body[:max_bytes]), cut
+            return response, body, cut
     raise ToolError(f"more than {MAX_REDIRECTS} redirects from {url}")
 
 
@@ -108,7 +113,7 @@ def web_fetch(url: str, *, timeout: float = 15, max_bytes: int = 2_000_000,
         url: the full URL, starting with http:// or https://.
     """
     response, body, cut = _get(url, timeout, max_bytes, allow_domains)
-    text = body.decode(response.encoding or "utf-8", errors="replace")
+    text = body_text(response, body)
     kind = response.headers.get("content-type", "").lower()
     title = ""
     if "html" in kind or (not kind and text.lstrip()[:1] == "<"):
@@ -145,7 +150,7 @@ def web_search(query: str, *, url: str, results: str = "", title: str = "title",
     if cut:
         raise ToolError(f"the search response is larger than {max_bytes} bytes")
     try:
-        data = json.loads(body.decode(response.encoding or "utf-8", errors="replace"))
+        data = json.loads(body_text(response, body))
     except ValueError:
         raise ToolError("the search response is not JSON") from None
     found = _at_path(data, results)
