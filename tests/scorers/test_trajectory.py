@@ -4,7 +4,8 @@ from __future__ import annotations
 import pytest
 
 from yamleval.scorers.tools import tool_call_accuracy
-from yamleval.scorers.trajectory import tool_calls, trajectory
+from yamleval.scorers.tools import tool_calls
+from yamleval.scorers.trajectory import trajectory
 
 
 def agent_trace() -> list[dict]:
@@ -91,3 +92,12 @@ def test_tool_call_accuracy_reads_the_agent_trace():
 def test_bad_settings_raise(kwargs, message):
     with pytest.raises(ValueError, match=message):
         trajectory(agent_trace(), **kwargs)
+
+
+def test_every_trace_shape_tool_call_accuracy_reads_has_its_arguments_read_too():
+    """One walker: a call that counts for must_call also counts for arguments."""
+    trace = [{"tool": "search", "args": {"q": "tides"}}, {"toolName": "fetch", "arguments": '{"url": "x"}'},
+             {"payload": {"toolName": "ignored"}}]
+    score = trajectory(trace, must_call=["search", "fetch"],
+                       arguments={"search": {"equals": {"q": "tides"}}, "fetch": {"equals": {"url": "x"}}})
+    assert score.passed, score.reason

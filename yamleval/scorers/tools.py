@@ -16,6 +16,7 @@ searched under ``tool_calls``, ``toolCalls``, ``messages`` and ``steps``.
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from yamleval.types import Score
@@ -81,49 +82,67 @@ def tool_call_accuracy(trace: Any, expected_tool: str | None = None, expected_to
 
 def tool_names(trace: Any) -> list[str]:
     """The names of the tool calls in ``trace``, in order (see the module docstring)."""
-    names: list[str] = []
+    return [name for name, _ in tool_calls(trace)]
+
+
+def tool_calls(trace: Any) -> list[tuple[str, Any]]:
+    """``(name, arguments)`` of the tool calls in ``trace``, in order; the arguments are None
+    where the trace does not record them (JSON text is decoded)."""
+    calls: list[tuple[str, Any]] = []
     if trace is None:
-        return names
+        return calls
     if isinstance(trace, dict):
         for key in _CONTAINER_KEYS:
             value = trace.get(key)
             if isinstance(value, list) and value:
-                _collect(value, names)
-                if names:
-                    return names
-        _collect([trace], names)
-        return names
+                _collect(value, calls)
+                if calls:
+                    return calls
+        _collect([trace], calls)
+        return calls
     if isinstance(trace, (list, tuple)):
-        _collect(trace, names)
-    return names
+        _collect(trace, calls)
+    return calls
 
 
-def _collect(entries: Any, names: list[str], depth: int = 0) -> None:
+def _collect(entries: Any, calls: list[tuple[str, Any]], depth: int = 0) -> None:
     if depth > 8:
         return
     for entry in entries:
         if isinstance(entry, str):
             if entry.strip():
-                names.append(entry.strip())
+                calls.append((entry.strip(), None))
         elif isinstance(entry, dict):
-            _from_dict(entry, names, depth)
+            _from_dict(entry, calls, depth)
 
 
-def _from_dict(entry: dict[str, Any], names: list[str], depth: int) -> None:
+def _from_dict(entry: dict[str, Any], calls: list[tuple[str, Any]], depth: int) -> None:
     kind = entry.get("type")
     kind = kind.strip().lower().replace("-", "_") if isinstance(kind, str) else ""
     if _is_event(kind) or entry.get("role") == "tool" or kind in ("tool_result", "function_call_output"):
         return
     name = _name_of(entry, kind)
     if name:
-        names.append(name)
+        calls.append((name, _arguments(entry)))
         return
     for key in _NESTED:
         value = entry.get(key)
         if isinstance(value, list):
-            _collect(value, names, depth + 1)
+            _collect(value, calls, depth + 1)
         elif isinstance(value, dict) and key == "content" and isinstance(value.get("parts"), list):
-            _collect(value["parts"], names, depth + 1)
+            _collect(value["parts"], calls, depth + 1)
+
+
+def _arguments(entry: dict[str, Any]) -> Any:
+    function = entry.get("function")
+    source = function if isinstance(function, dict) else entry
+    args = source.get("arguments", source.get("args"))
+    if isinstance(args, str):  # OpenAI sends the arguments as JSON text
+        try:
+            return json.loads(args)
+        except ValueError:
+            pass
+    return args
 
 
 def _name_of(entry: dict[str, Any], kind: str) -> str | None:

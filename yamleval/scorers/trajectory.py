@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from yamleval.scorers.tools import tool_names
+from yamleval.scorers.tools import tool_calls
 from yamleval.types import Score
 
 _MATCHERS = ("equals", "schema")
@@ -33,7 +33,8 @@ def trajectory(trace: Any, max_steps: int | None = None, must_call: list[str] | 
     if max_steps is None and not must_call and not must_not_call and not wanted:
         raise ValueError("trajectory needs at least one check: max_steps, must_call, must_not_call or arguments")
 
-    called = tool_names(trace)
+    calls = tool_calls(trace)
+    called = [name for name, _ in calls]
     results: list[tuple[str, bool]] = []
     if max_steps is not None:
         steps = _steps(trace, called)
@@ -44,7 +45,6 @@ def trajectory(trace: Any, max_steps: int | None = None, must_call: list[str] | 
         count = called.count(name)
         results.append((f"{name} was called {count} time(s) (must not be)" if count else f"{name} was not called",
                         count == 0))
-    calls = tool_calls(trace)
     for name, (kind, expected) in wanted.items():
         results.append(_arguments_check(name, kind, expected, [args for tool, args in calls if tool == name]))
 
@@ -54,34 +54,6 @@ def trajectory(trace: Any, max_steps: int | None = None, must_call: list[str] | 
     return Score(score=(len(results) - len(failed)) / len(results), passed=not failed, reason=reason,
                  metadata={"trajectory": {"tools": called, "checks": [{"check": text, "passed": ok}
                                                                      for text, ok in results]}})
-
-
-def tool_calls(trace: Any) -> list[tuple[str, Any]]:
-    """``(name, arguments)`` of every call in ``trace`` whose arguments it records, in order."""
-    calls: list[tuple[str, Any]] = []
-    entries = (trace.get("tool_calls") or trace.get("steps")) if isinstance(trace, Mapping) else trace
-    for entry in entries if isinstance(entries, (list, tuple)) else []:
-        if not isinstance(entry, Mapping) or entry.get("role") == "tool" or entry.get("type") == "tool":
-            continue
-        nested = entry.get("tool_calls")
-        for call in nested if isinstance(nested, list) else [entry]:
-            if isinstance(call, Mapping):
-                name, args = _call(call)
-                if name:
-                    calls.append((name, args))
-    return calls
-
-
-def _call(call: Mapping[str, Any]) -> tuple[str | None, Any]:
-    function = call.get("function")
-    source = function if isinstance(function, Mapping) else call
-    name, args = source.get("name"), source.get("arguments", source.get("args"))
-    if isinstance(args, str):  # OpenAI sends the arguments as JSON text
-        try:
-            args = json.loads(args)
-        except ValueError:
-            pass
-    return (name.strip() if isinstance(name, str) and name.strip() else None), args
 
 
 def _steps(trace: Any, called: list[str]) -> int:
