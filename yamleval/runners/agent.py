@@ -14,6 +14,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from yamleval.errors import describe_exception
 from yamleval.types import Item, RunnerResult, Usage
 
 if TYPE_CHECKING:
@@ -141,9 +142,7 @@ def _call_with_timeout(tool: Any, arguments: dict[str, Any], timeout: float) -> 
 
     def call() -> None:
         try:
-            value = tool.call(arguments)
-            outcome.append((True, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
-                                                                                   default=str)))
+            outcome.append((True, tool.call(arguments)))  # Tool.call gives text
         except BaseException as exc:  # any failure is the model's to see, like ToolError
             outcome.append((False, _error_text(exc)))
 
@@ -161,7 +160,7 @@ def _error_text(exc: BaseException) -> str:
 
     if isinstance(exc, ToolError):
         return str(exc) or type(exc).__name__
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return describe_exception(exc)
 
 
 def _total(replies: Sequence[ChatReply]) -> Usage:
@@ -173,9 +172,6 @@ def _total(replies: Sequence[ChatReply]) -> Usage:
 
 def _validate_with(arguments: dict) -> None:
     """Load-time check: every tool in ``tools:`` exists and is configured (ValueError otherwise)."""
-    import shutil
-    import tempfile
-
     from yamleval.tools import build_tools
 
     if not isinstance(arguments.get("tools", []), list):

@@ -9,6 +9,8 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Union
 
+from yamleval.errors import describe_exception
+
 
 class ToolError(Exception):
     """A tool call that could not be done; its message goes back to the model as the result."""
@@ -43,7 +45,7 @@ class Tool:
         except ToolError:
             raise
         except Exception as exc:
-            raise ToolError(f"{self.name} failed: {type(exc).__name__}: {exc}") from exc
+            raise ToolError(f"{self.name} failed: {describe_exception(exc)}") from exc
         if isinstance(result, str):
             return result
         return json.dumps(result, ensure_ascii=False, default=str)
