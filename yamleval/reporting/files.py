@@ -86,6 +86,21 @@ def render_with(writer: Callable[[IO[str], Any, Sequence[Any]], Any], run: Any, 
     return out.getvalue()
 
 
+class PartsWriter:
+    """What the HTML and JUnit writers share: an experiment's items go to the ``Body`` that
+    ``begin`` made (``self.body``), or come as a part such a ``Body`` wrote beforehand."""
+
+    out: IO[str]
+    body: Any
+
+    def item(self, result: Any) -> None:
+        self.body.item(result)
+
+    def take(self, written: IO[str]) -> None:
+        """The experiment's part as a ``Body`` wrote it into ``written`` beforehand."""
+        copy_part(written, self.out)
+
+
 def copy_part(written: IO[str], out: IO[str], chunk: int = 1 << 20) -> None:
     """A part of a report written beforehand (into a temporary file), copied into ``out``:
     file to file inside the kernel where both are files, else as text."""

@@ -17,7 +17,7 @@ from typing import IO, Any, Sequence
 
 from yamleval import figures
 from yamleval.aggregate import BINS
-from yamleval.reporting.files import atomic_output, copy_part, render_with
+from yamleval.reporting.files import PartsWriter, atomic_output, render_with
 from yamleval.reporting.text import trajectory_steps
 from yamleval.types import ExperimentResult, ItemResult, RunInfo, ScoreResult
 
@@ -253,7 +253,7 @@ class Body:
             self.rows, self.first = [], False
 
 
-class Writer:
+class Writer(PartsWriter):
     """Writes the page as items stream by: the header from the summaries first, then the
     data blob one experiment at a time, so a large run is never held in memory."""
 
@@ -270,13 +270,6 @@ class Writer:
         self.out.write(self.separator + '{"scorers":' + script_json(scorer_ids) + ',"items":[')
         self.separator = ","
         self.body = Body(self.out, scorer_ids)
-
-    def item(self, result: ItemResult) -> None:
-        self.body.item(result)
-
-    def take(self, written: IO[str]) -> None:
-        """The experiment's rows as a ``Body`` wrote them into ``written`` beforehand."""
-        copy_part(written, self.out)
 
     def end(self, result: ExperimentResult) -> None:
         self.body.flush()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import IO, Sequence
 
-from yamleval.reporting.files import atomic_output, copy_part, render_with
+from yamleval.reporting.files import PartsWriter, atomic_output, render_with
 from yamleval.reporting.text import (as_text, clean_text, criterion_message, criterion_name, item_message, one_line,
                                      score_text, trajectory_steps)
 from yamleval.types import CriterionResult, ExperimentResult, ItemResult, RunInfo
@@ -255,7 +255,7 @@ class Body:
         self.pending = []
 
 
-class Writer:
+class Writer(PartsWriter):
     """Writes the document as items stream by: each experiment's items once, in order."""
 
     def __init__(self, out: IO[str], run: RunInfo, results: Sequence[ExperimentResult]):
@@ -280,13 +280,6 @@ class Writer:
     def begin(self, result: ExperimentResult) -> None:
         self.out.write(self.suites[id(result)].head(self.run))
         self.body = Body(self.out, result.experiment_id)
-
-    def item(self, result: ItemResult) -> None:
-        self.body.item(result)
-
-    def take(self, written: IO[str]) -> None:
-        """The experiment's test cases as a ``Body`` wrote them into ``written`` beforehand."""
-        copy_part(written, self.out)
 
     def end(self, result: ExperimentResult) -> None:
         self.body.flush()
