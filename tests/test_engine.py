@@ -349,23 +349,33 @@ def test_concurrency_bounds_items_in_flight(write_config):
     assert 0.75 <= result.summary.duration_ms / 1000 < 3.0
 
 
-def test_workers_start_as_items_prove_slow(write_config, monkeypatch):
-    """Instant items need no second thread (threads would only pass the GIL around); items
-    that wait (on a model, say) get every worker within milliseconds."""
-    config = """
+def test_slow_items_spread_over_every_worker(write_config):
+    """Items that wait (on a model, say) run on all ``concurrency`` workers at once."""
+    slow = run(write_config, """
         experiments:
           - id: e
             concurrency: 8
             dataset: {items: [%s]}
-            runner: {uses: fixture_plugins.behaviours:which_thread, with: {seconds: %s}}
-    """
-    slow = run(write_config, config % (", ".join(f"{{input: {i}}}" for i in range(32)), 0.1))
+            runner: {uses: fixture_plugins.behaviours:which_thread, with: {seconds: 0.1}}
+    """ % ", ".join(f"{{input: {i}}}" for i in range(32)))
     assert len({r.output for r in slow.items}) == 8
     assert slow.summary.duration_ms / 1000 < 1.6, "32 items of 0.1 s on 8 workers: about 0.4 s; one worker: 3.2 s"
 
-    monkeypatch.setattr(yamleval.executor, "GROW_SECONDS", 60.0)  # never late: the start is what is checked
-    instant = run(write_config, config % (", ".join(f"{{input: {i}}}" for i in range(2000)), 0))
-    assert instant.summary.completed == 2000 and len({r.output for r in instant.items}) == 1
+
+def test_a_run_whose_every_call_hangs_ends_with_every_item_an_error(write_config):
+    """A runner that never returns cannot hang the run: each item is given up at its timeout,
+    its seat goes to the next item, and the run ends in about items x timeout / concurrency."""
+    result = run(write_config, """
+        experiments:
+          - id: e
+            timeout: 0.2
+            concurrency: 4
+            dataset: {items: [%s]}
+            runner: fixture_plugins.behaviours:forever
+    """ % ", ".join(f"{{input: {i}}}" for i in range(100)))
+    assert result.summary.completed == 100 and result.summary.errored == 100
+    assert {r.error for r in result.items} == {"timed out after 0.2s (in the runner)"}
+    assert result.summary.duration_ms / 1000 < 100 * 0.2 / 4 * 3, "about 5 s: the items' timeouts, four at a time"
 
 
 def test_a_hang_among_instant_items_loses_none_of_the_items_handed_out_with_it(write_config):
@@ -456,3 +466,41 @@ def test_a_template_of_one_name_renders_as_jinja_would(write_config):
             assert render({"input": value}) == {"q": jinja({"input": value}), "n": [jinja({"input": value})]}
     with pytest.raises(Exception, match="'missing' is undefined"):
         compile_value("{{ missing }}")({"input": "x"})
+
+
+def test_an_http_service_that_never_answers_cannot_hang_the_run(write_config):
+    """The http runner against a server that accepts connections and never replies: each
+    item is an error at the experiment's timeout, and the run ends."""
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0), backlog=128)
+    held = []
+    done = threading.Event()
+
+    def accept():
+        listener.settimeout(0.05)
+        while not done.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        result = run(write_config, """
+            experiments:
+              - id: e
+                timeout: 0.2
+                concurrency: 8
+                dataset: {items: [%s]}
+                runner: {uses: http, with: {url: "http://127.0.0.1:%d/chat", timeout: 60, retries: 0}}
+        """ % (", ".join(f"{{input: {i}}}" for i in range(100)), listener.getsockname()[1]))
+    finally:
+        done.set()
+        thread.join()
+        for connection in held:
+            connection.close()
+        listener.close()
+    assert result.summary.completed == 100 and result.summary.errored == 100
+    assert {r.error for r in result.items} == {"timed out after 0.2s (in the runner)"}

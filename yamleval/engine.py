@@ -143,13 +143,6 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
             except Exception as exc:
                 warn_callback("on_progress", exc)
 
-    def wait(done: threading.Event) -> None:
-        while not done.wait(0.05):
-            if abandon is not None and abandon.is_set():
-                executor.abandon()
-            elif stop is not None and stop.is_set():
-                executor.cancel()
-
     done = set()  # one pass over ``previous``, which may be read from the store as it goes
     for result in previous:
         if keep_items:
@@ -160,8 +153,7 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
     if done:
         items = (item for item in items if item.id not in done)
     started_at, started = _now(), time.perf_counter()
-    executor.run(items, _ItemProcessor(prepared), record,
-                 error_result, wait)
+    executor.run(items, _ItemProcessor(prepared), record, error_result, stop=stop, abandon=abandon)
     with executor.lock:
         finished = sorted(results, key=lambda r: r.item.index)
         summary = aggregator.summary((time.perf_counter() - started) * 1000.0, dataset.total)

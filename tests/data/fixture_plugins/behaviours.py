@@ -27,6 +27,14 @@ def per_item(input, item):
     return item.expected if item.expected is not None else input
 
 
+_NEVER = threading.Event()
+
+
+def forever(input):
+    """Never returns (until the test process ends)."""
+    _NEVER.wait()
+
+
 def with_usage(input):
     return RunnerResult(output=str(input), metadata={"seen": True},
                         usage={"prompt_tokens": 3, "completion_tokens": 2}, trace=[{"tool": "x"}])
