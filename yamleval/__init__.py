@@ -16,6 +16,8 @@ _EXPORTS = {
     "ItemResult": "yamleval.types",
     "Project": "yamleval.config.loader",
     "RunnerResult": "yamleval.types",
+    "RunOutcome": "yamleval.runs",
+    "RunWatcher": "yamleval.runs",
     "Score": "yamleval.types",
     "Usage": "yamleval.types",
     "YamlevalError": "yamleval.errors",
@@ -31,6 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from yamleval.api import load_experiments, run, run_experiment
     from yamleval.config.loader import Project, load_project
     from yamleval.errors import ConfigError, YamlevalError
+    from yamleval.runs import RunOutcome, RunWatcher
     from yamleval.types import ExperimentResult, Item, ItemResult, RunnerResult, Score, Usage
 
 

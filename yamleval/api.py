@@ -1,44 +1,60 @@
-"""The Python API: load experiments from files and run them.
+"""The Python API: everything ``yamleval run`` does, from Python.
 
     >>> import yamleval
-    >>> [exp] = yamleval.load_experiments("evals.yaml")
-    >>> result = yamleval.run_experiment(exp, concurrency=4, on_item=print)
-    >>> result.passed, result.summary.pass_rate
+    >>> outcome = yamleval.run("evals.yaml", store="results.db", report_dir="reports")
+    >>> outcome.passed, outcome.exit_code, outcome.reports
+    >>> outcome = yamleval.run("evals.yaml", store="results.db", resume="latest")
+
+``run_experiment`` runs one experiment in memory, without a store or reports.
 """
 from __future__ import annotations
 
 import os
 import threading
-from typing import Iterable
+from typing import Iterable, Sequence, Union
 
 from yamleval import engine, plan
-from yamleval.config.loader import load_project
+from yamleval.config.loader import Project, load_project
 from yamleval.config.model import Experiment
+from yamleval.runs import RunOutcome, RunWatcher, run_project, select_experiments
 from yamleval.types import ExperimentResult
 
+Paths = Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]]
 
-def _paths(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list[str]:
+
+def _paths(paths) -> list[str]:
     if isinstance(paths, (str, os.PathLike)):
         return [os.fspath(paths)]
     return [os.fspath(p) for p in paths]
 
 
-def load_experiments(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list[Experiment]:
+def load_experiments(paths: Paths) -> list[Experiment]:
     """The experiments in a project or experiment file (or several); ConfigError if invalid."""
     return list(load_project(_paths(paths)).experiments)
+
+
+def run(config: Union[Paths, Project], *, experiments: Sequence[str] | None = None, store: str | None = None,
+        report_dir: str | None = None, formats: Sequence[str] | None = None, resume: str | None = None,
+        force: bool = False, limit: int | None = None, concurrency: int | None = None,
+        stop: threading.Event | None = None, abandon: threading.Event | None = None,
+        watcher: RunWatcher | None = None) -> RunOutcome:
+    """Run a project's experiments (or those whose ids are in ``experiments``) as one stored
+    run, exactly as ``yamleval run`` does: every item stored as it finishes, resumable
+    (``resume``: a run id or ``latest``), reports written. See ``runs.run_project``."""
+    project = config if isinstance(config, Project) else load_project(_paths(config))
+    chosen = None if experiments is None else select_experiments(project, experiments)
+    return run_project(project, chosen, store=store, report_dir=report_dir, formats=formats, resume=resume,
+                       force=force, limit=limit, concurrency=concurrency, stop=stop, abandon=abandon,
+                       watcher=watcher)
 
 
 def run_experiment(experiment: Experiment | plan.Prepared, *, concurrency: int | None = None,
                    limit: int | None = None, on_item: engine.ItemCallback | None = None,
                    on_progress: engine.ProgressCallback | None = None,
                    stop: threading.Event | None = None) -> ExperimentResult:
-    """Run one experiment. ``on_item(item_result)`` and ``on_progress(completed, total)``
-    are called as items finish; an exception in either is kept in ``result.warnings``."""
+    """Run one experiment in memory (nothing stored). ``on_item(item_result)`` and
+    ``on_progress(completed, total)`` are called as items finish; an exception in either is
+    kept in ``result.warnings``."""
     prepared = experiment if isinstance(experiment, plan.Prepared) else plan.prepare(experiment)
     return engine.run_experiment(prepared, concurrency=concurrency, limit=limit, on_item=on_item,
                                  on_progress=on_progress, stop=stop)
-
-
-def run(paths: str | os.PathLike | Iterable[str | os.PathLike], **options) -> list[ExperimentResult]:
-    """Load the files and run every experiment in them, one after another."""
-    return [run_experiment(exp, **options) for exp in load_experiments(paths)]

@@ -6,7 +6,7 @@ import time
 from typing import TextIO
 
 from yamleval import figures
-from yamleval.reporting.text import item_message, terminal_line, with_status
+from yamleval.reporting.text import item_message, terminal_line
 from yamleval.types import ExperimentResult, ItemResult
 
 MARKS = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "-"}
@@ -99,7 +99,7 @@ def summary_text(result: ExperimentResult) -> str:
             name = terminal_line(c.label, 200) if c.label else (f"{c.type}({c.scorer})" if c.scorer else c.type)
             warn = " (warn)" if c.severity == "warn" else ""
             lines.append(f"    {'✓' if c.passed else '✗'} {name} ≥ {c.min:g}: {figures.number(c.actual)}{warn}")
-    problems = with_status(result.items, ("failed", "error"), SHOWN_PROBLEMS)
+    problems = result.items.with_status(("failed", "error"), SHOWN_PROBLEMS)
     if problems:
         lines.append("  not passed")
         lines.extend(_problem_line(r) for r in problems)

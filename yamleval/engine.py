@@ -19,7 +19,7 @@ from yamleval.plan import Prepared
 from yamleval.redaction import redact_experiment, redact_item
 from yamleval.errors import describe_exception
 from yamleval.scoring import as_usage, error_result, item_status, score_output
-from yamleval.types import ExperimentResult, Item, ItemResult, RunnerResult, Usage
+from yamleval.types import ExperimentResult, Item, ItemList, ItemResult, RunnerResult, Usage
 
 ItemCallback = Callable[[ItemResult], Any]
 ProgressCallback = Callable[[int, "int | None"], Any]
@@ -155,7 +155,7 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
     started_at, started = _now(), time.perf_counter()
     executor.run(items, _ItemProcessor(prepared), record, error_result, stop=stop, abandon=abandon)
     with executor.lock:
-        finished = sorted(results, key=lambda r: r.item.index)
+        finished = ItemList(sorted(results, key=lambda r: r.item.index))
         summary = aggregator.summary((time.perf_counter() - started) * 1000.0, dataset.total)
     summary = criteria.with_criteria(summary, experiment.pass_criteria)
     interrupted = bool(stop is not None and stop.is_set())

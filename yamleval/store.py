@@ -21,8 +21,8 @@ from typing import Any, Iterator, Sequence
 from yamleval.aggregate import histograms
 from yamleval.errors import UsageError, display_path
 from yamleval.records import encode, encode_record, item_from_record, storable_text
-from yamleval.types import (CriterionResult, ExperimentResult, ItemResult, LatencySummary, RunInfo, ScorerSummary,
-                            Summary, Usage)
+from yamleval.types import (CriterionResult, ExperimentResult, ItemResult, ItemResults, LatencySummary, RunInfo,
+                            ScorerSummary, Summary, Usage)
 
 SCHEMA_VERSION = 2
 FLUSH_ITEMS = 500
@@ -342,10 +342,10 @@ class Store:
         return out
 
 
-class StoredItems:
-    """An experiment's items as the database keeps them: a sequence that is read again, in
-    dataset order, each time it is iterated, so a run of any size is never held in memory.
-    Each reading opens a connection of its own; the view outlives the ``Store`` it came from."""
+class StoredItems(ItemResults):
+    """An experiment's items as the database keeps them: read again, in dataset order, each
+    time they are iterated, so a run of any size is never held in memory. Each reading opens
+    a connection of its own; the view outlives the ``Store`` it came from."""
 
     def __init__(self, path: str, run_id: str, experiment_id: str, count: int, uri: str):
         """``uri``: how to open the database for reading (``Store.reading``)."""
@@ -353,9 +353,6 @@ class StoredItems:
 
     def __len__(self) -> int:
         return self.count
-
-    def __bool__(self) -> bool:
-        return self.count > 0
 
     def _select(self, where: str = "", parameters: tuple = (), limit: int = -1) -> Iterator[str]:
         db = sqlite3.connect(self.uri, uri=True)
@@ -366,10 +363,6 @@ class StoredItems:
                 yield text
         finally:
             db.close()
-
-    def records(self) -> Iterator[str]:
-        """The items' JSON records as stored."""
-        return self._select()
 
     def __iter__(self) -> Iterator[ItemResult]:
         return (item_from_record(json.loads(text)) for text in self._select())

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+import itertools
+from typing import Any, Iterator, Literal, Mapping, Sequence
 
 ItemStatus = Literal["passed", "failed", "error", "skipped"]
 ScoreStatus = Literal["success", "error", "skipped"]
@@ -165,6 +166,46 @@ class Summary:
     judge_tokens: Usage = Usage()  # kept apart from the system under test's
 
 
+class ItemResults:
+    """An experiment's item results in dataset order: ``ItemList`` holds them in memory, the
+    store's view reads them from the database each time it is iterated."""
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[ItemResult]:
+        raise NotImplementedError
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def with_status(self, statuses: Sequence[str], limit: int) -> list[ItemResult]:
+        """The first ``limit`` items with one of ``statuses``, in dataset order."""
+        return list(itertools.islice((r for r in self if r.status in statuses), limit))
+
+
+class ItemList(ItemResults):
+    """Item results held in memory."""
+
+    def __init__(self, results: Sequence[ItemResult] = ()):
+        self._results = tuple(results)
+
+    def __len__(self) -> int:
+        return len(self._results)
+
+    def __iter__(self) -> Iterator[ItemResult]:
+        return iter(self._results)
+
+    def __getitem__(self, index: int) -> ItemResult:
+        return self._results[index]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ItemList) and self._results == other._results
+
+    def __repr__(self) -> str:
+        return f"ItemList({list(self._results)!r})"
+
+
 @dataclass(frozen=True)
 class ExperimentResult:
     """A finished (or interrupted) run of one experiment."""
@@ -173,7 +214,7 @@ class ExperimentResult:
     label: str | None
     passed: bool
     summary: Summary
-    items: list[ItemResult]
+    items: ItemResults
     started_at: str
     completed_at: str
     interrupted: bool = False

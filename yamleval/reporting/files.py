@@ -28,10 +28,10 @@ def atomic_output(path: str) -> Iterator[IO[str]]:
     _remove_abandoned(path)
 
 
-class Named:
-    """A report file (or a part of one, written beforehand) whose failed writes name the report
-    (``OSError.filename``): a failed write names no file, and when several reports are written
-    at once the error must say which one."""
+class NamedFile:
+    """A report file whose failed writes name the report (``OSError.filename``): a failed
+    write names no file, and when several reports are written at once the error must say
+    which one."""
 
     def __init__(self, out: IO[str], path: str):
         self._out, self._path = out, path
@@ -84,54 +84,3 @@ def render_with(writer: Callable[[IO[str], Any, Sequence[Any]], Any], run: Any, 
         written.end(result)
     written.close()
     return out.getvalue()
-
-
-class PartsWriter:
-    """What the HTML and JUnit writers share: an experiment's items go to the ``Body`` that
-    ``begin`` made (``self.body``), or come as a part such a ``Body`` wrote beforehand."""
-
-    out: IO[str]
-    body: Any
-
-    def item(self, result: Any) -> None:
-        self.body.item(result)
-
-    def take(self, written: IO[str]) -> None:
-        """The experiment's part as a ``Body`` wrote it into ``written`` beforehand."""
-        copy_part(written, self.out)
-
-
-def copy_part(written: IO[str], out: IO[str], chunk: int = 1 << 20) -> None:
-    """A part of a report written beforehand (into a temporary file), copied into ``out``:
-    file to file inside the kernel where both are files, else as text."""
-    if _copy_file(written, out):
-        return
-    written.seek(0)
-    while text := written.read(chunk):
-        out.write(text)
-
-
-def _copy_file(written: IO[str], out: IO[str]) -> bool:
-    """Copy all of ``written`` to the end of ``out`` with ``copy_file_range``; False where
-    that cannot be done (not files, another file system, no such system call)."""
-    copy = getattr(os, "copy_file_range", None)
-    try:
-        source, target = written.fileno(), out.fileno()
-    except (AttributeError, OSError, ValueError):
-        return False
-    if copy is None:
-        return False
-    written.flush()
-    out.flush()
-    size, done = os.fstat(source).st_size, 0
-    try:
-        while done < size:
-            sent = copy(source, target, size - done, done)
-            if sent == 0:
-                raise OSError(f"the report part ended after {done} of {size} bytes")
-            done += sent
-    except OSError:
-        if done:
-            raise  # part of it is in ``out`` already: the text copy cannot take over
-        return False
-    return True

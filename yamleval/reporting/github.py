@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import Callable, Iterable, Iterator, Mapping
 
-from yamleval.reporting.text import as_text, criterion_message, criterion_name, item_message, one_line, with_status
+from yamleval.reporting.text import as_text, criterion_message, criterion_name, item_message, one_line
 from yamleval.types import ExperimentResult, ItemResult
 
 PER_KIND = 10  # GitHub keeps 10 errors, 10 warnings and 10 notices per step
@@ -103,8 +103,8 @@ def annotations(results: Iterable[ExperimentResult]) -> list[str]:
     for result in results:
         failed_kind = "warning" if result.summary.criteria else "error"
         # no more than PER_KIND of each status can be shown: read just those, count the rest
-        errored = with_status(result.items, ("error",), PER_KIND)
-        failed = with_status(result.items, ("failed",), PER_KIND)
+        errored = result.items.with_status(("error",), PER_KIND)
+        failed = result.items.with_status(("failed",), PER_KIND)
         for item in sorted(errored + failed, key=lambda r: r.item.index):
             add("error" if item.status == "error" else failed_kind, lambda r=result, i=item: _item_problem(r, i))
         left_out["error"] += max(0, result.summary.errored - len(errored))

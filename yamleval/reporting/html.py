@@ -17,7 +17,7 @@ from typing import IO, Any, Sequence
 
 from yamleval import figures
 from yamleval.aggregate import BINS
-from yamleval.reporting.files import PartsWriter, atomic_output, render_with
+from yamleval.reporting.files import atomic_output, render_with
 from yamleval.reporting.text import trajectory_steps
 from yamleval.types import ExperimentResult, ItemResult, RunInfo, ScoreResult
 
@@ -234,7 +234,7 @@ def _page(run: RunInfo, results: Sequence[ExperimentResult]) -> tuple[str, str]:
 _ROWS_PER_WRITE = 1000
 
 
-class Body:
+class _Rows:
     """One experiment's rows of the data blob as items stream by, written to ``out``."""
 
     def __init__(self, out: IO[str], scorer_ids: Sequence[str]):
@@ -253,7 +253,7 @@ class Body:
             self.rows, self.first = [], False
 
 
-class Writer(PartsWriter):
+class Writer:
     """Writes the page as items stream by: the header from the summaries first, then the
     data blob one experiment at a time, so a large run is never held in memory."""
 
@@ -263,16 +263,19 @@ class Writer(PartsWriter):
         out.write(head)
         out.write('{"fields":' + script_json(ROW_FIELDS) + ',"experiments":[')
         self.separator = ""
-        self.body = Body(out, [])
+        self.rows = _Rows(out, [])
 
     def begin(self, result: ExperimentResult) -> None:
         scorer_ids = list(result.summary.scorers)
         self.out.write(self.separator + '{"scorers":' + script_json(scorer_ids) + ',"items":[')
         self.separator = ","
-        self.body = Body(self.out, scorer_ids)
+        self.rows = _Rows(self.out, scorer_ids)
+
+    def item(self, result: ItemResult) -> None:
+        self.rows.item(result)
 
     def end(self, result: ExperimentResult) -> None:
-        self.body.flush()
+        self.rows.flush()
         self.out.write("]}")
 
     def close(self) -> None:

@@ -1,7 +1,7 @@
 """``results.json``: the whole run for machines, items in dataset order.
 
-Items are written as they stream by (as the store keeps their records, or encoded one at a
-time), so a large run needs no second copy of itself in memory. ``reporting.write_reports``
+Items are written as they stream by, encoded one at a time, so a large run needs no second
+copy of itself in memory. ``reporting.write_reports``
 writes it.
 """
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import IO, Any, Sequence
 
-from yamleval.records import encode
-from yamleval.types import ExperimentResult, RunInfo, Summary, Usage
+from yamleval.records import encode, encode_record
+from yamleval.types import ExperimentResult, ItemResult, RunInfo, Summary, Usage
 
 FORMAT_VERSION = 1
 _CHUNK = 1000  # items joined into one write
@@ -58,9 +58,7 @@ def experiment_dict(result: ExperimentResult) -> dict[str, Any]:
 
 
 class Writer:
-    """Writes the document as records stream by: each experiment's entry, then its items' records."""
-
-    wants_records = True
+    """Writes the document as items stream by: each experiment's entry, then its items' records."""
 
     def __init__(self, out: IO[str], run: RunInfo, results: Sequence[ExperimentResult]):
         self.out = out
@@ -73,8 +71,8 @@ class Writer:
         self.out.write(self.separator + encode(experiment_dict(result))[:-1] + ',\n"items": [')
         self.separator, self.first = ",\n", True
 
-    def record(self, text: str) -> None:
-        self.pending.append(text)
+    def item(self, result: ItemResult) -> None:
+        self.pending.append(encode_record(result))
         if len(self.pending) >= _CHUNK:
             self.flush()
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import IO, Sequence
 
-from yamleval.reporting.files import PartsWriter, atomic_output, render_with
+from yamleval.reporting.files import atomic_output, render_with
 from yamleval.reporting.text import (as_text, clean_text, criterion_message, criterion_name, item_message, one_line,
                                      score_text, trajectory_steps)
 from yamleval.types import CriterionResult, ExperimentResult, ItemResult, RunInfo
@@ -235,7 +235,7 @@ class _Suite:
         return out + "  </testsuite>\n"
 
 
-class Body:
+class _Cases:
     """One experiment's item test cases as items stream by, written to ``out``."""
 
     def __init__(self, out: IO[str], experiment_id: str):
@@ -255,7 +255,7 @@ class Body:
         self.pending = []
 
 
-class Writer(PartsWriter):
+class Writer:
     """Writes the document as items stream by: each experiment's items once, in order."""
 
     def __init__(self, out: IO[str], run: RunInfo, results: Sequence[ExperimentResult]):
@@ -275,14 +275,17 @@ class Writer(PartsWriter):
         else:
             out.write(_element(0, "testsuites", **attributes))
         self.closing = "</testsuites>\n" if results else ""
-        self.body = Body(out, "")
+        self.cases = _Cases(out, "")
 
     def begin(self, result: ExperimentResult) -> None:
         self.out.write(self.suites[id(result)].head(self.run))
-        self.body = Body(self.out, result.experiment_id)
+        self.cases = _Cases(self.out, result.experiment_id)
+
+    def item(self, result: ItemResult) -> None:
+        self.cases.item(result)
 
     def end(self, result: ExperimentResult) -> None:
-        self.body.flush()
+        self.cases.flush()
         self.out.write(self.suites[id(result)].tail())
 
     def close(self) -> None:

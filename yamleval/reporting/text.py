@@ -3,10 +3,9 @@ and criteria. Shared by the reports and the console."""
 from __future__ import annotations
 
 import functools
-import itertools
 import json
 import re
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from yamleval import figures
 from yamleval.types import CriterionResult, ItemResult
@@ -158,10 +157,3 @@ def trajectory_steps(trace: Any) -> list[tuple[str, str]]:
     return steps
 
 
-def with_status(items: Iterable[ItemResult], statuses: Sequence[str], limit: int) -> list[ItemResult]:
-    """The first ``limit`` items with one of ``statuses``, in dataset order. Items read from
-    the store are asked for just those (a query), so a large run is not read whole."""
-    query = getattr(items, "with_status", None)
-    if query is not None:
-        return query(statuses, limit)
-    return list(itertools.islice((r for r in items if r.status in statuses), limit))

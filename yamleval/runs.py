@@ -1,0 +1,284 @@
+"""A stored run from start to end: open the store, resume when asked, run each experiment
+with every item stored as it finishes, write the reports, record how the run ended.
+
+The command line and the Python API both run through ``run_project``; the command line
+only maps its options onto it, and its outcome onto output and an exit code.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import tempfile
+import threading
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Sequence
+
+from yamleval import __version__
+from yamleval.errors import ExitCode, UsageError, YamlevalError, display_path
+from yamleval.types import ExperimentResult, ItemResult, RunInfo
+
+UNFINISHED = ("running", "interrupted", "crashed")
+DEFAULT_STORE = os.path.join(".yamleval", "results.db")
+
+
+class RunWatcher:
+    """What a caller is told while a run goes on; each method does nothing unless overridden."""
+
+    def run_started(self, run_id: str, resumed: bool) -> None:
+        """The run is stored (new, or reopened to resume it)."""
+
+    def item_finished(self, experiment_id: str, result: ItemResult) -> None:
+        """An item is finished (and queued for the store)."""
+
+    def progress(self, experiment_id: str, completed: int, total: int | None) -> None:
+        """How far the experiment is."""
+
+    def experiment_finished(self, result: ExperimentResult) -> None:
+        """An experiment is finished (or stopped) and stored."""
+
+    def writing_reports(self) -> None:
+        """Every experiment is done; the reports are being written."""
+
+
+class ReportsInterrupted(YamlevalError):
+    """Ctrl-C or SIGTERM while the reports were written: the run is stored as interrupted."""
+
+    exit_code = ExitCode.INTERRUPTED
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """A finished (or stopped) run: how it is stored, each experiment's result (items read
+    from the store) and the report files written."""
+
+    run: RunInfo
+    results: tuple[ExperimentResult, ...]
+    reports: tuple[str, ...]
+
+    @property
+    def interrupted(self) -> bool:
+        return self.run.status == "interrupted"
+
+    @property
+    def aborted(self) -> tuple[ExperimentResult, ...]:
+        """Experiments ended early by a dataset error met mid-run."""
+        return tuple(r for r in self.results if r.aborted)
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.run.passed)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        if self.interrupted:
+            return ExitCode.INTERRUPTED
+        if self.aborted:
+            return ExitCode.CONFIG_ERROR
+        return ExitCode.OK if self.passed else ExitCode.FAILED
+
+
+def select_experiments(project, wanted: Sequence[str]) -> list:
+    """The experiments of ``project`` with these ids, in the order given (all, if none given)."""
+    experiments = list(project.experiments)
+    if not wanted:
+        return experiments
+    known = {e.id: e for e in experiments}
+    for name in wanted:
+        if name not in known:
+            close = difflib.get_close_matches(name, list(known), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else f" (experiments: {', '.join(known) or 'none'})"
+            raise UsageError(f"no experiment with id '{name}'{hint}")
+    return [known[name] for name in dict.fromkeys(wanted)]
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def run_project(project, experiments: Sequence | None = None, *, store: str | None = None,
+                report_dir: str | None = None, formats: Sequence[str] | None = None, resume: str | None = None,
+                force: bool = False, limit: int | None = None, concurrency: int | None = None,
+                stop: threading.Event | None = None, abandon: threading.Event | None = None,
+                watcher: RunWatcher | None = None) -> RunOutcome:
+    """Run ``experiments`` (default: all) of a loaded ``project`` as one stored run.
+
+    ``store``: the results database (default: the project's ``store:``, else
+    .yamleval/results.db). ``report_dir`` and ``formats`` default to the project's
+    ``reports:``. ``resume``: a run id (or ``latest``) to continue; its finished items are
+    kept. ``force``: resume although the config or a dataset changed, or the run looks
+    alive. ``stop`` set: start no new items; ``abandon`` set: stop waiting for running ones.
+    A config error raises ConfigError before anything is stored.
+    """
+    from yamleval import plan, provenance
+    from yamleval.store import Store
+
+    watcher = watcher or RunWatcher()
+    stop = stop or threading.Event()
+    experiments = list(project.experiments if experiments is None else experiments)
+    formats = project.report_formats if formats is None else tuple(formats)
+    out_dir = report_dir or project.reports_dir or "reports"
+    git = None if resume else provenance.GitState(
+        os.path.dirname(os.path.abspath(project.files[0])) if project.files else ".")
+    prepared = [plan.prepare(e) for e in experiments]
+    ids = [e.id for e in experiments]
+    texts = provenance.config_texts(project.files)
+    config_hash = provenance.config_hash(texts)
+    dataset_hashes = {e.id: provenance.dataset_hash(e) for e in experiments}
+    if formats:
+        _writable_folder(out_dir)
+    db = Store(store or project.store or DEFAULT_STORE)
+    finished_rows = {}
+    if resume:
+        run_info = _resumable(db, resume, ids, force)
+        if not force:
+            _check_unchanged(db, run_info, config_hash, dataset_hashes)
+        run_id = run_info.run_id
+        finished_rows = {row["experiment_id"]: row for row in db.experiment_rows(run_id)}
+        db.reopen_run(run_id)
+    else:
+        run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
+        commit, dirty = git.result()
+        db.create_run(RunInfo(
+            run_id=run_id, status="running", started_at=now(), yamleval_version=__version__,
+            python_version=provenance.python_version(), host=provenance.host(), config_files=tuple(project.files),
+            config_hash=config_hash, git_commit=commit, git_dirty=dirty,
+        ), texts, provenance.plugin_versions(experiments, __version__), ids)
+    watcher.run_started(run_id, bool(resume))
+    completed = {eid for eid, row in finished_rows.items() if row["status"] == "completed"}
+    stored_results = {r.experiment_id: r for r in db.results(run_id, completed)} if completed else {}
+    results = []
+    for position, ready in enumerate(prepared):
+        experiment_id = ready.experiment.id
+        if stop.is_set():
+            break
+        if experiment_id in stored_results:
+            result = stored_results[experiment_id]
+        else:
+            result = _run_experiment(db, run_id, position, ready, experiment_id in finished_rows,
+                                     dataset_hashes[experiment_id], limit, concurrency, stop, abandon, watcher)
+        results.append(result)
+        watcher.experiment_finished(result)
+    interrupted = stop.is_set()
+    passed = len(results) == len(prepared) and all(r.passed for r in results) and not interrupted
+    run_info = dataclasses.replace(db.find_run(run_id), status="interrupted" if interrupted else "completed",
+                                   passed=passed, completed_at=now())
+    watcher.writing_reports()
+    written = _write_reports_then_finish(db, out_dir, formats, run_info, results)
+    return RunOutcome(run_info, tuple(results), tuple(written))
+
+
+def _run_experiment(db, run_id: str, position: int, ready, begun: bool, dataset_hash: str, limit, concurrency,
+                    stop: threading.Event, abandon, watcher: RunWatcher) -> ExperimentResult:
+    """One experiment, its items stored as they finish; resumed where it was ``begun`` before."""
+    from yamleval import engine
+    from yamleval.store import StoreWriteError
+
+    experiment_id = ready.experiment.id
+    previous = db.item_view(run_id, experiment_id, 0) if begun else ()  # read as it goes
+    db.start_experiment(run_id, position, experiment_id, ready.experiment.label, dataset_hash, now())
+    failures = []
+
+    def on_item(result: ItemResult) -> None:
+        try:
+            db.add_item(run_id, experiment_id, result)
+        except StoreWriteError as exc:  # results cannot be kept: start no more items
+            failures.append(exc)
+            stop.set()
+        watcher.item_finished(experiment_id, result)
+
+    try:
+        result = engine.run_experiment(
+            ready, concurrency=concurrency, limit=limit, on_item=on_item,
+            on_progress=lambda completed, total: watcher.progress(experiment_id, completed, total),
+            stop=stop, abandon=abandon, previous=previous, keep_items=False)
+    finally:
+        if ready.models is not None:
+            ready.models.close()
+    if failures:
+        raise failures[0]
+    db.finish_experiment(run_id, result)
+    # the items are in the store: reports and summaries read them from there, in order
+    return dataclasses.replace(result, items=db.item_view(run_id, experiment_id, result.summary.completed))
+
+
+def _resumable(db, ref: str, experiment_ids: list[str], force: bool) -> RunInfo:
+    if ref != "latest":
+        run = db.find_run(ref)
+        if run.status not in UNFINISHED:
+            raise UsageError(f"run {run.run_id} is {run.status}; only an unfinished run can be resumed")
+        return _not_running(run, force)
+    for run in db.runs(limit=200):
+        stored = db.run_detail(run.run_id, "experiment_ids") or []
+        if run.status in UNFINISHED and set(experiment_ids) <= set(stored):
+            return _not_running(run, force)
+    raise UsageError("no unfinished run of these experiments to resume (see `yamleval runs`)")
+
+
+def _not_running(run: RunInfo, force: bool) -> RunInfo:
+    """``run``, unless its own process may still be running it: two processes would run
+    its items twice and store them side by side. (A run whose process is known to have died
+    reads as crashed; one started on another machine cannot be checked from here.)"""
+    if run.status == "running" and not force:
+        from yamleval.provenance import host
+
+        where = "on this machine" if run.host == host() else f"on {run.host or 'another machine'}, maybe"
+        raise UsageError(f"run {run.run_id} is still running ({where}): wait for it to end or stop it, then resume;"
+                         " use --force if you know its process has ended")
+    return run
+
+
+def _check_unchanged(db, run: RunInfo, config_hash: str, dataset_hashes: dict[str, str]) -> None:
+    problems = []
+    if run.config_hash != config_hash:
+        problems.append("the config files changed")
+    for row in db.experiment_rows(run.run_id):
+        stored = row["dataset_hash"]
+        if row["experiment_id"] in dataset_hashes and stored and stored != dataset_hashes[row["experiment_id"]]:
+            problems.append(f"the dataset of '{row['experiment_id']}' changed")
+    if problems:
+        raise UsageError(f"cannot resume run {run.run_id}: {'; '.join(problems)} since it started "
+                         "(use --force to resume anyway, or run afresh without --resume)")
+
+
+def _write_reports_then_finish(db, out_dir: str, formats, run_info: RunInfo, results) -> list[str]:
+    """Write the reports, then record the run as finished.
+
+    In this order, a process killed while rendering leaves the run unfinished, so
+    ``--resume`` writes the reports again. Ctrl-C while rendering stops it (no half-written
+    report is left) and records the run as interrupted, for the same reason. A report that
+    cannot be written (a full disk, a read-only folder) does not undo the run: it is recorded
+    as finished, the error says how to render the reports again, and the store is closed.
+    """
+    from yamleval.reporting import write_reports
+
+    db.flush()
+    try:
+        written = write_reports(out_dir, formats, run_info, results) if formats else []
+    except KeyboardInterrupt:
+        db.finish_run(run_info.run_id, "interrupted", False, now())
+        db.close()
+        raise ReportsInterrupted(f"\ninterrupted while writing the reports: `yamleval run --resume {run_info.run_id}`"
+                                 " writes them") from None
+    except UsageError:
+        db.finish_run(run_info.run_id, run_info.status, run_info.passed, run_info.completed_at)
+        db.close()
+        raise
+    db.finish_run(run_info.run_id, run_info.status, run_info.passed, run_info.completed_at)
+    db.close()
+    return written
+
+
+def _writable_folder(folder: str) -> None:
+    """Fail before anything runs when reports cannot be written into ``folder``, rather than
+    after a long (and maybe costly) run."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        why = "it is a file, not a folder" if isinstance(exc, FileExistsError) else exc.strerror or str(exc)
+        raise UsageError(f"cannot write reports into {display_path(folder)}: {why}; make the folder writable or "
+                         "choose another with --report-dir") from None
