@@ -33,6 +33,11 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(status, body, headers)
         if owner.token and self.headers.get("Authorization") != f"Bearer {owner.token}":
             return self._send(401, {"error": "missing or wrong token"})
+        if parts.path == "/away":  # another origin: the same server by another name
+            self.send_response(307)
+            self.send_header("Location", f"http://localhost:{self.server.server_address[1]}/offset?{parts.query}")
+            self.send_header("Content-Length", "0")
+            return self.end_headers()
         if parts.path == "/offset":
             limit, offset = int(query["limit"]), int(query["offset"])
             return self._send(200, {"data": {"rows": ROWS[offset:offset + limit]}, "meta": {"total": len(ROWS)}})
@@ -170,6 +175,15 @@ def test_a_client_error_is_not_retried_and_headers_never_show(service):
                          None, None, **FAST))
     assert "HTTP 401" in str(caught.value) and "wrong-token" not in str(caught.value)
     assert len(service.requests) == 1
+
+
+def test_a_redirect_to_another_host_goes_without_the_headers(service):
+    rows = list(remote_rows(service.url("/away"), {"X-Api-Key": "s3cret"}, 10, "data.rows", None, None, **FAST))
+    assert rows == ROWS
+    away, landed = service.requests
+    assert away["headers"]["X-Api-Key"] == "s3cret"
+    assert landed["path"] == "/offset" and landed["headers"]["Host"].startswith("localhost:")
+    assert "X-Api-Key" not in landed["headers"]
 
 
 def test_connection_errors_are_retried_then_reported():

@@ -128,6 +128,21 @@ def test_connection_refused_is_an_error_without_the_key():
     assert KEY not in all_text(info.value)
 
 
+def test_a_redirect_to_another_host_is_not_followed_with_the_key_headers_or_body(openai_server):  # noqa: F811
+    """127.0.0.1 sends the call on to localhost: neither the key, the headers nor the messages go there."""
+    port = openai_server.base_url.split(":")[2].split("/")[0]
+    config = ModelConfig(name="m", base_url=openai_server.base_url, model="x", api_key=KEY,
+                         headers={"X-Api-Key": KEY}, retries=2)
+    openai_server.push(Reply(status=307, headers={"Location": f"http://localhost:{port}/v1/chat/completions"}),
+                       text_reply("landed"))
+    with ChatClient(config) as client, pytest.raises(ModelError) as info:
+        client.chat(ASK)
+    assert f"redirected to another host (http://localhost:{port}/v1/chat/completions): not followed" in str(info.value)
+    assert info.value.attempts == 1 and not info.value.retryable
+    (request,) = openai_server.requests
+    assert request.headers["Host"] == f"127.0.0.1:{port}"
+
+
 # -- structured answers --------------------------------------------------------------------
 
 def test_structured_uses_a_forced_function_call(openai_server, client):  # noqa: F811

@@ -290,7 +290,6 @@ def test_a_yaml_experiment_posts_each_item_and_one_failure_stays_on_its_item(ser
 
 
 def test_proxies_and_netrc_credentials_come_from_the_environment(server, monkeypatch, tmp_path):
-    """Sessions read the environment once per host, and find what requests would find per request."""
     (tmp_path / "netrc").write_text("machine via-proxy.invalid login ann password pass-word\n", encoding="utf-8")
     monkeypatch.setenv("NETRC", str(tmp_path / "netrc"))
     monkeypatch.setenv("HTTP_PROXY", server.url)
@@ -306,13 +305,34 @@ def test_proxies_and_netrc_credentials_come_from_the_environment(server, monkeyp
 
 
 def test_a_ca_bundle_from_the_environment_is_used(monkeypatch):
-    from yamleval.sessions import session_for
-
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/etc/company-ca.pem")
-    assert session_for("https://models.example").verify == "/etc/company-ca.pem"
-    monkeypatch.delenv("REQUESTS_CA_BUNDLE")
-    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
-    assert session_for("https://models.example").verify is True
+    with pytest.raises(OSError, match="CA certificate bundle, invalid path: /etc/company-ca.pem"):
+        http(ITEM, url=f"https://127.0.0.1:{port}/", retries=0)  # the bundle is looked for before connecting
+
+
+def test_a_redirect_to_another_host_takes_neither_the_headers_nor_the_body(server):
+    """127.0.0.1 sends the request on to localhost: the API key and the body must stay behind."""
+    port = server.url.rsplit(":", 1)[1]
+    away = {"Location": f"http://localhost:{port}/landed"}
+    server.queue = [(307, "", away)]
+    with pytest.raises(ValueError, match=rf"^POST {server.url}/: redirected to another host "
+                                         rf"\(http://localhost:{port}/landed\): not followed"):
+        http(ITEM, url=server.url, headers={"X-Api-Key": SECRET}, body={"secret": SECRET})
+    assert len(server.requests) == 1, "the POST was sent on to the other host"
+
+    server.queue = [(307, "", away)]
+    result = http(ITEM, url=server.url, method="GET", headers={"X-Api-Key": SECRET})
+    first, landed = server.requests[1:]
+    assert first["headers"]["X-Api-Key"] == SECRET and landed["path"] == "/landed"
+    assert landed["headers"]["Host"] == f"localhost:{port}" and "X-Api-Key" not in landed["headers"]
+    assert result.output == {"echo": None}
+
+    server.queue = [(308, "", {"Location": "/again"})]  # the same host: headers and body go along
+    assert http(ITEM, url=server.url, headers={"X-Api-Key": SECRET}, body={"q": 1}).output == {"echo": {"q": 1}}
+    assert server.requests[-1]["path"] == "/again" and server.requests[-1]["headers"]["X-Api-Key"] == SECRET
 
 
 def test_a_trickled_body_times_out_at_the_timeout_not_when_it_ends():

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
 from typing import Any, Callable, Iterator, Mapping
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 from yamleval.paths import PathNotFound, lookup
-from yamleval.retrying import (ReplyTooLarge, ReplyTooSlow, connection_reason, read_body, retry_after_seconds,
-                               retryable_status, wait_before, with_retries)
 
 MAX_PAGE_BYTES = 50_000_000  # a page past this is refused: ask for smaller pages
 _SHOWN_BODY = 300
@@ -51,12 +50,12 @@ def remote_rows(spec_url: str, headers: Mapping[str, Any] | None = None, page_si
 def _rows_of(spec_url: str, headers: Mapping[str, Any] | None, page_size: int, items_path: str | None,
              next_path: str | None, limit: int | None, total_path: str | None, timeout: float, retries: int,
              backoff: tuple[float, float], sleep: Callable[[float], None]) -> Iterator[dict[str, Any]]:
-    from yamleval.sessions import session_for  # requests is slow to import: only remote datasets pay for it
+    from yamleval import transport  # requests is slow to import: only remote datasets pay for it
 
-    session = session_for(spec_url)
-    session.headers.update({"Accept": "application/json"})
-    session.headers.update({str(k): str(v) for k, v in (headers or {}).items()})
-    fetch = _Fetcher(session, timeout, retries, backoff, sleep)
+    session = transport.open_session()
+    sent = {"Accept": "application/json", **{str(k): str(v) for k, v in (headers or {}).items()}}
+    get = partial(transport.request, session, "GET", headers=sent, timeout=timeout, max_bytes=MAX_PAGE_BYTES,
+                  retries=retries, backoff=backoff, sleep=sleep)
     produced = 0
     page_number = 0
     seen_urls: set[str] = set()
@@ -69,12 +68,12 @@ def _rows_of(spec_url: str, headers: Mapping[str, Any] | None, page_size: int, i
                 request_url = _with_query(spec_url, limit=size, offset=produced)
             else:
                 if url in seen_urls:
-                    raise RemoteDatasetError(f"page {page_number} from {_shown(url)}: the next-page link "
+                    raise RemoteDatasetError(f"page {page_number} from {transport.shown_url(url)}: the next-page link "
                                              "leads back to a page already read")
                 seen_urls.add(url)
                 request_url = url
-            where = f"page {page_number} from {_shown(request_url)}"
-            page = fetch(request_url, where)
+            where = f"page {page_number} from {transport.shown_url(request_url)}"
+            page = _page(get, request_url, where)
             rows = _rows(page, items_path, where)
             for index, row in enumerate(rows):
                 if limit is not None and produced >= limit:
@@ -113,13 +112,6 @@ def _with_query(url: str, **params: int) -> str:
     query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in params]
     query.extend((k, str(v)) for k, v in params.items())
     return urlunsplit(parts._replace(query=urlencode(query)))
-
-
-def _shown(url: str) -> str:
-    """The URL as an error may show it: no user:password@, no query string."""
-    parts = urlsplit(url)
-    host = parts.netloc.rsplit("@", 1)[-1]
-    return f"{parts.scheme}://{host}{parts.path or '/'}"
 
 
 def _rows(page: Any, items_path: str | None, where: str) -> list:
@@ -164,71 +156,23 @@ def _kind(value: Any) -> str:
             list: "a list"}.get(type(value), f"a {type(value).__name__}")
 
 
-class _Fetcher:
-    """GET one page as JSON, trying transient failures again."""
+def _page(get: Callable[[str], Any], url: str, where: str) -> Any:
+    """One page as JSON; transient failures were tried again by ``get``."""
+    from yamleval.transport import HttpFailure
 
-    def __init__(self, session: Any, timeout: float, retries: int, backoff: tuple[float, float],
-                 sleep: Callable[[float], None]):
-        self.session = session
-        self.timeout = timeout
-        self.retries = retries
-        self.backoff = backoff
-        self.sleep = sleep
-
-    def __call__(self, url: str, where: str) -> Any:
-        attempts = 0
-
-        def send() -> Any:
-            nonlocal attempts
-            attempts += 1
-            return self._get(url, where)
-
-        try:
-            return with_retries(send, self.retries, lambda exc: isinstance(exc, _Transient), self._wait, self.sleep)
-        except _Transient as exc:
-            after = f" (after {attempts} attempts)" if attempts > 1 else ""
-            raise RemoteDatasetError(f"{where}: {exc.problem}{after}") from None
-
-    def _get(self, url: str, where: str) -> Any:
-        """One attempt: the page, or _Transient for a failure worth another try. The timeout
-        covers the whole reply, body included, and a page has a size limit."""
-        import requests
-
-        deadline = time.monotonic() + self.timeout
-        try:
-            response = self.session.get(url, timeout=self.timeout, stream=True)
-            body = read_body(response, MAX_PAGE_BYTES, deadline)
-        except (requests.Timeout, ReplyTooSlow):
-            raise _Transient(f"no reply within {self.timeout:g}s") from None
-        except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
-            raise _Transient(connection_reason(exc)) from None
-        except ReplyTooLarge as exc:
-            raise RemoteDatasetError(f"{where}: the page is {exc}; ask for smaller pages with `page_size`") from None
-        except requests.RequestException as exc:
-            raise RemoteDatasetError(f"{where}: request failed ({type(exc).__name__})") from None
-        text = body.decode("utf-8", errors="replace")
-        status = response.status_code
-        if 200 <= status < 300:
-            try:
-                return json.loads(text)
-            except ValueError:
-                kind = response.headers.get("Content-Type", "no content type")
-                raise RemoteDatasetError(f"{where}: the reply is not JSON ({kind}): {_snippet(text)!r}") from None
-        problem = f"HTTP {status}: {_snippet(text) or '(empty body)'}"
-        if not retryable_status(status):
-            raise RemoteDatasetError(f"{where}: {problem}")
-        raise _Transient(problem, retry_after_seconds(response.headers.get("Retry-After")))
-
-    def _wait(self, exc: BaseException, attempt: int) -> float:
-        return wait_before(attempt, exc.retry_after if isinstance(exc, _Transient) else None, self.backoff)
-
-
-class _Transient(Exception):
-    """A failure worth another try: a timeout, a dropped connection, 408/409/429/5xx."""
-
-    def __init__(self, problem: str, retry_after: float | None = None):
-        super().__init__(problem)
-        self.problem, self.retry_after = problem, retry_after
+    try:
+        reply = get(url)
+    except HttpFailure as failure:
+        problem = f"{failure}: {_snippet(failure.reply.text) or '(empty body)'}" if failure.reply else failure
+        if failure.kind == "too large":
+            problem = f"the page is {failure}; ask for smaller pages with `page_size`"
+        after = f" (after {failure.attempts} attempts)" if failure.attempts > 1 else ""
+        raise RemoteDatasetError(f"{where}: {problem}{after}") from None
+    try:
+        return json.loads(reply.text)
+    except ValueError:
+        kind = reply.headers.get("Content-Type", "no content type")
+        raise RemoteDatasetError(f"{where}: the reply is not JSON ({kind}): {_snippet(reply.text)!r}") from None
 
 
 def _snippet(text: str) -> str:

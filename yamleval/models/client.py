@@ -1,9 +1,9 @@
 """A client for OpenAI-compatible Chat Completions endpoints.
 
-One pooled ``requests.Session`` per endpoint; transient failures (connection
-errors, timeouts, 408, 409, 429, 5xx) are retried (``retrying.with_retries``) with exponential
-backoff and jitter, honouring ``Retry-After``. The api key is sent as a bearer
-token and never appears in a message, a repr or an exception.
+One pooled session per endpoint; transient failures (connection errors, timeouts, 408, 409,
+429, 5xx) are retried by ``transport.request`` with exponential backoff and jitter, honouring
+``Retry-After``. The api key is sent as a bearer token and never appears in a message, a repr
+or an exception.
 """
 from __future__ import annotations
 
@@ -12,14 +12,9 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
-import requests
-from requests.adapters import HTTPAdapter
-
+from yamleval import transport
 from yamleval.errors import ConfigError, YamlevalError
 from yamleval.models.extract import parse_answer, schema_problem
-from yamleval.retrying import (MAX_WAIT, ReplyTooLarge, ReplyTooSlow, connection_reason, read_body,
-                               retry_after_seconds, retryable_status, wait_before, with_retries)
-from yamleval.sessions import session_for
 from yamleval.types import Usage
 
 # A chat completion is kilobytes; a reply this big is a wrong endpoint or a broken server, and
@@ -137,27 +132,22 @@ class ChatClient:
     """Chat Completions over one pooled session. Thread-safe; close it when done.
 
     ``backoff`` is ``(initial, max)`` seconds of the exponential backoff between
-    retries; a ``Retry-After`` header replaces it (capped at ``max_retry_after``).
+    retries; a ``Retry-After`` header replaces it (at most a minute).
     """
 
-    def __init__(self, config: ModelConfig, *, backoff: tuple[float, float] = (0.5, 8.0),
-                 max_retry_after: float = MAX_WAIT, pool_size: int = 64,
+    def __init__(self, config: ModelConfig, *, backoff: tuple[float, float] = (0.5, 8.0), pool_size: int = 64,
                  sleep: Callable[[float], None] = time.sleep):
         self.config = config
         self.url = config.base_url.rstrip("/") + "/chat/completions"
         self._backoff = backoff
-        self._max_retry_after = max_retry_after
         self._sleep = sleep
         self._tools_unsupported = False
         self._json_mode_unsupported = False
-        self._session = session_for(self.url)
-        adapter = HTTPAdapter(pool_connections=1, pool_maxsize=pool_size, max_retries=0)
-        self._session.mount("http://", adapter)
-        self._session.mount("https://", adapter)
-        self._session.headers.update({"Content-Type": "application/json", "Accept": "application/json"})
+        self._session = transport.open_session(pool_size)
+        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if config.api_key:
-            self._session.headers["Authorization"] = f"Bearer {config.api_key}"
-        self._session.headers.update(config.headers)
+            self._headers["Authorization"] = f"Bearer {config.api_key}"
+        self._headers.update(config.headers)
 
     def __repr__(self) -> str:
         return f"ChatClient({self.config.name!r}, {self.url!r})"
@@ -189,70 +179,41 @@ class ChatClient:
         if response_format is not None:
             body["response_format"] = dict(response_format)
         body.update(extra)
-        payload = json.dumps(body)
-
-        attempts = 0
-
-        def send() -> tuple[Any, float]:
-            nonlocal attempts
-            attempts += 1
-            return self._post(payload)
-
         try:
-            data, latency_ms = with_retries(send, max(0, self.config.retries),
-                                            lambda e: isinstance(e, ModelError) and e.retryable, self._wait,
-                                            self._sleep)
-        except ModelError as exc:
-            exc.attempts = attempts
-            if attempts > 1:
-                exc.message += f" (after {attempts} attempts)"
-            raise
-        return self._reply(data, latency_ms, attempts)
-
-    def _wait(self, exc: BaseException, attempt: int) -> float:
-        return wait_before(attempt, exc.retry_after if isinstance(exc, ModelError) else None, self._backoff,
-                           self._max_retry_after)
-
-    def _post(self, payload: str) -> tuple[Any, float]:
-        """One attempt; ``timeout`` bounds the whole of it, body included."""
-        start = time.perf_counter()
-        deadline = time.monotonic() + self.config.timeout
+            reply = transport.request(self._session, "POST", self.url, headers=self._headers,
+                                      data=json.dumps(body).encode("utf-8"), timeout=self.config.timeout,
+                                      max_bytes=MAX_REPLY_BYTES, retries=max(0, self.config.retries),
+                                      backoff=self._backoff, sleep=self._sleep)
+        except transport.HttpFailure as failure:
+            raise self._failed(failure) from None
+        text = reply.text
         try:
-            response = self._session.post(self.url, data=payload.encode("utf-8"), timeout=self.config.timeout,
-                                          stream=True)
-            body = read_body(response, MAX_REPLY_BYTES, deadline)
-        except (requests.Timeout, ReplyTooSlow) as exc:
-            how = "the body came too slowly" if isinstance(exc, ReplyTooSlow) else type(exc).__name__
-            raise self._error(f"timed out after {self.config.timeout:g}s ({how})", retryable=True) from None
-        except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
-            # a connection that broke in the middle of the body is as transient as one that broke before it
-            raise self._error(connection_reason(exc), retryable=True) from None
-        except requests.RequestException as exc:
-            raise self._error(f"request failed: {_first_line(exc)}") from None
-        except ReplyTooLarge as exc:
-            raise self._error(f"the reply is {exc}; a chat completion never is: check base_url") from None
-        latency_ms = (time.perf_counter() - start) * 1000.0
-        status = response.status_code
-        text = body.decode("utf-8", errors="replace")
-        if status >= 400:
-            raise self._error(f"HTTP {status}: {_server_message(text, response.reason)}", status=status,
-                              retryable=retryable_status(status),
-                              retry_after=retry_after_seconds(response.headers.get("Retry-After")))
-        try:
-            data = json.loads(body)
+            data = json.loads(text)
         except ValueError:
-            kind = response.headers.get("Content-Type") or "no content type"
-            raise self._error(f"reply is not JSON (HTTP {status}, {kind}): {_snippet(text)}",
-                              status=status) from None
+            kind = reply.headers.get("Content-Type") or "no content type"
+            raise self._error(f"reply is not JSON (HTTP {reply.status}, {kind}): {_snippet(text)}",
+                              status=reply.status, attempts=reply.attempts) from None
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
-            raise self._error(f"reply has no choices (HTTP {status}): {_snippet(text)}", status=status)
-        return data, latency_ms
+            raise self._error(f"reply has no choices (HTTP {reply.status}): {_snippet(text)}", status=reply.status,
+                              attempts=reply.attempts)
+        return self._reply(data, reply.latency_ms, reply.attempts)
+
+    def _failed(self, failure: transport.HttpFailure) -> ModelError:
+        if failure.reply is not None:
+            detail = f"HTTP {failure.status}: {_server_message(failure.reply.text, failure.reply.reason)}"
+        elif failure.kind == "too large":
+            detail = f"the reply is {failure}; a chat completion never is: check base_url"
+        else:
+            detail = str(failure)
+        return self._error(detail, status=failure.status, retryable=failure.retryable,
+                           retry_after=failure.retry_after, attempts=failure.attempts)
 
     def _error(self, detail: str, *, status: int | None = None, retryable: bool = False,
-               retry_after: float | None = None) -> ModelError:
-        message = self._redact(f"model {self.config.name!r}: {detail}")
+               retry_after: float | None = None, attempts: int = 1) -> ModelError:
+        after = f" (after {attempts} attempts)" if attempts > 1 else ""
+        message = self._redact(f"model {self.config.name!r}: {detail}{after}")
         return ModelError(message, status=status, model=self.config.name, retryable=retryable,
-                          retry_after=retry_after)
+                          retry_after=retry_after, attempts=attempts)
 
     def _redact(self, text: str) -> str:
         key = self.config.api_key
@@ -409,11 +370,6 @@ def _server_message(text: str, reason: str | None) -> str:
             if isinstance(value, str) and value:
                 return value
     return _snippet(text)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    return text.splitlines()[0][:300]
 
 
 def _snippet(text: str, limit: int = 500) -> str:

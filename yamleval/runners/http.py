@@ -7,34 +7,16 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from typing import Any
 from urllib.parse import urlsplit
 
-import requests
-
+from yamleval import transport
 from yamleval.paths import PathNotFound, lookup
-from yamleval.sessions import session_for
 from yamleval.types import Item, RunnerResult, Usage
-from yamleval.retrying import (ReplyTooLarge, ReplyTooSlow, body_text, connection_reason, read_body,
-                               retry_after_seconds, retryable_status, wait_before, with_retries)
 
 _SHOWN_BODY = 500
 _SHOWN_TEXT = 200
 _local = threading.local()
-
-
-class _RetryableStatus(Exception):
-    """A reply worth asking again for (408, 409, 429, 5xx)."""
-
-    def __init__(self, response: requests.Response, body: bytes):
-        super().__init__(response.status_code)
-        self.response = response
-        self.body = body
-
-
-_RETRIED = (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError, ReplyTooSlow,
-            _RetryableStatus)
 
 
 def http(item: Item, url: str, method: str = "POST", headers: dict | None = None,
@@ -59,62 +41,27 @@ def http(item: Item, url: str, method: str = "POST", headers: dict | None = None
     # ``item`` reaches the service only through templates in url, query, headers and body
     method, where = _check(url, method, retries)
     limit = _limit(max_reply_mb)
-    accepted = _accepted(status)
-    request = {"method": method, "url": url, "timeout": float(timeout),
-               "headers": {str(k): str(v) for k, v in (headers or {}).items()}}
-    if query:
-        request["params"] = query
-    if isinstance(body, str):
-        request["data"] = body.encode("utf-8")
+    request = {"headers": {str(k): str(v) for k, v in (headers or {}).items()}, "params": query or None}
+    if body is not None:
+        kind = "text/plain; charset=utf-8" if isinstance(body, str) else "application/json"
+        request["data"] = (body if isinstance(body, str) else json.dumps(body)).encode("utf-8")
         if not any(k.lower() == "content-type" for k in request["headers"]):
-            request["headers"]["Content-Type"] = "text/plain; charset=utf-8"
-    elif body is not None:
-        request["json"] = body
-    session = _session(url)
-    attempts = 0
-
-    def send() -> tuple[requests.Response, bytes]:
-        nonlocal attempts
-        attempts += 1
-        deadline = time.monotonic() + float(timeout)
-        response = session.request(**request, stream=True)
-        body = read_body(response, limit, deadline)
-        if not accepted(response.status_code) and retryable_status(response.status_code):
-            raise _RetryableStatus(response, body)
-        return response, body
-
+            request["headers"]["Content-Type"] = kind
     try:
-        response, body = with_retries(send, int(retries), lambda exc: isinstance(exc, _RETRIED), _wait)
-    except _RetryableStatus as exc:
-        response, body = exc.response, exc.body
-    except (requests.Timeout, ReplyTooSlow):
-        after = f" ({attempts} attempts)" if attempts > 1 else ""
-        raise TimeoutError(f"{where}: no reply within {float(timeout):g}s{after}") from None
-    except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
-        after = f" ({attempts} attempts)" if attempts > 1 else ""
-        raise ConnectionError(f"{where}: {connection_reason(exc)}{after}") from None
-    except ReplyTooLarge as exc:
-        raise ValueError(f"the reply from {where} is {exc}, more than `max_reply_mb` allows; "
-                         "raise it if such replies are expected") from None
-
-    text = body_text(response, body)
-    code = response.status_code
-    if not accepted(code):
-        after = f" after {attempts} attempts" if attempts > 1 else ""
-        raise RuntimeError(f"HTTP {code} from {where}{after}: "
-                           + (text[:_SHOWN_BODY] if text.strip() else "(empty body)"))
-    reply, is_json = _parse(text)
-    answer = reply
-    if output is not None or usage is not None:
-        if not is_json:
-            kind = response.headers.get("Content-Type", "no content type")
-            raise ValueError(f"the reply from {where} is not JSON ({kind}): {text[:_SHOWN_TEXT]!r}")
-    if output is not None:
-        answer = _find(reply, output, "output")
-    tokens = _usage(_find(reply, usage, "usage"), usage) if usage is not None else None
-    metadata: dict[str, Any] = {"status": code}
-    if attempts > 1:
-        metadata["attempts"] = attempts
+        reply = transport.request(_session(), method, url, timeout=float(timeout), max_bytes=limit,
+                                  retries=int(retries), accept=_accepted(status), **request)
+    except transport.HttpFailure as failure:
+        raise _error(failure, where) from None
+    text = reply.text
+    parsed, is_json = _parse(text)
+    if (output is not None or usage is not None) and not is_json:
+        kind = reply.headers.get("Content-Type", "no content type")
+        raise ValueError(f"the reply from {where} is not JSON ({kind}): {text[:_SHOWN_TEXT]!r}")
+    answer = _find(parsed, output, "output") if output is not None else parsed
+    tokens = _usage(_find(parsed, usage, "usage"), usage) if usage is not None else None
+    metadata: dict[str, Any] = {"status": reply.status}
+    if reply.attempts > 1:
+        metadata["attempts"] = reply.attempts
     return RunnerResult(output=answer, metadata=metadata, usage=tokens)
 
 
@@ -129,8 +76,7 @@ def _check(url: Any, method: Any, retries: Any) -> tuple[str, str]:
         raise ValueError(f"`method` must be an HTTP method such as GET or POST, not {method!r}")
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise ValueError(f"`retries` must be a whole number of 0 or more, not {retries!r}")
-    host = parts.netloc.rsplit("@", 1)[-1]  # user:password@ stays out of errors
-    return method.upper(), f"{method.upper()} {parts.scheme}://{host}{parts.path or '/'}"
+    return method.upper(), f"{method.upper()} {transport.shown_url(url)}"
 
 
 def _limit(max_reply_mb: Any) -> int:
@@ -151,22 +97,26 @@ def _accepted(status: list[int] | None):
     return allowed.__contains__
 
 
-def _session(url: str) -> requests.Session:
-    """One pooled session per worker thread and base URL: connections are kept alive."""
-    sessions = getattr(_local, "sessions", None)
-    if sessions is None:
-        sessions = _local.sessions = {}
-    parts = urlsplit(url.strip())
-    base = f"{parts.scheme}://{parts.netloc}"
-    session = sessions.get(base)
-    if session is None:
-        session = sessions[base] = session_for(base)
-    return session
+def _session() -> Any:
+    """One pooled session per worker thread: connections are kept alive."""
+    if not hasattr(_local, "session"):
+        _local.session = transport.open_session()
+    return _local.session
 
 
-def _wait(exc: BaseException, attempt: int) -> float:
-    after = retry_after_seconds(exc.response.headers.get("Retry-After")) if isinstance(exc, _RetryableStatus) else None
-    return wait_before(attempt, after)
+def _error(failure: transport.HttpFailure, where: str) -> Exception:
+    """The runner's error for a failed request, in the words its users know."""
+    if failure.reply is not None:
+        text = failure.reply.text
+        after = f" after {failure.attempts} attempts" if failure.attempts > 1 else ""
+        return RuntimeError(f"HTTP {failure.status} from {where}{after}: "
+                            + (text[:_SHOWN_BODY] if text.strip() else "(empty body)"))
+    if failure.kind == "too large":
+        return ValueError(f"the reply from {where} is {failure}, more than `max_reply_mb` allows; "
+                          "raise it if such replies are expected")
+    after = f" ({failure.attempts} attempts)" if failure.attempts > 1 else ""
+    kind = {"timeout": TimeoutError, "connection": ConnectionError}.get(failure.kind, ValueError)
+    return kind(f"{where}: {failure}{after}")
 
 
 def _parse(text: str) -> tuple[Any, bool]:

@@ -3,16 +3,13 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from html.parser import HTMLParser
 from typing import Any, Optional
-from urllib.parse import quote_plus, urljoin, urlsplit
+from urllib.parse import quote_plus, urlsplit
 
 from yamleval.paths import PathNotFound, lookup
-from yamleval.retrying import body_text
 from yamleval.tools.tool import ToolError
 
-MAX_REDIRECTS = 5
 _SKIPPED = {"script", "style", "noscript", "template", "svg", "head"}
 _BLOCKS = {"p", "div", "br", "li", "ul", "ol", "tr", "table", "section", "article", "header",
            "footer", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "blockquote", "hr", "title"}
@@ -68,41 +65,27 @@ def _host_allowed(host: str, allow_domains: Optional[list]) -> bool:
 
 
 def _get(url: str, timeout: float, max_bytes: int, allow_domains: Optional[list] = None,
-         headers: Optional[dict] = None) -> tuple[Any, bytes, bool]:
-    """Response, body (at most max_bytes) and whether it was cut; redirects checked one by one."""
-    import requests
+         headers: Optional[dict] = None) -> Any:
+    """The reply (its body cut at max_bytes) within ``timeout``, redirects included; each one checked."""
+    from yamleval import transport
 
-    from yamleval.retrying import ReplyTooSlow, read_at_most
-    from yamleval.sessions import session_for
-
-    deadline = time.monotonic() + timeout  # for the whole fetch, redirects and body included
-    for _ in range(MAX_REDIRECTS + 1):
-        parts = urlsplit(url)
+    def check(target: str) -> None:
+        parts = urlsplit(target)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ToolError(f"only http and https URLs can be fetched, not '{url}'")
+            raise ToolError(f"only http and https URLs can be fetched, not '{target}'")
         if not _host_allowed(parts.hostname, allow_domains):
             raise ToolError(f"'{parts.hostname}' is not in allow_domains ({', '.join(allow_domains)})")
-        session = session_for(url)  # this host's proxy settings from the environment
+
+    with transport.open_session() as session:
         try:
-            response = session.get(url, timeout=timeout, stream=True, allow_redirects=False,
-                                   headers={"User-Agent": "yamleval", **(headers or {})})
-        except requests.RequestException as exc:
-            session.close()
-            raise ToolError(f"could not fetch {url}: {exc}") from None
-        with session, response:
-            if response.is_redirect and response.headers.get("location"):
-                url = urljoin(url, response.headers["location"])
-                continue
-            if not 200 <= response.status_code < 300:
-                raise ToolError(f"{url} answered HTTP {response.status_code} {response.reason or ''}".rstrip())
-            try:
-                body, cut = read_at_most(response, max_bytes, deadline)
-            except ReplyTooSlow:
+            return transport.request(session, "GET", url, headers=headers, timeout=timeout, max_bytes=max_bytes,
+                                     truncate=True, check_url=check)
+        except transport.HttpFailure as failure:
+            if failure.reply is not None:
+                raise ToolError(f"{url} answered HTTP {failure.status} {failure.reply.reason}".rstrip()) from None
+            if failure.kind == "timeout":
                 raise ToolError(f"{url} did not send its page within {timeout:g}s") from None
-            except requests.RequestException as exc:
-                raise ToolError(f"could not read {url}: {exc}") from None
-            return response, body, cut
-    raise ToolError(f"more than {MAX_REDIRECTS} redirects from {url}")
+            raise ToolError(f"could not fetch {url}: {failure}") from None
 
 
 def web_fetch(url: str, *, timeout: float = 15, max_bytes: int = 2_000_000,
@@ -112,15 +95,15 @@ def web_fetch(url: str, *, timeout: float = 15, max_bytes: int = 2_000_000,
     Args:
         url: the full URL, starting with http:// or https://.
     """
-    response, body, cut = _get(url, timeout, max_bytes, allow_domains)
-    text = body_text(response, body)
-    kind = response.headers.get("content-type", "").lower()
+    reply = _get(url, timeout, max_bytes, allow_domains)
+    text = reply.text
+    kind = reply.headers.get("content-type", "").lower()
     title = ""
     if "html" in kind or (not kind and text.lstrip()[:1] == "<"):
         title, text = html_to_text(text)
-    if cut or len(text) > max_chars:
+    if reply.cut or len(text) > max_chars:
         text = text[:max_chars] + "\n[truncated]"
-    head = f"URL: {response.url}\n" + (f"Title: {title}\n" if title else "")
+    head = f"URL: {reply.url}\n" + (f"Title: {title}\n" if title else "")
     return f"{head}\n{text}"
 
 
@@ -145,12 +128,11 @@ def web_search(query: str, *, url: str, results: str = "", title: str = "title",
         query: what to search for.
     """
     # str.replace, not format: a URL template may hold other braces.
-    response, body, cut = _get(url.replace("{query}", quote_plus(query)), timeout, max_bytes,
-                               headers=headers)
-    if cut:
+    reply = _get(url.replace("{query}", quote_plus(query)), timeout, max_bytes, headers=headers)
+    if reply.cut:
         raise ToolError(f"the search response is larger than {max_bytes} bytes")
     try:
-        data = json.loads(body_text(response, body))
+        data = json.loads(reply.text)
     except ValueError:
         raise ToolError("the search response is not JSON") from None
     found = _at_path(data, results)
