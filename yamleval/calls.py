@@ -1,10 +1,12 @@
 """Plugins bound to their ``with:`` arguments, ready to be called once per item.
 
 Binding happens once, when an experiment is prepared: the signature is read, the
-arguments are checked, templates are compiled. Per item only a dict is built.
+arguments are checked, templates are compiled. Per item, the plugin is called with the
+names it asks for, taken from the item's ``ItemContext``.
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import threading
 from typing import Any, Callable, Mapping
@@ -12,6 +14,42 @@ from typing import Any, Callable, Mapping
 from yamleval import plugins, templating
 from yamleval.config.model import PluginSpec
 from yamleval.errors import describe_exception, raise_all
+from yamleval.types import Item
+
+
+@dataclasses.dataclass(frozen=True)
+class ItemContext:
+    """What a runner or scorer may ask for by name about the item at hand. ``expected`` is
+    the item's, or a scorer's own ``value:``; ``output`` and ``trace`` are the runner's, once
+    it has answered; ``models`` is the experiment's named endpoints."""
+
+    item: Item
+    expected: Any
+    vars: Mapping[str, Any]
+    models: Any = None
+    output: Any = None
+    trace: Any = None
+
+    @property
+    def input(self) -> Any:
+        return self.item.input
+
+    @property
+    def context(self) -> Any:
+        return self.item.context
+
+    @property
+    def assertions(self) -> Any:
+        return self.item.assertions
+
+    @property
+    def metadata(self) -> Any:
+        return self.item.metadata
+
+    def names(self) -> dict[str, Any]:
+        """Every name, for templates."""
+        return {name: getattr(self, name) for name in SCORER_CONTEXT}
+
 
 RUNNER_CONTEXT = ("item", "input", "expected", "context", "metadata", "vars", "models")
 SCORER_CONTEXT = ("output", "expected", "input", "item", "context", "assertions", "metadata", "trace", "vars",
@@ -53,13 +91,14 @@ class BoundCall:
         self.is_async = is_async
         self.requires_expected = requires_expected
 
-    def __call__(self, context: Mapping[str, Any]) -> Any:
-        kwargs = {name: context[name] for name in self.wanted}
+    def __call__(self, context: ItemContext) -> Any:
+        kwargs = {name: getattr(context, name) for name in self.wanted}
         if self.static:
             kwargs.update(self.static)
         if self.templated:
+            names = context.names()
             for key, render in self.templated.items():
-                kwargs[key] = render(context)
+                kwargs[key] = render(names)
         result = self.function(**kwargs)
         if self.is_async or (type(result) not in _NEVER_AWAITABLE and inspect.isawaitable(result)):
             result = run_awaitable(result)

@@ -5,6 +5,7 @@ aggregator counts them, ``criteria`` gives the verdict.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 import time
@@ -13,7 +14,7 @@ from typing import Any, Callable, Iterable
 
 from yamleval import criteria
 from yamleval.aggregate import Aggregator
-from yamleval.calls import close_thread_loop
+from yamleval.calls import ItemContext, close_thread_loop
 from yamleval.executor import LocalExecutor, Slot
 from yamleval.plan import Prepared
 from yamleval.redaction import redact_experiment, redact_item
@@ -67,9 +68,7 @@ class _ItemProcessor:
         self.models = prepared.models
 
     def __call__(self, item: Item, slot: Slot) -> ItemResult:
-        context = {"item": item, "input": item.input, "expected": item.expected, "context": item.context,
-                   "assertions": item.assertions, "metadata": item.metadata, "vars": self.vars,
-                   "models": self.models}
+        context = ItemContext(item, item.expected, self.vars, self.models)
         started = time.perf_counter()
         try:
             returned = self.runner(context)
@@ -90,9 +89,8 @@ class _ItemProcessor:
             return error_result(item, f"runner returned {exc}, which cannot be stored; return text, "
                                       "numbers, booleans, None, lists or dicts", latency_ms)
         slot.phase = "scoring"
-        context["output"] = output
-        context["trace"] = trace
-        scores = score_output(self.scorers, context) if self.scorers else {}
+        scores = score_output(self.scorers, dataclasses.replace(context, output=output, trace=trace)) \
+            if self.scorers else {}
         status, error = item_status(scores)
         return ItemResult(item=item, status=status, output=output, error=error, latency_ms=latency_ms,
                           usage=usage, scores=scores, metadata=metadata, trace=trace)

@@ -10,7 +10,7 @@ import math
 import re
 from typing import Any
 
-from yamleval.types import Item, ItemResult, ScoreResult, Usage
+from yamleval.types import CriterionResult, Item, ItemResult, LatencySummary, ScoreResult, ScorerSummary, Summary, Usage
 
 # json.dumps(value, ensure_ascii=False, default=str, allow_nan=False) without building an encoder per call
 _encode = json.JSONEncoder(ensure_ascii=False, default=str, allow_nan=False).encode
@@ -144,3 +144,28 @@ def storable_text(text: str) -> str:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")  # in a str every surrogate is a lone one
+
+
+def summary_to_json(s: Summary) -> str:
+    return encode({
+        "total": s.total, "completed": s.completed, "passed": s.passed, "failed": s.failed, "errored": s.errored,
+        "skipped": s.skipped, "mean_score": s.mean_score, "pass_rate": s.pass_rate, "duration_ms": s.duration_ms,
+        "latency_ms": [s.latency_ms.mean, s.latency_ms.p50, s.latency_ms.p95, s.latency_ms.max],
+        "tokens": [s.tokens.prompt_tokens, s.tokens.completion_tokens, s.tokens.cost],
+        "judge_tokens": [s.judge_tokens.prompt_tokens, s.judge_tokens.completion_tokens, s.judge_tokens.cost],
+        "scorers": [[x.id, x.name, x.threshold, x.mean, x.min, x.max, x.pass_rate, x.passed, x.failed, x.errored,
+                     x.skipped, x.histogram] for x in s.scorers.values()],
+        "criteria": [[c.type, c.min, c.actual, c.passed, c.severity, c.scorer, c.label] for c in s.criteria],
+    })
+
+
+def summary_from_json(text: str) -> Summary:
+    d = json.loads(text)
+    return Summary(
+        total=d["total"], completed=d["completed"], passed=d["passed"], failed=d["failed"], errored=d["errored"],
+        skipped=d["skipped"], mean_score=d["mean_score"], pass_rate=d["pass_rate"], duration_ms=d["duration_ms"],
+        latency_ms=LatencySummary(*d["latency_ms"]), tokens=Usage(*d["tokens"]),
+        scorers={x[0]: ScorerSummary(*x[:11], histogram=tuple(x[11]) if len(x) > 11 and x[11] else None)
+                 for x in d["scorers"]},
+        criteria=tuple(CriterionResult(*c) for c in d["criteria"]), judge_tokens=Usage(*d["judge_tokens"]),
+    )

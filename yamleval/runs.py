@@ -130,13 +130,13 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     if formats:
         _writable_folder(out_dir)
     db = Store(store or project.store or DEFAULT_STORE)
-    finished_rows = {}
+    begun = {}
     if resume:
         run_info = _resumable(db, resume, ids, force)
         if not force:
             _check_unchanged(db, run_info, config_hash, dataset_hashes)
         run_id = run_info.run_id
-        finished_rows = {row["experiment_id"]: row for row in db.experiment_rows(run_id)}
+        begun = {stored.experiment_id: stored for stored in db.experiments(run_id)}
         db.reopen_run(run_id)
     else:
         run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
@@ -147,7 +147,7 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
             config_hash=config_hash, git_commit=commit, git_dirty=dirty,
         ), texts, provenance.plugin_versions(experiments, __version__), ids)
     watcher.run_started(run_id, bool(resume))
-    completed = {eid for eid, row in finished_rows.items() if row["status"] == "completed"}
+    completed = {eid for eid, stored in begun.items() if stored.status == "completed"}
     stored_results = {r.experiment_id: r for r in db.results(run_id, completed)} if completed else {}
     results = []
     for position, ready in enumerate(prepared):
@@ -157,7 +157,7 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
         if experiment_id in stored_results:
             result = stored_results[experiment_id]
         else:
-            result = _run_experiment(db, run_id, position, ready, experiment_id in finished_rows,
+            result = _run_experiment(db, run_id, position, ready, experiment_id in begun,
                                      dataset_hashes[experiment_id], limit, concurrency, stop, abandon, watcher)
         results.append(result)
         watcher.experiment_finished(result)
@@ -234,10 +234,10 @@ def _check_unchanged(db, run: RunInfo, config_hash: str, dataset_hashes: dict[st
     problems = []
     if run.config_hash != config_hash:
         problems.append("the config files changed")
-    for row in db.experiment_rows(run.run_id):
-        stored = row["dataset_hash"]
-        if row["experiment_id"] in dataset_hashes and stored and stored != dataset_hashes[row["experiment_id"]]:
-            problems.append(f"the dataset of '{row['experiment_id']}' changed")
+    for stored in db.experiments(run.run_id):
+        was = stored.dataset_hash
+        if stored.experiment_id in dataset_hashes and was and was != dataset_hashes[stored.experiment_id]:
+            problems.append(f"the dataset of '{stored.experiment_id}' changed")
     if problems:
         raise UsageError(f"cannot resume run {run.run_id}: {'; '.join(problems)} since it started "
                          "(use --force to resume anyway, or run afresh without --resume)")

@@ -1,11 +1,12 @@
 """Score one output with every scorer of an experiment and decide the item's status."""
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from yamleval.calls import BoundCall
+from yamleval.calls import BoundCall, ItemContext
 from yamleval.config.model import ScorerSpec
 from yamleval.errors import describe_exception
 from yamleval.types import Item, ItemResult, Score, ScoreResult, Usage
@@ -115,22 +116,20 @@ def normalize(spec: ScorerSpec, value: Any) -> ScoreResult:
     return _error(spec, f"returned {type(value).__name__}; return a number from 0 to 1, a bool or yamleval.Score")
 
 
-def score_output(scorers: tuple[Scorer, ...], context: dict[str, Any]) -> dict[str, ScoreResult]:
+def score_output(scorers: tuple[Scorer, ...], context: ItemContext) -> dict[str, ScoreResult]:
     """Run every scorer; an exception in one is that score's error, not the item's end."""
     results: dict[str, ScoreResult] = {}
-    item_expected = context["expected"]
     for scorer in scorers:
         spec = scorer.spec
-        expected = spec.value if spec.has_value else item_expected
+        expected = spec.value if spec.has_value else context.expected
         if expected is None and scorer.call.requires_expected:
             results[spec.id] = _skipped(spec, "the item has no expected value")
             continue
-        context["expected"] = expected
         try:
-            results[spec.id] = normalize(spec, scorer.call(context))
+            own = context if expected is context.expected else dataclasses.replace(context, expected=expected)
+            results[spec.id] = normalize(spec, scorer.call(own))
         except BaseException as exc:  # sys.exit() or KeyboardInterrupt raised by a scorer is its error too:
             results[spec.id] = _error(spec, describe_exception(exc))  # Ctrl-C reaches the main thread only
-    context["expected"] = item_expected
     return results
 
 

@@ -8,21 +8,17 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import json
 import os
-import queue
 import sqlite3
-import threading
 import time
 import urllib.parse
 from typing import Any, Iterator, Sequence
 
 from yamleval.aggregate import histograms
 from yamleval.errors import UsageError, display_path
-from yamleval.records import encode, encode_record, item_from_record, storable_text
-from yamleval.types import (CriterionResult, ExperimentResult, ItemResult, ItemResults, LatencySummary, RunInfo,
-                            ScorerSummary, Summary, Usage)
+from yamleval.records import encode, encode_record, item_from_record, storable_text, summary_from_json, summary_to_json
+from yamleval.types import ExperimentResult, ItemResult, ItemResults, RunInfo, Summary
 
 SCHEMA_VERSION = 2
 FLUSH_ITEMS = 500
@@ -58,11 +54,32 @@ MIGRATIONS: dict[int, list[str]] = {
 
 
 
+_RUN_DETAILS = {
+    "config_text": "SELECT config_text FROM runs WHERE run_id = ?",
+    "plugin_versions": "SELECT plugin_versions FROM runs WHERE run_id = ?",
+    "experiment_ids": "SELECT experiment_ids FROM runs WHERE run_id = ?",
+}
+_ITEMS = "SELECT record FROM items WHERE run_id = ? AND experiment_id = ? ORDER BY position"
+_ITEMS_WITH_STATUS = ("SELECT record FROM items WHERE run_id = ? AND experiment_id = ? AND status IN (?, ?, ?, ?)"
+                      " ORDER BY position LIMIT ?")
+
+
+@dataclasses.dataclass(frozen=True)
+class StoredExperiment:
+    """An experiment of a stored run: how far it got, and the hash of the dataset it read."""
+
+    experiment_id: str
+    status: str  # running, completed, interrupted or aborted
+    dataset_hash: str | None
+
+
 class StoreWriteError(UsageError):
     """The results database could not be written: a full disk, a read-only file or folder."""
 
 
 RESUME_HINT = "then `yamleval run --resume` continues the run"
+_INSERT_ITEM = ("INSERT INTO items (run_id, experiment_id, item_id, position, status, record)"
+                " VALUES (?, ?, ?, ?, ?, ?)")
 
 
 class DuplicateItemError(StoreWriteError):
@@ -98,31 +115,6 @@ def _bool(value: int | None) -> bool | None:
     return None if value is None else bool(value)
 
 
-def summary_to_json(s: Summary) -> str:
-    return encode({
-        "total": s.total, "completed": s.completed, "passed": s.passed, "failed": s.failed, "errored": s.errored,
-        "skipped": s.skipped, "mean_score": s.mean_score, "pass_rate": s.pass_rate, "duration_ms": s.duration_ms,
-        "latency_ms": [s.latency_ms.mean, s.latency_ms.p50, s.latency_ms.p95, s.latency_ms.max],
-        "tokens": [s.tokens.prompt_tokens, s.tokens.completion_tokens, s.tokens.cost],
-        "judge_tokens": [s.judge_tokens.prompt_tokens, s.judge_tokens.completion_tokens, s.judge_tokens.cost],
-        "scorers": [[x.id, x.name, x.threshold, x.mean, x.min, x.max, x.pass_rate, x.passed, x.failed, x.errored,
-                     x.skipped, x.histogram] for x in s.scorers.values()],
-        "criteria": [[c.type, c.min, c.actual, c.passed, c.severity, c.scorer, c.label] for c in s.criteria],
-    })
-
-
-def summary_from_json(text: str) -> Summary:
-    d = json.loads(text)
-    return Summary(
-        total=d["total"], completed=d["completed"], passed=d["passed"], failed=d["failed"], errored=d["errored"],
-        skipped=d["skipped"], mean_score=d["mean_score"], pass_rate=d["pass_rate"], duration_ms=d["duration_ms"],
-        latency_ms=LatencySummary(*d["latency_ms"]), tokens=Usage(*d["tokens"]),
-        scorers={x[0]: ScorerSummary(*x[:11], histogram=tuple(x[11]) if len(x) > 11 and x[11] else None)
-                 for x in d["scorers"]},
-        criteria=tuple(CriterionResult(*c) for c in d["criteria"]), judge_tokens=Usage(*d["judge_tokens"]),
-    )
-
-
 def _with_histograms(summary: Summary, items: "StoredItems") -> Summary:
     """A summary stored before score histograms were kept, with them counted from its items."""
     missing = [sid for sid, scorer in summary.scorers.items() if scorer.histogram is None]
@@ -150,7 +142,6 @@ class Store:
             raise UsageError(f"cannot open the results database {display_path(path)}: {exc}{hint}") from None
         self._pending: list[tuple] = []
         self._flushed = time.monotonic()
-        self._writer: _ItemWriter | None = None
 
     def _connect(self, path: str) -> sqlite3.Connection:
         """The connection, in write-ahead logging mode. A database that cannot be written (a
@@ -189,7 +180,7 @@ class Store:
                     for statement in MIGRATIONS[version]:
                         self.db.execute(statement)
                     version += 1
-                    self.db.execute(f"PRAGMA user_version = {version}")
+                    self.db.execute(f"PRAGMA user_version = {int(version)}")  # a number: PRAGMA takes no parameters
             except sqlite3.OperationalError as exc:
                 if version == 0 or not _read_only(exc):
                     raise
@@ -198,8 +189,6 @@ class Store:
 
     def close(self) -> None:
         self.flush()
-        if self._writer is not None:
-            self._writer.close()
         self.db.close()
 
     # -- writing -------------------------------------------------------------------------
@@ -232,30 +221,56 @@ class Store:
                 (run_id, experiment_id, position, label, dataset_hash, started_at))
 
     def add_item(self, run_id: str, experiment_id: str, result: ItemResult) -> None:
-        """Queue one finished item; written in a batch within a second.
+        """Queue one finished item; the queue is written in one transaction every
+        ``FLUSH_ITEMS`` items or ``FLUSH_SECONDS``, whichever comes first.
 
-        Raises StoreWriteError once a batch has failed, so a run whose results cannot be
-        kept stops early rather than running (and paying for) every item in vain.
+        Raises StoreWriteError when a batch cannot be written, so a run whose results cannot
+        be kept stops early rather than running (and paying for) every item in vain.
         """
-        if self._writer is not None and self._writer.failure is not None:
-            raise _cannot_write(self.path, self._writer.failure)
         self._pending.append((run_id, experiment_id, storable_text(result.item.id), result.item.index, result.status,
                               encode_record(result)))
         if len(self._pending) >= FLUSH_ITEMS or time.monotonic() - self._flushed >= FLUSH_SECONDS:
-            self.flush(wait=False)
+            self.flush()
 
-    def flush(self, wait: bool = True) -> None:
-        """Hand the queued items to the writer; with ``wait``, return once they are in the database."""
+    def flush(self) -> None:
+        """Write the queued items."""
         self._flushed = time.monotonic()
-        if self._pending:
-            if self._writer is None:
-                self._writer = _ItemWriter(self.path)
-            rows, self._pending = self._pending, []
-            self._writer.put(rows)
-        if wait and self._writer is not None:
-            self._writer.wait()
-            if self._writer.failure is not None:
-                raise _cannot_write(self.path, self._writer.failure)
+        if not self._pending:
+            return
+        rows, self._pending = self._pending, []
+        try:
+            self._insert(rows, _INSERT_ITEM)
+        except sqlite3.IntegrityError as exc:  # a repeated id: keep the batch's other items, report it
+            duplicate = self._duplicate(rows)
+            with _writing(self.path):
+                self._insert(rows, _INSERT_ITEM.replace("INSERT", "INSERT OR IGNORE", 1))
+            raise duplicate or _cannot_write(self.path, exc)
+        except sqlite3.Error as exc:
+            raise _cannot_write(self.path, exc) from None
+
+    def _insert(self, rows: list[tuple], statement: str) -> None:
+        with self.db:
+            self.db.execute("BEGIN")
+            self.db.executemany(statement, rows)
+
+    def _duplicate(self, rows: list[tuple]) -> "DuplicateItemError | None":
+        """The error for the first item of ``rows`` whose id is taken: stored already, or
+        earlier in the batch. Datasets check ids as they are read, but only so many, so
+        that a run of any size needs bounded memory; the database's key checks them all."""
+        first: dict[tuple, int] = {}
+        for run_id, experiment_id, item_id, position, _, _ in rows:
+            key = (run_id, experiment_id, item_id)
+            earlier = first.get(key)
+            if earlier is None:
+                found = self.db.execute("SELECT position FROM items WHERE run_id = ? AND experiment_id = ? AND"
+                                        " item_id = ?", key).fetchone()
+                earlier = found[0] if found else None
+            if earlier is not None:
+                return DuplicateItemError(
+                    f"duplicate item id '{item_id}' in experiment '{experiment_id}': items {earlier + 1} and"
+                    f" {position + 1} of the dataset; ids must be unique, so fix the dataset and run again")
+            first[key] = position
+        return None
 
     def finish_experiment(self, run_id: str, result: ExperimentResult) -> None:
         self.flush()
@@ -310,10 +325,15 @@ class Store:
 
     def run_detail(self, run_id: str, key: str) -> Any:
         """A JSON column of a run: ``config_text``, ``plugin_versions`` or ``experiment_ids``."""
-        row = self.db.execute(f"SELECT {key} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        row = self.db.execute(_RUN_DETAILS[key], (run_id,)).fetchone()
         return _load(row[0]) if row else None
 
-    def experiment_rows(self, run_id: str) -> list[sqlite3.Row]:
+    def experiments(self, run_id: str) -> list[StoredExperiment]:
+        """The run's experiments as far as they got, in the order they run."""
+        return [StoredExperiment(row["experiment_id"], row["status"], row["dataset_hash"])
+                for row in self._experiment_rows(run_id)]
+
+    def _experiment_rows(self, run_id: str) -> list[sqlite3.Row]:
         return self.db.execute("SELECT * FROM experiments WHERE run_id = ? ORDER BY position", (run_id,)).fetchall()
 
     def item_view(self, run_id: str, experiment_id: str, count: int) -> "StoredItems":
@@ -322,12 +342,12 @@ class Store:
 
     def summaries(self, run_id: str) -> list[Summary]:
         """The stored summaries of a run's experiments, without reading their items."""
-        return [summary_from_json(row["summary"]) for row in self.experiment_rows(run_id) if row["summary"]]
+        return [summary_from_json(row["summary"]) for row in self._experiment_rows(run_id) if row["summary"]]
 
     def results(self, run_id: str, only: set[str] | None = None) -> list[ExperimentResult]:
         """The stored experiments of a run (those in ``only``, if given) with their items."""
         out = []
-        for row in self.experiment_rows(run_id):
+        for row in self._experiment_rows(run_id):
             if row["summary"] is None or (only is not None and row["experiment_id"] not in only):
                 continue
             out.append(ExperimentResult(
@@ -354,108 +374,21 @@ class StoredItems(ItemResults):
     def __len__(self) -> int:
         return self.count
 
-    def _select(self, where: str = "", parameters: tuple = (), limit: int = -1) -> Iterator[str]:
+    def _select(self, statement: str, parameters: tuple = ()) -> Iterator[str]:
         db = sqlite3.connect(self.uri, uri=True)
         try:
-            rows = db.execute(f"SELECT record FROM items WHERE run_id = ? AND experiment_id = ?{where}"
-                              " ORDER BY position LIMIT ?", (self.run_id, self.experiment_id, *parameters, limit))
-            for (text,) in rows:
+            for (text,) in db.execute(statement, (self.run_id, self.experiment_id, *parameters)):
                 yield text
         finally:
             db.close()
 
     def __iter__(self) -> Iterator[ItemResult]:
-        return (item_from_record(json.loads(text)) for text in self._select())
+        return (item_from_record(json.loads(text)) for text in self._select(_ITEMS))
 
     def with_status(self, statuses: Sequence[str], limit: int) -> list[ItemResult]:
-        """The first ``limit`` items with one of these statuses, in dataset order."""
-        marks = ", ".join("?" * len(statuses))
-        return [item_from_record(json.loads(text))
-                for text in self._select(f" AND status IN ({marks})", tuple(statuses), limit)]
-
-
-ROWS_PER_INSERT = 500  # 3,000 parameters: well inside SQLite's limit of 32,766
-
-
-@functools.lru_cache(maxsize=8)
-def _insert_statement(verb: str, rows: int) -> str:
-    return (f"{verb} INTO items (run_id, experiment_id, item_id, position, status, record) VALUES "
-            + ", ".join(["(?, ?, ?, ?, ?, ?)"] * rows))
-
-
-class _ItemWriter:
-    """Writes batches of items on a thread and a connection of its own, so SQLite's work
-    (which runs without the GIL) overlaps with running and scoring the next items."""
-
-    def __init__(self, path: str):
-        self.db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA busy_timeout=5000")
-        self.queue: queue.SimpleQueue = queue.SimpleQueue()
-        self.failure: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, name="yamleval-store", daemon=True)
-        self.thread.start()
-
-    def put(self, rows: list[tuple]) -> None:
-        self.queue.put(rows)
-
-    def wait(self) -> None:
-        """Return once every batch put before is written, or has failed (see ``failure``)."""
-        done = threading.Event()
-        self.queue.put(done)
-        done.wait()
-
-    def close(self) -> None:
-        self.queue.put(None)
-        self.thread.join()
-        self.db.close()
-
-    def _run(self) -> None:
-        while True:
-            entry = self.queue.get()
-            if entry is None:
-                return
-            if isinstance(entry, threading.Event):
-                entry.set()
-                continue
-            try:
-                self._insert(entry, "INSERT")
-            except sqlite3.IntegrityError as exc:  # a repeated id: keep the batch's other items, report it
-                self.failure = self._duplicate(entry) or exc
-                try:
-                    self._insert(entry, "INSERT OR IGNORE")
-                except sqlite3.Error as again:
-                    self.failure = again
-            except sqlite3.Error as exc:  # kept: the store raises it at the next item or flush
-                self.failure = exc
-
-    def _insert(self, rows: list[tuple], verb: str) -> None:
-        """Many rows per statement: each statement gives the GIL up and takes it back once,
-        where one statement a row would wait for it once a row while items are running."""
-        with self.db:
-            self.db.execute("BEGIN")
-            for start in range(0, len(rows), ROWS_PER_INSERT):
-                group = rows[start:start + ROWS_PER_INSERT]
-                self.db.execute(_insert_statement(verb, len(group)), [value for row in group for value in row])
-
-    def _duplicate(self, rows: list[tuple]) -> DuplicateItemError | None:
-        """The error for the first item of ``rows`` whose id is taken: stored already, or
-        earlier in the batch. Datasets check ids as they are read, but only so many, so
-        that a run of any size needs bounded memory; the database's key checks them all."""
-        first: dict[tuple, int] = {}
-        for run_id, experiment_id, item_id, position, _, _ in rows:
-            key = (run_id, experiment_id, item_id)
-            earlier = first.get(key)
-            if earlier is None:
-                found = self.db.execute("SELECT position FROM items WHERE run_id = ? AND experiment_id = ? AND"
-                                        " item_id = ?", key).fetchone()
-                earlier = found[0] if found else None
-            if earlier is not None:
-                return DuplicateItemError(
-                    f"duplicate item id '{item_id}' in experiment '{experiment_id}': items {earlier + 1} and"
-                    f" {position + 1} of the dataset; ids must be unique, so fix the dataset and run again")
-            first[key] = position
-        return None
+        """The first ``limit`` items with one of these statuses (at most four), in dataset order."""
+        wanted = (tuple(statuses) * 4)[:4]
+        return [item_from_record(json.loads(text)) for text in self._select(_ITEMS_WITH_STATUS, (*wanted, limit))]
 
 
 def _read_only(exc: sqlite3.OperationalError) -> bool:
