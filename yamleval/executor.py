@@ -30,8 +30,8 @@ class Slot:
         self.given_up = False  # recorded as lost: its worker's result is ignored
 
 
-Process = Callable[[Item, Slot], ItemResult]
-Lost = Callable[[Item, str, float], ItemResult]
+RunItem = Callable[[Item, Slot], ItemResult]
+LostResult = Callable[[Item, str, float], ItemResult]
 
 
 class LocalExecutor:
@@ -53,7 +53,7 @@ class LocalExecutor:
         self._running: set[Slot] = set()
         self._todo: queue.SimpleQueue = queue.SimpleQueue()
 
-    def run(self, items: Iterator[Item], process: Process, record: Callable[[ItemResult], None], lost: Lost,
+    def run(self, items: Iterator[Item], process: RunItem, record: Callable[[ItemResult], None], lost: LostResult,
             stop: threading.Event | None = None, abandon: threading.Event | None = None) -> None:
         """Run every item; return when all have been recorded. ``stop`` set: start no new
         items, wait for those running. ``abandon`` set: stop waiting, record them as cancelled."""

@@ -103,10 +103,6 @@ def _writing(path: str, then: str = RESUME_HINT) -> Iterator[None]:
         raise _cannot_write(path, exc, then) from None
 
 
-def _json(value: Any) -> str | None:
-    return None if value is None else encode(value)
-
-
 def _load(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 

@@ -51,6 +51,9 @@ experiments:
 SUMMARY_KEYS = ("total", "completed", "passed", "failed", "errored", "skipped", "mean_score", "pass_rate",
                 "scorers", "criteria")
 REPORTS = ("report.html", "junit.xml", "results.json", "summary.md")
+# Each item of a killed-and-resumed run takes this long, so that a run (about 3 s) outlasts
+# the latest random kill (0.5 s) however fast the machine: no kill finds its run ended.
+STEADY_SECONDS = 0.002
 
 
 def _project(folder: Path, items: int = ITEMS, pad: int = PAD, seconds: float = 0.0) -> Path:
@@ -285,7 +288,7 @@ KILLERS = {"store": _kill_during_store_write, "checkpoint": _kill_during_checkpo
 ])
 def test_killed_again_and_again_then_resumed_equals_an_uninterrupted_run(tmp_path, uninterrupted, seed, plan):
     rng = random.Random(seed)
-    folder = _project(tmp_path)
+    folder = _project(tmp_path, seconds=STEADY_SECONDS)
     landed = []
     child = _start(folder)
     for step in plan:
