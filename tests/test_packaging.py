@@ -46,8 +46,17 @@ def test_every_builtin_loads_by_its_name(kind):
         assert callable(loaded) and loaded.__name__ == name
 
 
+def test_every_builtin_report_format_loads_with_its_file_name():
+    formats = plugins.builtins("reports")
+    assert sorted(formats) == ["html", "json", "junit", "markdown"]
+    files = {name: plugins.load("reports", name).FILE_NAME for name in formats}
+    assert files == {"html": "report.html", "json": "results.json", "junit": "junit.xml", "markdown": "summary.md"}
+    assert all(callable(plugins.load("reports", name).Writer) for name in formats)
+
+
 @pytest.mark.parametrize("kind, name, meant", [
     ("runners", "ecko", "echo"), ("scorers", "exact_mach", "exact_match"), ("tools", "calculater", "calculator"),
+    ("reports", "junitt", "junit"),
 ])
 def test_an_unknown_name_gets_the_close_one(kind, name, meant):
     with pytest.raises(plugins.Unresolved) as raised:
@@ -68,6 +77,8 @@ def test_only_the_plugins_used_are_imported():
 THIRD_PARTY = """\
     from yamleval import Score
 
+    FILE_NAME = "plain.txt"
+
 
     def shout(input):
         return input.upper() + "!"
@@ -84,6 +95,23 @@ THIRD_PARTY = """\
     def dice(sides: int) -> str:
         \"\"\"A roll of a die.\"\"\"
         return str(sides)
+
+
+    class Writer:
+        def __init__(self, out, run, results):
+            self.out, self.lines = out, []
+
+        def begin(self, result):
+            self.lines.append(result.experiment_id)
+
+        def item(self, result):
+            self.lines.append(f"  {result.item.id}: {result.status}")
+
+        def end(self, result):
+            pass
+
+        def close(self):
+            self.out.write("\\n".join(self.lines) + "\\n")
     """
 
 
@@ -104,6 +132,8 @@ def third_party(tmp_path):
         loud = thirdparty_plugins:loud
         [yamleval.tools]
         dice = thirdparty_plugins:dice
+        [yamleval.reports]
+        plain = thirdparty_plugins
         """))
     return str(site)
 
@@ -130,6 +160,10 @@ def test_a_third_party_distribution_adds_plugins_by_name(write_config, tmp_path,
     assert store.run_detail(info.run_id, "plugin_versions") == {
         "echo": f"yamleval {yamleval.__version__}", "exact_match": f"yamleval {yamleval.__version__}",
         "loud": "entry point", "shout": "entry point"}
+    done = run_cli("report", "--format", "plain,json", "--report-dir", "again", cwd=tmp_path,
+                   PYTHONPATH=third_party)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "again" / "plain.txt").read_text() == "loud\n  a: passed\nechoed\n  b: passed\n"
 
 
 def test_a_third_party_tool_and_a_misspelt_name(write_config, tmp_path, third_party):

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import os
 from typing import TYPE_CHECKING, Sequence
 
+from yamleval import plugins
 from yamleval.errors import UsageError, YamlevalError, describe_exception, display_path
 from yamleval.records import encode_record, item_from_record
 from yamleval.reporting.files import Named, atomic_output
@@ -15,13 +15,8 @@ from yamleval.types import ExperimentResult, RunInfo
 if TYPE_CHECKING:
     from yamleval.reporting.live import LiveReports
 
-# format -> (module, file name in the report folder)
-FORMATS = {
-    "html": ("yamleval.reporting.html", "report.html"),
-    "junit": ("yamleval.reporting.junit", "junit.xml"),
-    "json": ("yamleval.reporting.json_report", "results.json"),
-    "markdown": ("yamleval.reporting.markdown", "summary.md"),
-}
+# format -> entry point (group yamleval.reports) of its module: a ``Writer`` and the ``FILE_NAME`` it writes
+FORMATS = plugins.entry_points("reports")
 ALL_FORMATS = tuple(FORMATS)
 
 
@@ -51,7 +46,7 @@ def write_reports(directory: str, formats: Sequence[str], run: RunInfo, results:
         _write_in_one_pass(directory, names, run, results)
     else:
         _write_beside(helper, directory, names, run, results, patient)
-    return [os.path.join(directory, FORMATS[name][1]) for name in names]
+    return [os.path.join(directory, FORMATS[name].load().FILE_NAME) for name in names]
 
 
 # A stored run of this many items, on a machine with a second CPU, has its decoded formats
@@ -112,9 +107,10 @@ def _write_in_one_pass(directory: str, names: list[str], run: RunInfo, results: 
         with contextlib.ExitStack() as files:
             writers = []
             for name in names:
-                path = os.path.join(directory, FORMATS[name][1])
+                module = FORMATS[name].load()
+                path = os.path.join(directory, module.FILE_NAME)
                 out = files.enter_context(atomic_output(path))
-                writers.append(importlib.import_module(FORMATS[name][0]).Writer(Named(out, path), run, results))
+                writers.append(module.Writer(Named(out, path), run, results))
             _stream(writers, results)
     except OSError as exc:
         raise _unwritable(exc.filename or directory, exc, run.run_id) from None

@@ -192,13 +192,13 @@ class _Experiment:
         self.outs: list[Named] = []  # the part files, as writes that name their report when they fail
         self.bodies = {}
         for name in names:
-            module = importlib.import_module(FORMATS[name][0])
+            module = FORMATS[name].load()
             if name == "markdown":
                 self.files[name], self.bodies[name] = None, module.Body()
                 continue
             file = tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n", dir=directory)
             self.files[name] = file
-            out = Named(file, os.path.join(directory, FORMATS[name][1]))
+            out = Named(file, os.path.join(directory, module.FILE_NAME))
             self.outs.append(out)
             self.bodies[name] = module.Body(out, scorer_ids) if name == "html" else module.Body(out, experiment_id)
 
@@ -301,9 +301,8 @@ class _Orphaned(Exception):
 def _write(directory: str, names: list[str], run: RunInfo, results: list[ExperimentResult], parts: dict,
            given: IO[bytes], answers: IO[bytes]) -> None:
     for name in names:
-        module_name, file_name = FORMATS[name]
-        module = importlib.import_module(module_name)
-        with atomic_output(os.path.join(directory, file_name)) as out:
+        module = FORMATS[name].load()
+        with atomic_output(os.path.join(directory, module.FILE_NAME)) as out:
             writer = module.Writer(out, run, results)
             for result in results:
                 writer.begin(result)
