@@ -1,8 +1,9 @@
-"""One resolver for every plugin kind: runners, scorers and datasets.
+"""One registry and one resolver for every plugin kind: runners, scorers, datasets, tools, reports.
 
 A reference is ``package.module:attr`` (imported; the config file's folder is on
-``sys.path``) or a bare name looked up in the entry-point group
-``yamleval.<kind>``, where the built-ins are registered too.
+``sys.path``) or a bare name looked up in the entry-point group ``yamleval.<kind>``. The
+built-ins are the entry points of yamleval's own distribution (setup.cfg lists them); an
+entry is imported only when it is used.
 """
 from __future__ import annotations
 
@@ -14,23 +15,44 @@ import sys
 import traceback
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from yamleval.config.model import PluginSpec
 from yamleval.errors import ConfigError, describe_exception, display_path
 
-KINDS = ("runners", "scorers", "datasets")
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 
 @lru_cache(maxsize=None)
-def entry_points(kind: str) -> dict[str, Any]:
-    """Name -> entry point for one group; a name two distributions claim is kept once, with both noted."""
+def builtins(kind: str) -> dict[str, EntryPoint]:
+    """Name -> entry point of yamleval's own plugins of one kind, read from its distribution
+    alone: reading every installed distribution costs more than a small run's start-up."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        own = distribution("yamleval").entry_points
+    except PackageNotFoundError:  # not installed: no entry points at all
+        return {}
+    return {ep.name: ep for ep in own.select(group=f"yamleval.{kind}")}
+
+
+@lru_cache(maxsize=None)
+def entry_points(kind: str) -> dict[str, EntryPoint]:
+    """Name -> entry point for every plugin of one kind; a built-in name always means the
+    built-in, whatever another distribution registers under it."""
     from importlib.metadata import entry_points as all_entry_points
 
-    found: dict[str, Any] = {}
+    found = dict(builtins(kind))
     for ep in all_entry_points(group=f"yamleval.{kind}"):
         found.setdefault(ep.name, ep)
     return found
+
+
+def find(kind: str, name: str) -> EntryPoint | None:
+    """The entry point registered as ``name``; other distributions are read only for a name
+    that is not a built-in."""
+    return builtins(kind).get(name) or entry_points(kind).get(name)
 
 
 _OWN_CODE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "")
@@ -63,48 +85,36 @@ def _close_modules(module_name: str) -> list[str]:
     return [f"{parent}.{n}" if parent else n for n in difflib.get_close_matches(name, names, n=1, cutoff=0.7)]
 
 
-def builtin(kind: str, name: str) -> Any | None:
-    """A built-in runner or scorer by name, without reading every installed distribution's
-    entry points (which costs more than the rest of a small run's start-up). A built-in
-    name always means the built-in, whatever another distribution registers."""
-    if kind not in ("runners", "scorers"):
-        return None
-    package = importlib.import_module(f"yamleval.{kind}")
-    if name not in package.__all__:
-        return None
-    found = getattr(package, name)
-    # once ``yamleval.runners.openai`` is imported, the package's attribute is that module
-    return getattr(found, name) if inspect.ismodule(found) else found
+class Unresolved(Exception):
+    """Why a reference names nothing usable: a message and a hint; the caller says where."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message, self.hint = message, hint
 
 
-def _builtin_hint(kind: str, names: Iterable[str], spec: PluginSpec) -> str:
-    names = sorted(names)
-    if kind == "datasets" and spec.path[-1:] == ("name",):
-        listed = f"registered datasets: {', '.join(names)}" if names else "no datasets are registered"
-        return f"{listed}; or use `file:`, `items:` or `uses: package.module:function`"
-    listed = f"built-in {kind}: {', '.join(names)}" if names else f"no {kind} are registered"
-    return f"{listed}; or use package.module:function"
+def _unknown(kind: str, name: str, others: str) -> Unresolved:
+    names = entry_points(kind)
+    close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
+    if close:
+        return Unresolved(f"unknown {kind[:-1]} '{name}'", f"did you mean '{close[0]}'?")
+    listed = (f"{'registered' if kind == 'datasets' else 'built-in'} {kind}: {', '.join(sorted(names))}" if names
+              else f"no {kind} are registered")
+    return Unresolved(f"unknown {kind[:-1]} '{name}'", f"{listed}; or use {others}")
 
 
-def resolve(spec: PluginSpec, kind: str, context: str | None = None) -> Any:
-    """The object a reference names, or a located ConfigError saying why not."""
-    ref = spec.uses
+def load(kind: str, ref: str, others: str = "package.module:function") -> Any:
+    """The object ``ref`` names, a registered name or ``package.module:attr``; Unresolved
+    saying why not. ``others``: the other ways to name one, offered for an unknown name."""
     singular = kind[:-1]
-    at = ("uses",) if (spec.path + ("uses",)) in spec.source.values else ()
     if ":" not in ref:
-        found = builtin(kind, ref)
-        if found is not None:
-            return found
-        names = entry_points(kind)
-        if ref not in names:
-            close = difflib.get_close_matches(ref, list(names), n=1, cutoff=0.6)
-            hint = f"did you mean '{close[0]}'?" if close else _builtin_hint(kind, names, spec)
-            raise spec.error(f"unknown {singular} '{ref}'", sub=at, hint=hint, context=context)
+        entry = find(kind, ref)
+        if entry is None:
+            raise _unknown(kind, ref, others)
         try:
-            return names[ref].load()
+            return entry.load()
         except (Exception, SystemExit) as exc:  # a broken third-party distribution
-            raise spec.error(f"{singular} '{ref}' failed to load: {describe_exception(exc)}",
-                             sub=at, context=context) from None
+            raise Unresolved(f"{singular} '{ref}' failed to load: {describe_exception(exc)}") from None
     module_name, _, attr = ref.partition(":")
     try:
         module = importlib.import_module(module_name)
@@ -113,17 +123,14 @@ def resolve(spec: PluginSpec, kind: str, context: str | None = None) -> Any:
             close = _close_modules(exc.name)
             hint = (f"did you mean '{close[0]}{module_name[len(exc.name):]}:{attr}'?" if close
                     else "module paths are relative to the config file's folder")
-            raise spec.error(f"{singular} '{ref}': no module named '{exc.name}'", sub=at, context=context,
-                             hint=hint) from None
+            raise Unresolved(f"{singular} '{ref}': no module named '{exc.name}'", hint) from None
         where = raised_at(exc)
-        raise spec.error(f"{singular} '{ref}': importing '{module_name}' failed: no module named '{exc.name}'",
-                         sub=at, context=context,
-                         hint=f"{f'imported at {where}; ' if where else ''}install it, or fix the import") from None
+        raise Unresolved(f"{singular} '{ref}': importing '{module_name}' failed: no module named '{exc.name}'",
+                         f"{f'imported at {where}; ' if where else ''}install it, or fix the import") from None
     except (Exception, SystemExit) as exc:  # SystemExit: a module calling sys.exit() when imported
         where = raised_at(exc)
-        raise spec.error(f"{singular} '{ref}': importing '{module_name}' raised {describe_exception(exc)}",
-                         sub=at, context=context,
-                         hint=f"fix the error {f'at {where}' if where else 'in the plugin module'}") from None
+        raise Unresolved(f"{singular} '{ref}': importing '{module_name}' raised {describe_exception(exc)}",
+                         f"fix the error {f'at {where}' if where else 'in the plugin module'}") from None
     target: Any = module
     walked = module_name
     parts = attr.split(".")
@@ -137,13 +144,23 @@ def resolve(spec: PluginSpec, kind: str, context: str | None = None) -> Any:
             hint = f"did you mean '{fixed}'?" if fixed else (
                 f"it has: {', '.join(names[:10])}{', ...' if len(names) > 10 else ''}" if names else None)
             owner = f"module '{walked}'" if target is module else f"'{walked}'"
-            raise spec.error(f"{singular} '{ref}': {owner} has no attribute '{part}'", sub=at,
-                             context=context, hint=hint) from None
+            raise Unresolved(f"{singular} '{ref}': {owner} has no attribute '{part}'", hint) from None
         except Exception as exc:  # a module-level __getattr__ that fails
-            raise spec.error(f"{singular} '{ref}': reading '{part}' from '{walked}' raised "
-                             f"{describe_exception(exc)}", sub=at, context=context) from None
+            raise Unresolved(f"{singular} '{ref}': reading '{part}' from '{walked}' raised "
+                             f"{describe_exception(exc)}") from None
         walked += ("." if walked != module_name else ":") + part
     return target
+
+
+def resolve(spec: PluginSpec, kind: str, context: str | None = None) -> Any:
+    """The object a reference names, or a located ConfigError saying why not."""
+    at = ("uses",) if (spec.path + ("uses",)) in spec.source.values else ()
+    by_name = kind == "datasets" and spec.path[-1:] == ("name",)
+    try:
+        return load(kind, spec.uses, "`file:`, `items:` or `uses: package.module:function`" if by_name
+                    else "package.module:function")
+    except Unresolved as exc:
+        raise spec.error(exc.message, sub=at, hint=exc.hint, context=context) from None
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,7 @@
 """What a run records about where it came from: config text and hashes, versions, git, host."""
 from __future__ import annotations
 
-
 import hashlib
-import importlib
 import json
 import os
 import subprocess
@@ -129,13 +127,7 @@ def plugin_versions(experiments: Iterable[Experiment], yamleval_version: str) ->
 def _is_builtin(name: str) -> bool:
     from yamleval import plugins
 
-    if any(name in importlib.import_module(f"yamleval.{kind}").__all__ for kind in ("runners", "scorers")):
-        return True
-    for kind in ("runners", "scorers", "datasets"):
-        ep = plugins.entry_points(kind).get(name)
-        if ep is not None:
-            return ep.value.startswith("yamleval.")
-    return False
+    return any(name in plugins.builtins(kind) for kind in ("runners", "scorers", "datasets"))
 
 
 def _version(name: str) -> str:

@@ -69,16 +69,16 @@ def test_explicit_parameters_win(tmp_path):
 
 @pytest.mark.parametrize("entries, message", [
     (["calculater"], "tools[0]: unknown tool 'calculater' (did you mean 'calculator'?)"),
-    (["shell"], "tools[0]: unknown tool 'shell' (built-in tools: calculator, python_exec, file_ops, "
+    (["shell"], "tools[0]: unknown tool 'shell' (built-in tools: calculator, file_ops, python_exec, "
                 "web_fetch, web_search; or use package.module:function)"),
     (["calculator", {"uses": "python_exec", "with": {"timout": 3}}],
      "tools[1]: unknown option 'timout' in `with:` (did you mean 'timeout'?)"),
     ([{"uses": "calculator", "use": 1}], "tools[0]: unknown key 'use' (did you mean 'uses'?)"),
     ([{"name": "x"}], "tools[0]: a tool needs `uses:`"),
     ([3], "tools[0]: a tool is a name or a mapping with `uses:`, not int"),
-    (["tools.sample_tools:lokup"], "tools[0]: module 'tools.sample_tools' has no 'lokup' "
-                                   "(did you mean 'tools.sample_tools:lookup'?)"),
-    (["tools.no_such_module:f"], "tools[0]: cannot import 'tools.no_such_module'"),
+    (["tools.sample_tools:lokup"], "tools[0]: tool 'tools.sample_tools:lokup': module 'tools.sample_tools' has no "
+                                   "attribute 'lokup' (did you mean 'tools.sample_tools:lookup'?)"),
+    (["tools.no_such_module:f"], "tools[0]: tool 'tools.no_such_module:f': no module named 'tools.no_such_module'"),
     (["calculator", "calculator"], "tools[1]: a second tool named 'calculator'"),
     ([{"uses": "calculator", "name": "two words"}], "tools[0]: tool name 'two words' must be"),
 ])

@@ -2,21 +2,16 @@
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 from typing import Sequence
 
+from yamleval import plugins
 from yamleval.errors import UsageError, YamlevalError, describe_exception, display_path
 from yamleval.reporting.files import NamedFile, atomic_output
 from yamleval.types import ExperimentResult, RunInfo
 
-# format -> (module, file name in the report folder)
-FORMATS = {
-    "html": ("yamleval.reporting.html", "report.html"),
-    "junit": ("yamleval.reporting.junit", "junit.xml"),
-    "json": ("yamleval.reporting.json_report", "results.json"),
-    "markdown": ("yamleval.reporting.markdown", "summary.md"),
-}
+# format -> entry point (group yamleval.reports) of its module: a ``Writer`` and the ``FILE_NAME`` it writes
+FORMATS = plugins.entry_points("reports")
 ALL_FORMATS = tuple(FORMATS)
 
 
@@ -28,15 +23,16 @@ def write_reports(directory: str, formats: Sequence[str], run: RunInfo,
     results = list(results)
     try:
         with contextlib.ExitStack() as files:
-            writers = []
+            writers, paths = [], []
             for name in names:
-                path = os.path.join(directory, FORMATS[name][1])
-                out = files.enter_context(atomic_output(path))
-                writers.append(importlib.import_module(FORMATS[name][0]).Writer(NamedFile(out, path), run, results))
+                module = FORMATS[name].load()
+                paths.append(os.path.join(directory, module.FILE_NAME))
+                out = files.enter_context(atomic_output(paths[-1]))
+                writers.append(module.Writer(NamedFile(out, paths[-1]), run, results))
             _stream(writers, results)
     except OSError as exc:
         raise _unwritable(exc.filename or directory, exc, run.run_id) from None
-    return [os.path.join(directory, FORMATS[name][1]) for name in names]
+    return paths
 
 
 def describe_failure(exc: BaseException, run_id: str) -> str:

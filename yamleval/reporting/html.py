@@ -21,6 +21,7 @@ from yamleval.reporting.files import atomic_output, render_with
 from yamleval.reporting.text import trajectory_steps
 from yamleval.types import ExperimentResult, ItemResult, RunInfo, ScoreResult
 
+FILE_NAME = "report.html"  # in the report folder
 FIELD_CAP = 20_000  # characters of one text field embedded in the page
 TRUNCATED = "… (truncated; full text in results.json / the database)"
 STATUSES = ("passed", "failed", "error", "skipped")

@@ -12,6 +12,7 @@ from typing import IO, Any, Sequence
 from yamleval.records import encode, encode_record
 from yamleval.types import ExperimentResult, ItemResult, RunInfo, Summary, Usage
 
+FILE_NAME = "results.json"  # in the report folder
 FORMAT_VERSION = 1
 _CHUNK = 1000  # items joined into one write
 

@@ -23,6 +23,7 @@ from yamleval.reporting.text import (as_text, clean_text, criterion_message, cri
                                      score_text, trajectory_steps)
 from yamleval.types import CriterionResult, ExperimentResult, ItemResult, RunInfo
 
+FILE_NAME = "junit.xml"  # in the report folder
 NAME_LIMIT = 512
 TRAJECTORY_STEPS = 30  # steps of an agent's trace shown in a failure body
 

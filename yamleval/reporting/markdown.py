@@ -17,6 +17,7 @@ from yamleval.reporting.files import atomic_output
 from yamleval.reporting.text import as_text, clean_text, criterion_name, item_message, reveal_bidi
 from yamleval.types import ExperimentResult, ItemResult, RunInfo
 
+FILE_NAME = "summary.md"  # in the report folder
 MAX_BYTES = 1024 * 1024  # GitHub refuses a bigger step summary
 WORST_ITEMS = 10
 CELL_LIMIT = 120  # characters of model text in one table cell

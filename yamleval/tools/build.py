@@ -1,4 +1,4 @@
-"""Tools from the YAML ``tools:`` list: built-in names and ``package.module:function`` entries.
+"""Tools from the YAML ``tools:`` list: registered names and ``package.module:function`` entries.
 
 Built-ins and custom functions take the same path: keyword-only parameters and ``with:``
 keys are options set in YAML (hidden from the model), a ``sandbox`` parameter receives the
@@ -8,44 +8,24 @@ from __future__ import annotations
 
 import difflib
 import functools
-import importlib
 import inspect
 import re
 from typing import Any, Callable
 
-from yamleval.tools.calculator import calculator
-from yamleval.tools.file_ops import file_ops
-from yamleval.tools.python_exec import python_exec
+from yamleval import plugins
 from yamleval.tools.tool import Tool, schema_from_function
-from yamleval.tools.web import web_fetch, web_search
 
-BUILTINS: dict[str, Callable[..., Any]] = {
-    "calculator": calculator, "python_exec": python_exec, "file_ops": file_ops,
-    "web_fetch": web_fetch, "web_search": web_search,
-}
 ENTRY_KEYS = ("uses", "name", "description", "parameters", "with")
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_REFERENCE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
-def _import(reference: str, where: str) -> Callable[..., Any]:
-    if not _REFERENCE.match(reference):
-        close = difflib.get_close_matches(reference, list(BUILTINS), n=1, cutoff=0.6)
-        hint = (f"did you mean '{close[0]}'?" if close else
-                f"built-in tools: {', '.join(BUILTINS)}; or use package.module:function")
-        raise ValueError(f"{where}: unknown tool '{reference}' ({hint})")
-    module_name, attr = reference.split(":")
+def _function(uses: str, where: str) -> Callable[..., Any]:
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"{where}: cannot import '{module_name}' for tool '{reference}': {exc}") from None
-    function = getattr(module, attr, None)
-    if function is None:
-        close = difflib.get_close_matches(attr, [n for n in dir(module) if not n.startswith("_")], n=1)
-        hint = f" (did you mean '{module_name}:{close[0]}'?)" if close else ""
-        raise ValueError(f"{where}: module '{module_name}' has no '{attr}'{hint}")
+        function = plugins.load("tools", uses)
+    except plugins.Unresolved as exc:
+        raise ValueError(f"{where}: {exc.message}{f' ({exc.hint})' if exc.hint else ''}") from None
     if not callable(function):
-        raise ValueError(f"{where}: '{reference}' is not a function")
+        raise ValueError(f"{where}: '{uses}' is not a function")
     return function
 
 
@@ -96,10 +76,10 @@ def build_tool(entry: Any, sandbox: str, where: str = "tools") -> Tool:
     if uses == "web_search" and not options.get("url"):
         raise ValueError(f"{where}: web_search needs `with: {{url: ...}}` "
                          "(a search URL with {query}, and `results:` the path to the result list)")
-    function = BUILTINS.get(uses) or _import(uses, where)
+    function = _function(uses, where)
     bound, hidden = _bind(function, options, sandbox, where)
     description, parameters = schema_from_function(function, hidden)
-    name = fields.get("name") or (uses if uses in BUILTINS else uses.rsplit(":", 1)[-1])
+    name = fields.get("name") or uses.rpartition(":")[2]
     if not _NAME.match(name):
         raise ValueError(f"{where}: tool name '{name}' must be 1-64 letters, digits, '_' or '-'")
     if fields.get("parameters") is not None:
