@@ -13,6 +13,7 @@ from yamleval import calls, plugins
 from yamleval.config.model import DatasetSpec, Experiment, PluginSpec
 from yamleval.datasets import Dataset, open_dataset
 from yamleval.errors import ConfigError, raise_all
+from yamleval.redaction import Secrets
 from yamleval.scoring import Scorer
 
 if TYPE_CHECKING:
@@ -25,6 +26,11 @@ class Prepared:
     runner: calls.BoundCall
     scorers: tuple[Scorer, ...]
     models: Models | None = None
+
+    @property
+    def secrets(self) -> Secrets:
+        """What the run keeps out of everything it writes: the secrets of the experiment's load."""
+        return self.experiment.secrets
 
     def open_dataset(self, limit: int | None = None) -> Dataset:
         return open_dataset(self.experiment.dataset, limit, _dataset_plugin)
