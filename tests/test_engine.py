@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 import threading
 import time
 
@@ -151,6 +152,28 @@ def test_each_items_score_is_its_own_and_cannot_be_changed(write_config):
         result.items[0].status = "failed"
     assert second.reason is None and first.reason is None
     assert [r.status for r in result.items] == ["passed", "passed"]
+
+
+def test_the_config_folder_is_importable_while_loading_and_running_only(write_config, tmp_path):
+    """A plugin next to the config may import a sibling module when it runs; afterwards
+    ``sys.path`` is as it was."""
+    (tmp_path / "folder_runner.py").write_text(
+        "def run(input):\n    import folder_helper  # imported only when an item runs\n"
+        "    return folder_helper.shout(input)\n", encoding="utf-8")
+    (tmp_path / "folder_helper.py").write_text("def shout(text):\n    return text.upper()\n", encoding="utf-8")
+    before = list(sys.path)
+    try:
+        result = run(write_config, """
+            experiments:
+              - id: e
+                dataset: {items: [{input: a}]}
+                runner: folder_runner:run
+        """)
+        assert [(r.status, r.output) for r in result.items] == [("passed", "A")]
+        assert sys.path == before
+    finally:
+        sys.modules.pop("folder_runner", None)
+        sys.modules.pop("folder_helper", None)
 
 
 def test_no_scorers_means_passed(write_config):

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import gc
 import os
 import signal
 import sys
@@ -149,9 +148,6 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
             python_version=provenance.python_version(), host=provenance.host(), config_files=tuple(project.files),
             config_hash=config_hash, git_commit=commit, git_dirty=dirty,
         ), texts, provenance.plugin_versions(experiments, __version__), ids)
-    # Results are long-lived and acyclic: collecting them over and over is wasted work.
-    gc.freeze()
-    gc.set_threshold(50_000, 20, 100)
     completed = {eid for eid, row in finished_rows.items() if row["status"] == "completed"}
     stored_results = {r.experiment_id: r for r in store.results(run_id, completed)} if completed else {}
     results = []
@@ -182,10 +178,11 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
                     if progress is not None:
                         progress.on_item(result)
 
-                result = engine.run_experiment(
-                    item, concurrency=concurrency, limit=limit, on_item=on_item,
-                    on_progress=progress.on_progress if progress else None,
-                    stop=interrupts.stop, abandon=interrupts.abandon, previous=previous, keep_items=False)
+                with plan.importable(item.experiment):
+                    result = engine.run_experiment(
+                        item, concurrency=concurrency, limit=limit, on_item=on_item,
+                        on_progress=progress.on_progress if progress else None,
+                        stop=interrupts.stop, abandon=interrupts.abandon, previous=previous, keep_items=False)
                 if progress:
                     progress.close()
                 if store_failures:
