@@ -1,6 +1,7 @@
 """The command line as a user runs it: exit codes, reports, interrupts."""
 from __future__ import annotations
 
+import gc
 import json
 import signal
 import subprocess
@@ -28,6 +29,19 @@ FAILING = """
         runner: echo
         scorers: [exact_match]
 """
+
+
+def test_a_run_in_this_process_leaves_its_interpreter_as_it_found_it(write_config, tmp_path, monkeypatch):
+    """No ``sys.path`` entry and no garbage collector setting outlive ``yamleval run``."""
+    from yamleval.cli import main
+
+    config = write_config(PASSING)
+    monkeypatch.chdir(tmp_path)
+    path, threshold, frozen = list(sys.path), gc.get_threshold(), gc.get_freeze_count()
+    with pytest.raises(SystemExit) as done:
+        main(["run", str(config), "--quiet", "--report-dir", "out"])
+    assert done.value.code == 0
+    assert (list(sys.path), gc.get_threshold(), gc.get_freeze_count()) == (path, threshold, frozen)
 
 
 def test_exit_0_when_every_experiment_passes(write_config, tmp_path):

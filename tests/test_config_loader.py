@@ -27,6 +27,27 @@ def test_defaults_are_inherited_and_overridden(write_config):
     assert (overrides.concurrency, overrides.timeout) == (7, 2.0)
 
 
+@pytest.mark.parametrize("setting, message", [
+    ("concurrency: 2.0", "concurrency: error: expected a whole number, got a number 2.0"),
+    ("timeout: .inf", "timeout: error: expected a number, got a value that is not a finite number .inf"),
+    ("timeout: .nan", "timeout: error: expected a number, got a value that is not a finite number .nan"),
+    ("labl: x", "labl: error: unknown key 'labl' (did you mean 'label'?)"),
+])
+def test_values_the_schema_refuses_are_errors(write_config, setting, message):
+    """Cases where JSON Schema's own reading is laxer than a setting can use (2.0 counts as an
+    integer there, .inf as a number) are refused, like any unknown key."""
+    path = write_config(f"""
+        experiments:
+          - id: e
+            {setting}
+            dataset: {{items: [{{input: a}}]}}
+            runner: echo
+    """)
+    with pytest.raises(ConfigError) as caught:
+        load_project([path])
+    assert f"$.experiments[0].{message}" in caught.value.format_message()
+
+
 def test_includes_globs_and_standalone_experiment_files(write_config, tmp_path):
     write_config("""
         id: from-file

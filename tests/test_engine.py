@@ -1,6 +1,8 @@
 """Item status, isolation of failures, timeouts, callbacks, concurrency (DESIGN §4)."""
 from __future__ import annotations
 
+import dataclasses
+import sys
 import threading
 import time
 
@@ -132,6 +134,46 @@ def test_below_threshold_fails_and_at_threshold_passes(write_config):
     summary = result.summary.scorers["levenshtein"]
     assert (summary.passed, summary.failed, summary.pass_rate) == (2, 1, pytest.approx(2 / 3))
     assert result.passed is False, "without criteria, any failed item fails the experiment"
+
+
+def test_each_items_score_is_its_own_and_cannot_be_changed(write_config):
+    result = run(write_config, """
+        experiments:
+          - id: e
+            dataset: {items: [{input: a, expected: a}, {input: b, expected: b}]}
+            runner: echo
+            scorers: [exact_match]
+    """)
+    first, second = (r.scores["exact_match"] for r in result.items)
+    assert (first.score, first.passed) == (second.score, second.passed) == (1.0, True)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        first.reason = "changed for the first item only"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.items[0].status = "failed"
+    assert second.reason is None and first.reason is None
+    assert [r.status for r in result.items] == ["passed", "passed"]
+
+
+def test_the_config_folder_is_importable_while_loading_and_running_only(write_config, tmp_path):
+    """A plugin next to the config may import a sibling module when it runs; afterwards
+    ``sys.path`` is as it was."""
+    (tmp_path / "folder_runner.py").write_text(
+        "def run(input):\n    import folder_helper  # imported only when an item runs\n"
+        "    return folder_helper.shout(input)\n", encoding="utf-8")
+    (tmp_path / "folder_helper.py").write_text("def shout(text):\n    return text.upper()\n", encoding="utf-8")
+    before = list(sys.path)
+    try:
+        result = run(write_config, """
+            experiments:
+              - id: e
+                dataset: {items: [{input: a}]}
+                runner: folder_runner:run
+        """)
+        assert [(r.status, r.output) for r in result.items] == [("passed", "A")]
+        assert sys.path == before
+    finally:
+        sys.modules.pop("folder_runner", None)
+        sys.modules.pop("folder_helper", None)
 
 
 def test_no_scorers_means_passed(write_config):

@@ -56,5 +56,6 @@ def run_experiment(experiment: Experiment | plan.Prepared, *, concurrency: int |
     ``on_progress(completed, total)`` are called as items finish; an exception in either is
     kept in ``result.warnings``."""
     prepared = experiment if isinstance(experiment, plan.Prepared) else plan.prepare(experiment)
-    return engine.run_experiment(prepared, concurrency=concurrency, limit=limit, on_item=on_item,
-                                 on_progress=on_progress, stop=stop)
+    with plan.importable(prepared.experiment):
+        return engine.run_experiment(prepared, concurrency=concurrency, limit=limit, on_item=on_item,
+                                     on_progress=on_progress, stop=stop)

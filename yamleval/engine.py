@@ -126,7 +126,7 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
             warnings.append(f"{name} callback raised {describe_exception(exc)}")
 
     def record(result: ItemResult) -> None:
-        result = redact_item(result)  # before anything stores or shows it
+        result = redact_item(result, prepared.secrets)  # before anything stores or shows it
         if keep_items:
             results.append(result)
         aggregator.add(result)
@@ -168,4 +168,4 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
         interrupted=interrupted, warnings=tuple(warnings), aborted=aborted,
         description=experiment.description, tags=experiment.tags, runner=experiment.runner.written(),
         dataset=experiment.dataset.describe(), scorers=tuple(s.plugin.written() for s in experiment.scorers),
-    ))
+    ), prepared.secrets)

@@ -1,18 +1,21 @@
 """Turn a loaded experiment into one ready to run: plugins bound, dataset openable.
 
 ``check`` does every load-time check without running anything (``yamleval validate``);
-``prepare`` does the same and keeps the bound plugins.
+``prepare`` does the same and keeps the bound plugins. Both make the config file's folder
+importable only while they bind; a run is made inside ``importable`` by its caller.
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from yamleval import calls, plugins
 from yamleval.config.model import DatasetSpec, Experiment, PluginSpec
 from yamleval.datasets import Dataset, open_dataset
 from yamleval.errors import ConfigError, raise_all
+from yamleval.redaction import Secrets
 from yamleval.scoring import Scorer
 
 if TYPE_CHECKING:
@@ -26,14 +29,28 @@ class Prepared:
     scorers: tuple[Scorer, ...]
     models: Models | None = None
 
+    @property
+    def secrets(self) -> Secrets:
+        """What the run keeps out of everything it writes: the secrets of the experiment's load."""
+        return self.experiment.secrets
+
     def open_dataset(self, limit: int | None = None) -> Dataset:
         return open_dataset(self.experiment.dataset, limit, _dataset_plugin)
 
 
-def _importable(experiment: Experiment) -> None:
-    """The config file's folder is importable, so ``plugins.mod:fn`` works next to it."""
-    if experiment.base_dir not in sys.path:
-        sys.path.insert(0, experiment.base_dir)
+@contextlib.contextmanager
+def importable(experiment: Experiment) -> Iterator[None]:
+    """The config file's folder on ``sys.path`` while inside, so that ``plugins.mod:fn`` next to
+    it is found when plugins are bound, and what they import lazily while a run is under way."""
+    folder = experiment.base_dir
+    added = folder not in sys.path
+    if added:
+        sys.path.insert(0, folder)
+    try:
+        yield
+    finally:
+        if added and folder in sys.path:
+            sys.path.remove(folder)
 
 
 def _dataset_plugin(spec: DatasetSpec) -> Callable:
@@ -82,7 +99,6 @@ def _check_model_names(spec: PluginSpec, bound: calls.BoundCall | None, models: 
 
 def _bind_all(experiment: Experiment, instantiate: bool):
     """The bound runner (None if it failed), the bound scorers, the models and every error met."""
-    _importable(experiment)
     errors: list[ConfigError] = []
     models = _models(experiment)
     runner = None
@@ -106,14 +122,16 @@ def _bind_all(experiment: Experiment, instantiate: bool):
 
 def check(experiment: Experiment, read_rows: bool = True) -> list[ConfigError]:
     """Every error ``prepare`` would raise, plus every bad dataset row, without running anything."""
-    _, _, _, errors = _bind_all(experiment, instantiate=False)
-    errors.extend(_check_dataset(experiment.dataset, experiment.context(), read_rows))
+    with importable(experiment):
+        _, _, _, errors = _bind_all(experiment, instantiate=False)
+        errors.extend(_check_dataset(experiment.dataset, experiment.context(), read_rows))
     return errors
 
 
 def prepare(experiment: Experiment) -> Prepared:
     """Bind the runner and scorers; raise every config error found."""
-    runner, scorers, models, errors = _bind_all(experiment, instantiate=True)
-    errors.extend(_check_dataset(experiment.dataset, experiment.context(), read_rows=False))
+    with importable(experiment):
+        runner, scorers, models, errors = _bind_all(experiment, instantiate=True)
+        errors.extend(_check_dataset(experiment.dataset, experiment.context(), read_rows=False))
     raise_all(errors)
     return Prepared(experiment, runner, tuple(scorers), models if experiment.models else None)

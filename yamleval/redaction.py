@@ -2,24 +2,38 @@
 
 A ``${VAR}`` value reaches runners, models and tools; a server may echo it in an error
 body, a program may print it, a model may repeat it. Results are cleaned as each item
-finishes, before the database, the reports or the terminal see them: every value expanded
-from the environment (see ``yamleval.config.interpolate``), also JSON-escaped or
-percent-encoded as it would stand in a reply or a URL, becomes the ``${VAR}`` it came from.
+finishes, before the database, the reports or the terminal see them: every value the
+project's load expanded from the environment (``Secrets``, gathered by
+``yamleval.config.interpolate``), also JSON-escaped or percent-encoded as it would stand
+in a reply or a URL, becomes the ``${VAR}`` it came from.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
 import re
-import threading
-from typing import Any, Callable
+from dataclasses import InitVar, dataclass, field
+from typing import Any, Callable, Mapping
 from urllib.parse import quote, quote_plus
 
-from yamleval.config.interpolate import known_secret_count, known_secrets
 from yamleval.types import ExperimentResult, ItemResult
 
-_cache: tuple[int, re.Pattern | None, dict[str, str]] = (0, None, {})
-_cache_lock = threading.Lock()
+
+@dataclass(frozen=True)
+class Secrets:
+    """The values one load of a project expanded from the environment, each with the
+    ``${NAME}`` it came from; a run of that project keeps them out of what it writes."""
+
+    names: InitVar[Mapping[str, str] | None] = None  # value -> "${NAME}"
+    # every form of every value -> its "${NAME}", and one pattern over them (never shown in a repr)
+    replacements: Mapping[str, str] = field(init=False, repr=False, default_factory=dict)
+    pattern: re.Pattern | None = field(init=False, repr=False, default=None)
+
+    def __post_init__(self, names: Mapping[str, str] | None) -> None:
+        replacements = {form: name for value, name in (names or {}).items() for form in _forms(value)}
+        forms = sorted(replacements, key=len, reverse=True)  # the longest form wins where two overlap
+        object.__setattr__(self, "replacements", replacements)
+        object.__setattr__(self, "pattern", re.compile("|".join(map(re.escape, forms))) if forms else None)
 
 
 def _forms(value: str) -> set[str]:
@@ -27,34 +41,11 @@ def _forms(value: str) -> set[str]:
     return {value, json.dumps(value)[1:-1], quote(value, safe=""), quote_plus(value, safe="")}
 
 
-def _matcher() -> tuple[re.Pattern | None, dict[str, str]]:
-    """One compiled pattern over every form of every known secret, rebuilt when one is added."""
-    global _cache
-    if known_secret_count() == _cache[0]:
-        return _cache[1], _cache[2]
-    secrets = known_secrets()
-    replacements = {form: name for value, name in secrets.items() for form in _forms(value)}
-    forms = sorted(replacements, key=len, reverse=True)  # the longest form wins where two overlap
-    pattern = re.compile("|".join(map(re.escape, forms))) if forms else None
-    with _cache_lock:
-        _cache = (len(secrets), pattern, replacements)
-    return pattern, replacements
-
-
-def redact_text(text: str) -> str:
-    """``text`` with each known secret replaced by its ``${VAR}``."""
-    pattern, replacements = _matcher()
-    if pattern is None or not isinstance(text, str):
+def redact_text(text: str, secrets: Secrets) -> str:
+    """``text`` with each of ``secrets`` replaced by its ``${VAR}``."""
+    if secrets.pattern is None or not isinstance(text, str):
         return text
-    return pattern.sub(lambda m: replacements[m.group()], text)
-
-
-def redact_value(value: Any) -> Any:
-    """A JSON-like value with its strings (and keys) redacted; the same object when nothing changed."""
-    pattern, replacements = _matcher()
-    if pattern is None:
-        return value
-    return _walk(value, pattern, replacements)
+    return secrets.pattern.sub(lambda m: secrets.replacements[m.group()], text)
 
 
 def _walk(value: Any, pattern: re.Pattern, replacements: dict[str, str]) -> Any:
@@ -81,15 +72,15 @@ def _walk(value: Any, pattern: re.Pattern, replacements: dict[str, str]) -> Any:
     return value
 
 
-def redact_item(result: ItemResult) -> ItemResult:
-    """An item's result with no known secret in its item, output, error, scores, metadata or trace.
+def redact_item(result: ItemResult, secrets: Secrets) -> ItemResult:
+    """An item's result with none of ``secrets`` in its item, output, error, scores, metadata or trace.
 
     Every item of a run passes here: a quick look for any secret comes first, and only an
     item that holds one is copied."""
-    pattern, replacements = _matcher()
+    pattern = secrets.pattern
     if pattern is None or not _holds(result, pattern.search):
         return result
-    return _walk(result, pattern, replacements)
+    return _walk(result, pattern, secrets.replacements)
 
 
 def _holds(result: ItemResult, search: Callable[[str], Any]) -> bool:
@@ -124,13 +115,12 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def redact_experiment(result: ExperimentResult) -> ExperimentResult:
+def redact_experiment(result: ExperimentResult, secrets: Secrets) -> ExperimentResult:
     """An experiment's warnings and stop reason redacted (its items were, one by one)."""
-    pattern, _ = _matcher()
-    if pattern is None:
+    if secrets.pattern is None:
         return result
-    warnings = tuple(redact_text(w) for w in result.warnings)
-    aborted = redact_text(result.aborted) if result.aborted else result.aborted
+    warnings = tuple(redact_text(w, secrets) for w in result.warnings)
+    aborted = redact_text(result.aborted, secrets) if result.aborted else result.aborted
     if warnings == result.warnings and aborted == result.aborted:
         return result
     return dataclasses.replace(result, warnings=warnings, aborted=aborted)

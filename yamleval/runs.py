@@ -173,7 +173,7 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
 def _run_experiment(db, run_id: str, position: int, ready, begun: bool, dataset_hash: str, limit, concurrency,
                     stop: threading.Event, abandon, watcher: RunWatcher) -> ExperimentResult:
     """One experiment, its items stored as they finish; resumed where it was ``begun`` before."""
-    from yamleval import engine
+    from yamleval import engine, plan
     from yamleval.store import StoreWriteError
 
     experiment_id = ready.experiment.id
@@ -190,10 +190,11 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: bool, dataset_
         watcher.item_finished(experiment_id, result)
 
     try:
-        result = engine.run_experiment(
-            ready, concurrency=concurrency, limit=limit, on_item=on_item,
-            on_progress=lambda completed, total: watcher.progress(experiment_id, completed, total),
-            stop=stop, abandon=abandon, previous=previous, keep_items=False)
+        with plan.importable(ready.experiment):
+            result = engine.run_experiment(
+                ready, concurrency=concurrency, limit=limit, on_item=on_item,
+                on_progress=lambda completed, total: watcher.progress(experiment_id, completed, total),
+                stop=stop, abandon=abandon, previous=previous, keep_items=False)
     finally:
         if ready.models is not None:
             ready.models.close()

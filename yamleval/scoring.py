@@ -24,18 +24,6 @@ class Scorer:
         return self.spec.id
 
 
-# Outcomes that recur item after item (a verdict, a full or zero score, nothing else said) are
-# made once per scorer and shared: a ScoreResult is immutable. Keyed by id(spec), with the
-# spec kept alongside so that an id is never taken for another spec's.
-_SHARED: dict[tuple[int, float | None, bool | None], tuple[ScorerSpec, ScoreResult]] = {}
-
-
-def _shareable(score: float | None, passed: Any) -> bool:
-    if not (passed is None or passed is True or passed is False):
-        return False
-    return score is None or score == 1.0 or (score == 0.0 and math.copysign(1.0, score) > 0)
-
-
 def _count(value: Any) -> bool:
     """A token count: a whole number, not negative, not a bool (summed into the run's totals)."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
@@ -66,16 +54,7 @@ def _finish(spec: ScorerSpec, score: float | None, verdict: bool | None, reason:
     if spec.threshold is not None and score is not None:
         meets = score >= spec.threshold
         passed = meets if passed is None else (passed and meets)
-    if reason is not None or metadata is not None or usage is not None or not _shareable(score, passed):
-        return ScoreResult(spec.id, "success", score, passed, spec.threshold, reason, None, metadata, usage)
-    key = (id(spec), score, passed)
-    shared = _SHARED.get(key)
-    if shared is not None and shared[0] is spec:
-        return shared[1]
-    if len(_SHARED) > 4096:
-        _SHARED.clear()
-    result = _SHARED[key] = (spec, ScoreResult(spec.id, "success", score, passed, spec.threshold, None, None, None))
-    return result[1]
+    return ScoreResult(spec.id, "success", score, passed, spec.threshold, reason, None, metadata, usage)
 
 
 def _error(spec: ScorerSpec, message: str) -> ScoreResult:

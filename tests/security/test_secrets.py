@@ -175,24 +175,56 @@ def test_errors_and_traces_in_the_database_name_the_variable_not_the_value(run):
     assert any("HTTP 401" in e for e in errors) and any("HTTP 500" in e for e in errors)
 
 
-def test_encoded_forms_of_a_secret_are_redacted_too():
+def _load_and_run(write_config, tmp_path, name: str, body: str):
+    import yamleval
+
+    [experiment] = yamleval.load_experiments(write_config(body, name=name))
+    return yamleval.run_experiment(experiment)
+
+
+def test_encoded_forms_of_a_secret_are_redacted_too(write_config, tmp_path, monkeypatch):
     """A key with ``/``, ``+`` and ``"`` stands percent-encoded in a URL and escaped in JSON."""
-    from yamleval.config.interpolate import expand_text
-    from yamleval.redaction import redact_text, redact_value
-
     value = 'k3y/with+odd"chars=='
-    assert expand_text("Bearer ${ODD_SECRET}", {"ODD_SECRET": value}) == f"Bearer {value}"
-    text = f'GET /x?key=k3y%2Fwith%2Bodd%22chars%3D%3D body {json.dumps({"k": value})} raw {value}'
-    assert redact_text(text) == 'GET /x?key=${ODD_SECRET} body {"k": "${ODD_SECRET}"} raw ${ODD_SECRET}'
-    nested = {"trace": [{"result": f"echo {value}"}], value: 1}
-    assert redact_value(nested) == {"trace": [{"result": "echo ${ODD_SECRET}"}], "${ODD_SECRET}": 1}
-    untouched = {"a": ["b"]}
-    assert redact_value(untouched) is untouched
+    encoded = f'GET /x?key=k3y%2Fwith%2Bodd%22chars%3D%3D body {json.dumps({"k": value})} raw {value}'
+    monkeypatch.setenv("ODD_SECRET", value)
+    result = _load_and_run(write_config, tmp_path, "odd.yaml", """
+        experiments:
+          - id: odd
+            dataset: {items: [{id: q, input: hi}]}
+            runner: {uses: echo, with: {output: {text: %s, trace: [{result: "echo ${ODD_SECRET}"}]}}}
+    """ % json.dumps(encoded.replace(value, "${ODD_SECRET}")))
+    [item] = result.items
+    assert item.output == {"text": 'GET /x?key=${ODD_SECRET} body {"k": "${ODD_SECRET}"} raw ${ODD_SECRET}',
+                           "trace": [{"result": "echo ${ODD_SECRET}"}]}
 
 
-def test_short_values_are_not_treated_as_secrets():
-    from yamleval.config.interpolate import expand_text
-    from yamleval.redaction import redact_text
+def test_short_values_are_not_treated_as_secrets(write_config, tmp_path, monkeypatch):
+    monkeypatch.setenv("SHORT_SETTING", "true")
+    result = _load_and_run(write_config, tmp_path, "short.yaml", """
+        experiments:
+          - id: short
+            dataset: {items: [{id: q, input: "it is true"}]}
+            runner: {uses: echo, with: {delay: 0, output: "${SHORT_SETTING} that it is true"}}
+    """)
+    assert result.items[0].output == "true that it is true"
 
-    assert expand_text("${SHORT_SETTING}", {"SHORT_SETTING": "true"}) == "true"
-    assert redact_text("it is true") == "it is true"
+
+def test_a_projects_secrets_are_kept_out_of_its_own_run_only(write_config, tmp_path, monkeypatch):
+    """Two projects in one process: the value project A took from ``${TOKEN}`` is a plain
+    word in project B, which never referred to it."""
+    monkeypatch.setenv("TOKEN", "correcthorse")
+    a = _load_and_run(write_config, tmp_path, "a.yaml", """
+        experiments:
+          - id: a
+            dataset: {items: [{id: q, input: hi}]}
+            runner: {uses: echo, with: {output: "the token is ${TOKEN}"}}
+    """)
+    assert a.items[0].output == "the token is ${TOKEN}"
+    monkeypatch.delenv("TOKEN")
+    b = _load_and_run(write_config, tmp_path, "b.yaml", """
+        experiments:
+          - id: b
+            dataset: {items: [{id: q, input: "the word is correcthorse"}]}
+            runner: echo
+    """)
+    assert b.items[0].output == "the word is correcthorse"

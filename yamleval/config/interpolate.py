@@ -1,14 +1,14 @@
 """``${VAR}`` and ``${VAR:-default}`` from the environment, applied at load time.
 
 Only the expanded copy is used to run; the stored and reported config keeps the
-original text. Every value taken from the environment is remembered, so that what a
-run writes can be cleaned of it (``yamleval.redaction``): a server or a program may
-repeat a key in an error, a reply or a trace. ``$${`` is a literal ``${``.
+original text. Every value taken from the environment is noted in the ``secrets`` given,
+so that what a run of that config writes can be cleaned of it (``yamleval.redaction``):
+a server or a program may repeat a key in an error, a reply or a trace. ``$${`` is a
+literal ``${``.
 """
 from __future__ import annotations
 
 import re
-import threading
 from typing import Any, Mapping
 
 from yamleval.config.yaml_source import SourceMap
@@ -21,26 +21,6 @@ _SYNTAX_HINT = "write ${NAME} or ${NAME:-default}; $${ is a literal ${"
 # Shorter values ("1", "true", "gpt-4") are no credentials, and replacing them in model text
 # would garble it.
 MIN_SECRET_LENGTH = 8
-_secrets: dict[str, str] = {}  # a value from the environment -> the reference that gave it
-_secrets_lock = threading.Lock()
-
-
-def remember_secret(name: str, value: str) -> None:
-    """Note that ``${name}`` expanded to ``value``, so that it can be kept out of what is written."""
-    if len(value) >= MIN_SECRET_LENGTH and value not in _secrets:
-        with _secrets_lock:
-            _secrets.setdefault(value, "${" + name + "}")
-
-
-def known_secret_count() -> int:
-    """How many values ``known_secrets`` holds: values are only ever added, so a cheap change check."""
-    return len(_secrets)
-
-
-def known_secrets() -> dict[str, str]:
-    """Every value expanded from the environment so far, with the ``${NAME}`` it came from."""
-    with _secrets_lock:
-        return dict(_secrets)
 
 
 class ReferenceSyntaxError(ValueError):
@@ -52,8 +32,9 @@ class ReferenceSyntaxError(ValueError):
         self.hint = hint
 
 
-def expand_text(text: str, environ: Mapping[str, str]) -> str:
-    """Expand the references in one string; raise ``KeyError(name)`` or ``ReferenceSyntaxError``."""
+def expand_text(text: str, environ: Mapping[str, str], secrets: dict[str, str]) -> str:
+    """Expand the references in one string, noting each value taken in ``secrets`` (value ->
+    ``${NAME}``); raise ``KeyError(name)`` or ``ReferenceSyntaxError``."""
     def replace(match: re.Match) -> str:
         if match.group(0) == "$${":
             return "${"
@@ -72,14 +53,17 @@ def expand_text(text: str, environ: Mapping[str, str]) -> str:
             if sep:
                 return default
             raise KeyError(name)
-        remember_secret(name, value)
+        if len(value) >= MIN_SECRET_LENGTH:
+            secrets.setdefault(value, "${" + name + "}")
         return value
 
     return _REFERENCE.sub(replace, text)
 
 
-def expand(data: Any, source: SourceMap, environ: Mapping[str, str], path: tuple = ()) -> tuple[Any, list[ConfigError]]:
-    """Return a copy of ``data`` with every string expanded, and the errors met."""
+def expand(data: Any, source: SourceMap, environ: Mapping[str, str],
+           secrets: dict[str, str]) -> tuple[Any, list[ConfigError]]:
+    """Return a copy of ``data`` with every string expanded, and the errors met; the values
+    taken from ``environ`` are noted in ``secrets``."""
     errors: list[ConfigError] = []
 
     def walk(value: Any, at: tuple) -> Any:
@@ -87,7 +71,7 @@ def expand(data: Any, source: SourceMap, environ: Mapping[str, str], path: tuple
             if "$" not in value:
                 return value
             try:
-                return expand_text(value, environ)
+                return expand_text(value, environ, secrets)
             except KeyError as exc:
                 errors.append(source.error(at, f"environment variable {exc.args[0]} is not set",
                                            hint=f"set it, or give a default: ${{{exc.args[0]}:-value}}",
@@ -103,4 +87,4 @@ def expand(data: Any, source: SourceMap, environ: Mapping[str, str], path: tuple
             return [walk(v, at + (i,)) for i, v in enumerate(value)]
         return value
 
-    return walk(data, path), errors
+    return walk(data, ()), errors

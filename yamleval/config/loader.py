@@ -1,6 +1,7 @@
 """Read project and experiment files: includes, defaults, ``${VAR}``, schema, id checks."""
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import fnmatch
 import glob
@@ -12,6 +13,7 @@ from yamleval.config import interpolate, schema, yaml_source
 from yamleval.config.model import Experiment, build_experiment
 from yamleval.config.yaml_source import SourceMap
 from yamleval.errors import ConfigError, Location, display_path, raise_all
+from yamleval.redaction import Secrets
 
 PROJECT_KEYS = {"models", "defaults", "store", "reports", "include", "experiments"}
 
@@ -67,6 +69,7 @@ class _Loader:
         self.experiments: list[Experiment] = []
         self.files: list[str] = []
         self.settings: dict[str, Any] = {}
+        self.secrets: dict[str, str] = {}  # every value taken from ``environ`` -> its "${NAME}"
 
     def load(self, file_path: str, defaults: Mapping[str, Any], project_vars: Mapping[str, Any],
              models: Mapping[str, Any],
@@ -96,7 +99,7 @@ class _Loader:
         if not isinstance(raw, dict):
             self.errors.append(_not_a_mapping(raw, source))
             return
-        data, errors = interpolate.expand(raw, source, self.environ)
+        data, errors = interpolate.expand(raw, source, self.environ, self.secrets)
         source.raw = raw
         if errors:
             self.errors.extend(errors)
@@ -181,8 +184,9 @@ def load_project(paths: list[str] | tuple[str, ...], environ: Mapping[str, str] 
     settings = loader.settings
     reports = settings.get("reports") or {}
     base = settings.get("base_dir", ".")
+    secrets = Secrets(loader.secrets)  # what a run of any of these experiments keeps out of its results
     return Project(
-        experiments=tuple(loader.experiments),
+        experiments=tuple(dataclasses.replace(e, secrets=secrets) for e in loader.experiments),
         files=tuple(loader.files),
         models=settings.get("models") or {},
         store=os.path.join(base, settings["store"]) if "store" in settings else None,

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from yamleval.config.yaml_source import Path, SourceMap
+from yamleval.redaction import Secrets
 
 DEFAULTS = {"concurrency": 8, "timeout": 60.0, "retries": 2}
 
@@ -126,6 +127,7 @@ class Experiment:
     timeout: float = DEFAULTS["timeout"]
     retries: int = DEFAULTS["retries"]
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    secrets: Secrets = field(default_factory=Secrets, repr=False, compare=False)  # of the project's whole load
 
     def context(self, scorer: str | None = None) -> str:
         """``experiment 'x' › scorer 'y'``, for messages."""
