@@ -89,7 +89,7 @@ def _step(entry: Any, depth: int) -> TraceStep:
 
 def _calls(entry: Mapping[str, Any], depth: int) -> tuple[TraceStep, ...]:
     found: list[TraceStep] = []
-    for key in _NESTED if depth < 8 else ():
+    for key in _NESTED if depth < 8 else ():  # calls nested deeper are not searched
         value = entry.get(key)
         value = value.get("parts") if key == "content" and isinstance(value, Mapping) else value
         for step in (_step(inner, depth + 1) for inner in (value if isinstance(value, list) else ())):
