@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 import yamleval
-from yamleval.scorers.tools import tool_call_accuracy, tool_names
+from yamleval.scorers.tools import tool_call_accuracy
 
 
 def calls(*names):
@@ -63,7 +63,9 @@ def test_every_accepted_shape():
         {"role": "tool", "name": "g", "content": "result"},
         {"role": "assistant", "content": {"parts": [{"type": "tool_call", "toolName": "h"}]}},
     ]
-    assert tool_names(trace) == ["plain", "a", "b", "c", "d", "e", "searchProducts", "f", "g", "h"]
+    score = tool_call_accuracy(trace, expected_tool="a")
+    assert score.metadata["tool_call_accuracy"]["actual_tools"] == ["plain", "a", "b", "c", "d", "e", "searchProducts",
+                                                                    "f", "g", "h"]
 
 
 def test_dict_trace_with_tool_calls():

@@ -84,17 +84,12 @@ def _row(result: ItemResult, scorer_ids: Sequence[str]) -> list[Any]:
     output, expected = _text(result.output), _text(item.expected)
     if output is not None and output == expected:
         output = SAME_AS_EXPECTED
+    steps = [[_text(title), _text(details)] for title, details in trajectory_steps(result.trace)]  # capped as any field
     return [_text(item.id), result.status, _text(item.input), output, expected,
             _text(result.error), round(result.latency_ms, 1),
             None if result.usage is None else result.usage.total_tokens,
             [_score_cell(scores.get(sid)) for sid in scorer_ids], _text(item.label),
-            _text(item.metadata) if item.metadata else None, _trajectory(result.trace)]
-
-
-def _trajectory(trace: Any) -> list[list[str]] | None:
-    """The runner's steps as [title, details] pairs, each capped like any other field."""
-    steps = trajectory_steps(trace)
-    return [[_text(title), _text(details)] for title, details in steps] if steps else None
+            _text(item.metadata) if item.metadata else None, steps or None]
 
 
 def _histogram_svg(counts: list[int]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from yamleval import figures
+from yamleval.trace import read_trace
 from yamleval.types import CriterionResult, ItemResult
 
 TEXT_LIMIT = 64 * 1024  # bytes of UTF-8 per text; libxml2-based readers refuse nodes over 10 MB
@@ -130,30 +131,25 @@ _STEP_KEYS_SHOWN_IN_TITLE = ("type", "step", "latency_ms", "tokens")
 
 
 def trajectory_steps(trace: Any) -> list[tuple[str, str]]:
-    """A runner's trace as (title, details) per step: ``2. tool calculator · 3 ms`` and the
-    rest of the step as text. Works on any list of steps; agents record dicts with ``type``,
-    ``name``, ``tool_calls``, ``arguments``, ``result``/``error``, ``latency_ms`` and ``tokens``."""
-    if not isinstance(trace, list):
-        return []
-    steps = []
-    for number, entry in enumerate(trace, 1):
+    """A runner's trace as (title, details) per step (read by ``yamleval.trace``):
+    ``2. tool calculator · 3 ms``, with the step's own type or role, the calls it holds, an
+    error mark, latency and tokens, and the rest of the step as text."""
+    shown = []
+    for number, step in enumerate(read_trace(trace), 1):
+        entry = step.raw
         if not isinstance(entry, dict):
-            steps.append((f"{number}. {one_line(as_text(entry, None), 200)}", ""))
+            shown.append((f"{number}. {one_line(as_text(entry, None), 200)}", ""))
             continue
-        name = entry.get("name") or entry.get("tool")
-        bits = [f"{number}. {entry.get('type') or entry.get('role') or 'step'}" + (f" {name}" if name else "")]
-        calls = entry.get("tool_calls")
-        if isinstance(calls, list) and calls:
-            bits.append("calls " + ", ".join(str(c.get("name", "?")) if isinstance(c, dict) else "?" for c in calls))
-        if entry.get("error"):
+        label = entry.get("type") or entry.get("role") or "step"  # the runner's own word for the step
+        bits = [f"{number}. {label}" + (f" {step.name}" if step.name else "")]
+        if step.calls:
+            bits.append("calls " + ", ".join(call.name for call in step.calls))
+        if step.error:
             bits.append("error")
-        if isinstance(entry.get("latency_ms"), (int, float)):
-            bits.append(figures.ms(entry["latency_ms"]))
-        tokens = entry.get("tokens")
-        if isinstance(tokens, dict):
-            bits.append(f"{(tokens.get('prompt') or 0) + (tokens.get('completion') or 0)} tokens")
+        if step.latency_ms is not None:
+            bits.append(figures.ms(step.latency_ms))
+        if step.tokens is not None:
+            bits.append(f"{step.tokens.total_tokens} tokens")
         rest = {k: v for k, v in entry.items() if k not in _STEP_KEYS_SHOWN_IN_TITLE}
-        steps.append((" · ".join(bits), as_text(rest)))
-    return steps
-
-
+        shown.append((" · ".join(bits), as_text(rest)))
+    return shown

@@ -1,31 +1,14 @@
 """tool_call_accuracy: did the system under test call the expected tools? Deterministic.
 
-Tool calls are read from the runner's ``trace`` (``RunnerResult(trace=[...])``). Each entry
-may be a tool name (a string) or a dict in one of these shapes:
-
-- ``{"tool": "search", ...}`` or ``{"name": "search", "arguments": {...}}``;
-- ``{"toolName": "search"}`` or ``{"payload": {"toolName" | "name": "search"}}``;
-- OpenAI's ``{"type": "function", "function": {"name": "search", ...}}``;
-- a type of the form ``tool-search`` / ``tool_search``;
-- a message holding calls: ``{"role": "assistant", "tool_calls": [...]}``, or
-  ``toolCalls`` / ``toolInvocations`` / ``parts`` / ``content`` lists, searched recursively.
-
-Tool *results* (``{"role": "tool", ...}``) and stream events (types such as
-``tool_input_start``, ``tool_output_end``, ``tool_call_delta``) are not calls. A dict trace is
-searched under ``tool_calls``, ``toolCalls``, ``messages`` and ``steps``.
+Tool calls are read from the runner's ``trace`` (``RunnerResult(trace=[...])``) by
+``yamleval.trace``, which lists the shapes it accepts.
 """
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from yamleval.trace import read_trace, tool_calls
 from yamleval.types import Score
-
-_EVENT_PREFIXES = ("tool_input_", "tool_output_", "tool_call_", "tool_result_", "tool_invocation_",
-                   "tool_execution_")
-_EVENT_SUFFIXES = ("_start", "_end", "_delta", "_chunk", "_done")
-_NESTED = ("tool_calls", "toolCalls", "toolInvocations", "parts", "content")
-_CONTAINER_KEYS = ("tool_calls", "toolCalls", "messages", "steps")
 
 
 def tool_call_accuracy(trace: Any, expected_tool: str | None = None, expected_tools: list[str] | None = None,
@@ -45,7 +28,7 @@ def tool_call_accuracy(trace: Any, expected_tool: str | None = None, expected_to
         raise ValueError("tool_call_accuracy: expected_tools must be a list of tool names")
     if tool is None and not order:
         raise ValueError("tool_call_accuracy requires expected_tool or a non-empty expected_tools")
-    actual = tool_names(trace)
+    actual = [call.name for call in tool_calls(read_trace(trace))]
     shown = "[" + ", ".join(f'"{name}"' for name in actual) + "]"
     metadata: dict[str, Any] = {"actual_tools": actual, "strict": strict}
     if order:
@@ -78,97 +61,6 @@ def tool_call_accuracy(trace: Any, expected_tool: str | None = None, expected_to
         else:
             reason = f'Expected tool "{tool}" was not called. Actual tools: {shown}'
     return Score(score=1.0 if ok else 0.0, passed=ok, reason=reason, metadata={"tool_call_accuracy": metadata})
-
-
-def tool_names(trace: Any) -> list[str]:
-    """The names of the tool calls in ``trace``, in order (see the module docstring)."""
-    return [name for name, _ in tool_calls(trace)]
-
-
-def tool_calls(trace: Any) -> list[tuple[str, Any]]:
-    """``(name, arguments)`` of the tool calls in ``trace``, in order; the arguments are None
-    where the trace does not record them (JSON text is decoded)."""
-    calls: list[tuple[str, Any]] = []
-    if trace is None:
-        return calls
-    if isinstance(trace, dict):
-        for key in _CONTAINER_KEYS:
-            value = trace.get(key)
-            if isinstance(value, list) and value:
-                _collect(value, calls)
-                if calls:
-                    return calls
-        _collect([trace], calls)
-        return calls
-    if isinstance(trace, (list, tuple)):
-        _collect(trace, calls)
-    return calls
-
-
-def _collect(entries: Any, calls: list[tuple[str, Any]], depth: int = 0) -> None:
-    if depth > 8:
-        return
-    for entry in entries:
-        if isinstance(entry, str):
-            if entry.strip():
-                calls.append((entry.strip(), None))
-        elif isinstance(entry, dict):
-            _from_dict(entry, calls, depth)
-
-
-def _from_dict(entry: dict[str, Any], calls: list[tuple[str, Any]], depth: int) -> None:
-    kind = entry.get("type")
-    kind = kind.strip().lower().replace("-", "_") if isinstance(kind, str) else ""
-    if _is_event(kind) or entry.get("role") == "tool" or kind in ("tool_result", "function_call_output"):
-        return
-    name = _name_of(entry, kind)
-    if name:
-        calls.append((name, _arguments(entry)))
-        return
-    for key in _NESTED:
-        value = entry.get(key)
-        if isinstance(value, list):
-            _collect(value, calls, depth + 1)
-        elif isinstance(value, dict) and key == "content" and isinstance(value.get("parts"), list):
-            _collect(value["parts"], calls, depth + 1)
-
-
-def _arguments(entry: dict[str, Any]) -> Any:
-    function = entry.get("function")
-    source = function if isinstance(function, dict) else entry
-    args = source.get("arguments", source.get("args"))
-    if isinstance(args, str):  # OpenAI sends the arguments as JSON text
-        try:
-            return json.loads(args)
-        except ValueError:
-            pass
-    return args
-
-
-def _name_of(entry: dict[str, Any], kind: str) -> str | None:
-    function = entry.get("function")
-    candidates = [entry.get("tool"), entry.get("toolName"), entry.get("tool_name")]
-    if isinstance(function, dict):
-        candidates.append(function.get("name"))
-    payload = entry.get("payload")
-    if isinstance(payload, dict):
-        candidates += [payload.get("toolName"), payload.get("name")]
-    # a bare "name" only names a call when the entry is not a message of another kind
-    if entry.get("role") in (None, "assistant") and (not kind or kind in ("function", "tool_call", "function_call",
-                                                                           "tool_use")):
-        candidates.append(entry.get("name"))
-    for candidate in candidates:
-        if isinstance(candidate, str) and candidate.strip():
-            return candidate.strip()
-    if kind.startswith("tool_") and kind not in ("tool_call", "tool_use"):
-        raw = entry["type"].strip()
-        return raw[len("tool-"):] if len(raw) > 5 else None
-    return None
-
-
-def _is_event(kind: str) -> bool:
-    return bool(kind) and (kind.startswith(_EVENT_PREFIXES) or (kind.startswith("tool") and
-                                                                 kind.endswith(_EVENT_SUFFIXES)))
 
 
 def _is_subsequence(wanted: list[str], actual: list[str]) -> bool:

@@ -1,15 +1,15 @@
 """trajectory: checks on what an agent did, read from its trace. Deterministic.
 
 The trace is the ``agent`` runner's (``{"type": "model", "tool_calls": [...]}`` and
-``{"type": "tool", ...}`` steps) or any trace ``tool_call_accuracy`` reads. Steps are the
-model turns when the trace records them, else the tool calls.
+``{"type": "tool", ...}`` steps) or any trace ``yamleval.trace`` reads. Steps are the model
+turns (model steps, assistant messages) when the trace records them, else the tool calls.
 """
 from __future__ import annotations
 
 import json
 from typing import Any, Mapping
 
-from yamleval.scorers.tools import tool_calls
+from yamleval.trace import read_trace, tool_calls
 from yamleval.types import Score
 
 _MATCHERS = ("equals", "schema")
@@ -33,12 +33,13 @@ def trajectory(trace: Any, max_steps: int | None = None, must_call: list[str] | 
     if max_steps is None and not must_call and not must_not_call and not wanted:
         raise ValueError("trajectory needs at least one check: max_steps, must_call, must_not_call or arguments")
 
-    calls = tool_calls(trace)
-    called = [name for name, _ in calls]
+    steps = read_trace(trace)
+    calls = tool_calls(steps)
+    called = [call.name for call in calls]
     results: list[tuple[str, bool]] = []
     if max_steps is not None:
-        steps = _steps(trace, called)
-        results.append((f"{steps} steps, at most {max_steps} allowed", steps <= max_steps))
+        turns = sum(step.kind == "model" for step in steps) or len(calls)
+        results.append((f"{turns} steps, at most {max_steps} allowed", turns <= max_steps))
     for name in must_call:
         results.append((f"{name} was {'called' if name in called else 'not called'} (must be)", name in called))
     for name in must_not_call:
@@ -46,7 +47,7 @@ def trajectory(trace: Any, max_steps: int | None = None, must_call: list[str] | 
         results.append((f"{name} was called {count} time(s) (must not be)" if count else f"{name} was not called",
                         count == 0))
     for name, (kind, expected) in wanted.items():
-        results.append(_arguments_check(name, kind, expected, [args for tool, args in calls if tool == name]))
+        results.append(_arguments_check(name, kind, expected, [call.arguments for call in calls if call.name == name]))
 
     failed = [text for text, ok in results if not ok]
     reason = (f"all {len(results)} checks passed" if not failed
@@ -54,12 +55,6 @@ def trajectory(trace: Any, max_steps: int | None = None, must_call: list[str] | 
     return Score(score=(len(results) - len(failed)) / len(results), passed=not failed, reason=reason,
                  metadata={"trajectory": {"tools": called, "checks": [{"check": text, "passed": ok}
                                                                      for text, ok in results]}})
-
-
-def _steps(trace: Any, called: list[str]) -> int:
-    entries = trace if isinstance(trace, (list, tuple)) else []
-    turns = sum(1 for entry in entries if isinstance(entry, Mapping) and entry.get("type") == "model")
-    return turns or len(called)
 
 
 def _arguments_check(name: str, kind: str, expected: Any, seen: list[Any]) -> tuple[str, bool]:
