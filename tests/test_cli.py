@@ -145,27 +145,68 @@ def test_interrupt_writes_the_report_of_finished_items_and_exits_130(write_confi
     assert "INTERRUPTED" in stdout
 
 
-def test_second_interrupt_stops_waiting(write_config, tmp_path):
+def _lines_of(stream):
+    """The lines of ``stream`` as they come, on a queue (None at its end)."""
+    import queue
+    import threading
+
+    lines = queue.Queue()
+
+    def read():
+        for line in stream:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    return lines
+
+
+def _wait_for_line(lines, text: str, timeout: float = 30) -> list[str]:
+    seen = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = lines.get(timeout=max(0.01, deadline - time.monotonic()))
+        if line is None:
+            break
+        seen.append(line)
+        if text in line:
+            return seen
+    raise AssertionError(f"no line with {text!r} in {seen}")
+
+
+def test_second_interrupt_stops_waiting_and_resume_runs_what_was_cut_off(write_config, tmp_path):
+    """Items cut off by a second Ctrl-C are no results: none is stored, and --resume runs them."""
     write_config("""
         experiments:
           - id: stuck
             timeout: 60
-            dataset: {items: [{id: a, input: 1}, {id: b, input: 2}]}
-            runner: {uses: fixture_plugins.behaviours:sleeper, with: {seconds: 30}}
+            dataset: {items: [{id: i-1, input: 1}, {id: i-2, input: 2}]}
+            runner: {uses: fixture_plugins.behaviours:held, with: {log: started.log, release: go}}
     """)
-    child = subprocess.Popen([sys.executable, "-m", "yamleval", "run"], cwd=tmp_path, env=cli_env(),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
-    child.send_signal(signal.SIGINT)
-    time.sleep(0.5)
-    child.send_signal(signal.SIGINT)
-    started = time.monotonic()
-    _, stderr = child.communicate(timeout=20)
-    assert child.returncode == 130, stderr
+    log = tmp_path / "started.log"
+    log.write_text("")
+    with subprocess.Popen([sys.executable, "-m", "yamleval", "run"], cwd=tmp_path, env=cli_env(),
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as child:
+        lines = _lines_of(child.stderr)
+        deadline = time.monotonic() + 30
+        while len(log.read_text().split()) < 2 and time.monotonic() < deadline:  # both items are running
+            time.sleep(0.01)
+        child.send_signal(signal.SIGINT)
+        _wait_for_line(lines, "stopping:")
+        child.send_signal(signal.SIGINT)
+        started = time.monotonic()
+        child.wait(timeout=20)
+        _wait_for_line(lines, "interrupted")
+    assert child.returncode == 130
     assert time.monotonic() - started < 10
     report = json.loads((tmp_path / "reports" / "results.json").read_text())
-    items = report["experiments"][0]["items"]
-    assert [i["error"] for i in items] == ["cancelled before it finished"] * 2
+    assert report["status"] == "interrupted" and report["experiments"][0]["items"] == []
+
+    (tmp_path / "go").write_text("")  # the items now run to their end
+    resumed = run_cli("run", "--resume", cwd=tmp_path, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    report = json.loads((tmp_path / "reports" / "results.json").read_text())
+    assert [i["status"] for i in report["experiments"][0]["items"]] == ["passed", "passed"]
 
 
 def test_main_job_from_the_repository_root(tmp_path):

@@ -546,3 +546,18 @@ def test_an_http_service_that_never_answers_cannot_hang_the_run(write_config):
         listener.close()
     assert result.summary.completed == 100 and result.summary.errored == 100
     assert {r.error for r in result.items} == {"timed out after 0.2s (in the runner)"}
+
+
+def test_every_item_past_its_timeout_is_an_error_whatever_the_load(write_config):
+    """An item that ends after its timeout, before the watchdog has looked, is still timed out."""
+    result = run(write_config, """
+        experiments:
+          - id: e
+            timeout: 0.001
+            concurrency: 1000
+            dataset: {items: [%s]}
+            runner: {uses: fixture_plugins.behaviours:sleeper, with: {seconds: 0.05}}
+    """ % ", ".join(f"{{input: {i}}}" for i in range(300)))
+    assert result.summary.completed == 300
+    assert result.summary.passed == 0 and result.summary.errored == 300
+    assert {r.error for r in result.items} == {"timed out after 0.001s (in the runner)"}

@@ -88,7 +88,7 @@ class _ItemProcessor:
         except JunkOutput as exc:
             return error_result(item, f"runner returned {exc}, which cannot be stored; return text, "
                                       "numbers, booleans, None, lists or dicts", latency_ms)
-        slot.phase = "scoring"
+        slot.enter("scoring")
         scores = score_output(self.scorers, dataclasses.replace(context, output=output, trace=trace)) \
             if self.scorers else {}
         status, error = item_status(scores)

@@ -21,13 +21,20 @@ POLL_SECONDS = 0.05  # how often a waiting thread looks at stop and abandon, and
 
 
 class Slot:
-    """The item one worker is running; ``phase`` says where an item hangs."""
+    """The item one worker is running, and the phases it has entered (when), so that a
+    timeout can say where the item was when its time ran out."""
 
     def __init__(self, item: Item):
         self.item = item
         self.started = time.monotonic()
-        self.phase = "runner"
-        self.given_up = False  # recorded as lost: its worker's result is ignored
+        self.phases = [("runner", self.started)]
+        self.given_up = False  # recorded as lost, or dropped: its worker's result is ignored
+
+    def enter(self, phase: str) -> None:
+        self.phases.append((phase, time.monotonic()))
+
+    def phase_at(self, moment: float) -> str:
+        return [name for name, since in self.phases if since <= moment][-1]
 
 
 RunItem = Callable[[Item, Slot], ItemResult]
@@ -38,8 +45,9 @@ class LocalExecutor:
     """Items from an iterator through ``process`` on ``concurrency`` threads.
 
     ``record`` is called once per item, under ``lock``, in completion order.
-    ``lost(item, why, elapsed_ms)`` makes the error result of an item that timed out or was
-    abandoned. A failure reading the dataset stops reading; it is kept in ``failure``.
+    ``lost(item, why, elapsed_ms)`` makes the error result of an item that timed out. An
+    item abandoned (``abandon``) is no result at all: it is not recorded, so a resumed run
+    runs it. A failure reading the dataset stops reading; it is kept in ``failure``.
     """
 
     def __init__(self, concurrency: int, timeout: float | None,
@@ -56,7 +64,7 @@ class LocalExecutor:
     def run(self, items: Iterator[Item], process: RunItem, record: Callable[[ItemResult], None], lost: LostResult,
             stop: threading.Event | None = None, abandon: threading.Event | None = None) -> None:
         """Run every item; return when all have been recorded. ``stop`` set: start no new
-        items, wait for those running. ``abandon`` set: stop waiting, record them as cancelled."""
+        items, wait for those running. ``abandon`` set: stop waiting for them; they are dropped."""
         self._process, self._record, self._lost = process, record, lost
         stopping = stop or threading.Event()
         abandoning = abandon or threading.Event()
@@ -71,7 +79,7 @@ class LocalExecutor:
             for _ in range(self.concurrency):
                 while not self._seats.acquire(timeout=POLL_SECONDS):
                     if abandoning.is_set():
-                        self._give_up_all("cancelled before it finished")
+                        self._drop_running()
         finally:
             ended.set()
             self._todo.put(_END)
@@ -104,10 +112,13 @@ class LocalExecutor:
                 with self.lock:
                     self._running.add(slot)
                 result = self._process(item, slot)
+                elapsed = time.monotonic() - slot.started
                 with self.lock:
-                    if slot.given_up:  # recorded already; a worker took this one's place
+                    if slot.given_up:  # recorded already (or dropped); a worker took this one's place
                         return
                     self._running.discard(slot)
+                    if self.timeout and elapsed >= self.timeout:  # late, though the watchdog had not seen it yet
+                        result = self._lost(item, self._timed_out(slot), elapsed * 1000.0)
                     self._record(result)
                 self._seats.release()
         finally:
@@ -121,22 +132,28 @@ class LocalExecutor:
             with self.lock:
                 late = [slot for slot in self._running if now - slot.started >= self.timeout]
             for slot in late:
-                where = "in the runner" if slot.phase == "runner" else f"while {slot.phase}"
-                self._give_up(slot, f"timed out after {self.timeout:g}s ({where})")
+                self._give_up(slot, record=True)
 
-    def _give_up_all(self, why: str) -> None:
+    def _timed_out(self, slot: Slot) -> str:
+        phase = slot.phase_at(slot.started + self.timeout)
+        where = "in the runner" if phase == "runner" else f"while {phase}"
+        return f"timed out after {self.timeout:g}s ({where})"
+
+    def _drop_running(self) -> None:
         with self.lock:
             running = list(self._running)
         for slot in running:
-            self._give_up(slot, why)
+            self._give_up(slot, record=False)
 
-    def _give_up(self, slot: Slot, why: str) -> None:
-        """Record ``slot``'s item as lost, free its seat and put a new worker in its place."""
+    def _give_up(self, slot: Slot, record: bool) -> None:
+        """Stop waiting for ``slot``'s item (recording it as timed out, if ``record``), free
+        its seat and put a new worker in its place."""
         with self.lock:
             if slot.given_up or slot not in self._running:
                 return  # it finished meanwhile
             slot.given_up = True
             self._running.discard(slot)
-            self._record(self._lost(slot.item, why, (time.monotonic() - slot.started) * 1000.0))
+            if record:
+                self._record(self._lost(slot.item, self._timed_out(slot), (time.monotonic() - slot.started) * 1000.0))
         self._start_worker()
         self._seats.release()

@@ -35,6 +35,18 @@ def forever(input):
     _NEVER.wait()
 
 
+def held(input, item, log: str, release: str):
+    """Note the item in ``log``, then wait (up to a minute) until the file ``release`` exists."""
+    import os
+
+    with open(log, "a") as handle:
+        handle.write(f"{item.id}\n")
+    deadline = time.monotonic() + 60
+    while not os.path.exists(release) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return input
+
+
 def with_usage(input):
     return RunnerResult(output=str(input), metadata={"seen": True},
                         usage={"prompt_tokens": 3, "completion_tokens": 2}, trace=[{"tool": "x"}])
