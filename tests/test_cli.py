@@ -124,12 +124,28 @@ SLOW = """
 """ % ", ".join(f"{{id: s{i}, input: {i}}}" for i in range(200))
 
 
+def _wait_for_items(db, count: int, timeout: float = 60) -> None:
+    """Wait until the run has stored ``count`` items (so its signal handlers are in place)."""
+    import sqlite3
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as con:
+                if con.execute("SELECT count(*) FROM items").fetchone()[0] >= count:
+                    return
+        except sqlite3.Error:
+            pass
+        time.sleep(0.01)
+    raise AssertionError(f"{count} items were not stored within {timeout}s")
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_interrupt_writes_the_report_of_finished_items_and_exits_130(write_config, tmp_path, signum):
     write_config(SLOW)
     child = subprocess.Popen([sys.executable, "-m", "yamleval", "run", "--report-dir", "out"], cwd=tmp_path,
                              env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(2.0)
+    _wait_for_items(tmp_path / ".yamleval" / "results.db", 2)
     child.send_signal(signum)
     stdout, stderr = child.communicate(timeout=30)
     assert child.returncode == 130, stderr

@@ -10,7 +10,7 @@ import math
 import threading
 import time
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from yamleval import criteria
 from yamleval.aggregate import Aggregator
@@ -18,7 +18,7 @@ from yamleval.calls import ItemContext, close_thread_loop
 from yamleval.executor import LocalExecutor, Slot
 from yamleval.plan import Prepared
 from yamleval.redaction import redact_experiment, redact_item
-from yamleval.errors import describe_exception
+from yamleval.errors import UsageError, describe_exception
 from yamleval.scoring import as_usage, error_result, item_status, score_output
 from yamleval.types import ExperimentResult, Item, ItemList, ItemResult, RunnerResult, Usage
 
@@ -89,11 +89,40 @@ class _ItemProcessor:
             return error_result(item, f"runner returned {exc}, which cannot be stored; return text, "
                                       "numbers, booleans, None, lists or dicts", latency_ms)
         slot.enter("scoring")
-        scores = score_output(self.scorers, dataclasses.replace(context, output=output, trace=trace)) \
-            if self.scorers else {}
+        return self.scored(ItemResult(item=item, status="passed", output=output, latency_ms=latency_ms,
+                                      usage=usage, metadata=metadata, trace=trace))
+
+    def scored(self, result: ItemResult) -> ItemResult:
+        """``result`` with its output scored (again) by this experiment's scorers."""
+        context = ItemContext(result.item, result.item.expected, self.vars, self.models, result.output,
+                              result.trace)
+        scores = score_output(self.scorers, context) if self.scorers else {}
         status, error = item_status(scores)
-        return ItemResult(item=item, status=status, output=output, error=error, latency_ms=latency_ms,
-                          usage=usage, scores=scores, metadata=metadata, trace=trace)
+        return dataclasses.replace(result, status=status, error=error, scores=scores)
+
+
+def rescored(prepared: Prepared, results: Iterable[ItemResult]) -> Iterator[ItemResult]:
+    """Finished items scored again by ``prepared``'s scorers, their outputs kept (no runner
+    call); an item whose runner failed has no output to score and stays as it was."""
+    processor = _ItemProcessor(prepared)
+    for result in results:
+        if result.error is None or result.scores:
+            result = redact_item(processor.scored(result), prepared.secrets)
+        yield result
+
+
+def _unfinished(items: Iterable[Item], done: set[str], experiment_id: str) -> Iterator[Item]:
+    """The items whose ids are not ``done``; an id met twice is a duplicate, finished or not."""
+    skipped: set[str] = set()
+    for item in items:
+        if item.id in done:
+            if item.id in skipped:
+                raise UsageError(f"duplicate item id '{item.id}' in experiment '{experiment_id}': item"
+                                 f" {item.index + 1} of the dataset repeats an id met before; ids must be unique,"
+                                 " so fix the dataset and run again")
+            skipped.add(item.id)
+            continue
+        yield item
 
 
 def _now() -> str:
@@ -147,9 +176,7 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
             results.append(result)
         aggregator.add(result)
         done.add(result.item.id)
-    items = iter(dataset)
-    if done:
-        items = (item for item in items if item.id not in done)
+    items = _unfinished(dataset, done, experiment.id) if done else iter(dataset)
     started_at, started = _now(), time.perf_counter()
     executor.run(items, _ItemProcessor(prepared), record, error_result, stop=stop, abandon=abandon)
     with executor.lock:

@@ -112,30 +112,41 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     alive. ``stop`` set: start no new items; ``abandon`` set: stop waiting for running ones.
     A config error raises ConfigError before anything is stored.
     """
-    from yamleval import plan, provenance
+    from yamleval import fingerprint, plan, provenance
     from yamleval.store import Store
 
     watcher = watcher or RunWatcher()
     stop = stop or threading.Event()
-    experiments = list(project.experiments if experiments is None else experiments)
     formats = project.report_formats if formats is None else tuple(formats)
     out_dir = report_dir or project.reports_dir or "reports"
-    git = None if resume else provenance.GitState(
-        os.path.dirname(os.path.abspath(project.files[0])) if project.files else ".")
+    if formats:
+        _writable_folder(out_dir)
+    db = Store(store or project.store or DEFAULT_STORE)
+    if resume:
+        wanted = None if experiments is None else [e.id for e in experiments]
+        run_info = _resumable(db, resume, project, wanted, force)
+        experiments = _experiments_of(db, run_info, project)
+    else:
+        run_info = None
+        experiments = list(project.experiments if experiments is None else experiments)
+        git = provenance.GitState(os.path.dirname(os.path.abspath(project.files[0])) if project.files else ".")
     prepared = [plan.prepare(e) for e in experiments]
     ids = [e.id for e in experiments]
     texts = provenance.config_texts(project.files)
     config_hash = provenance.config_hash(texts)
     dataset_hashes = {e.id: provenance.dataset_hash(e) for e in experiments}
-    if formats:
-        _writable_folder(out_dir)
-    db = Store(store or project.store or DEFAULT_STORE)
-    begun = {}
-    if resume:
-        run_info = _resumable(db, resume, ids, force)
-        if not force:
-            _check_unchanged(db, run_info, config_hash, dataset_hashes)
+    begun, rescore = {}, False
+    if run_info is not None:
         run_id = run_info.run_id
+        changed = _changes(db, run_info, config_hash, dataset_hashes, project.environment, experiments)
+        if changed and not force:
+            raise UsageError(f"cannot resume run {run_id}: {'; '.join(changed)} since it started (use --force to"
+                             " resume anyway, its finished items scored again as the config now says, or run"
+                             " afresh without --resume)")
+        rescore = bool(changed)
+        if rescore:  # the run goes on under today's config, which scores all of its items
+            db.record_config(run_id, config_hash, texts, provenance.plugin_versions(experiments, __version__),
+                             fingerprint.fingerprint(project.environment, experiments))
         begun = {stored.experiment_id: stored for stored in db.experiments(run_id)}
         db.reopen_run(run_id)
     else:
@@ -145,9 +156,10 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
             run_id=run_id, status="running", started_at=now(), yamleval_version=__version__,
             python_version=provenance.python_version(), host=provenance.host(), config_files=tuple(project.files),
             config_hash=config_hash, git_commit=commit, git_dirty=dirty,
-        ), texts, provenance.plugin_versions(experiments, __version__), ids)
+        ), texts, provenance.plugin_versions(experiments, __version__), ids,
+            fingerprint.fingerprint(project.environment, experiments))
     watcher.run_started(run_id, bool(resume))
-    completed = {eid for eid, stored in begun.items() if stored.status == "completed"}
+    completed = set() if rescore else {eid for eid, stored in begun.items() if stored.status == "completed"}
     stored_results = {r.experiment_id: r for r in db.results(run_id, completed)} if completed else {}
     results = []
     for position, ready in enumerate(prepared):
@@ -157,7 +169,7 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
         if experiment_id in stored_results:
             result = stored_results[experiment_id]
         else:
-            result = _run_experiment(db, run_id, position, ready, experiment_id in begun,
+            result = _run_experiment(db, run_id, position, ready, experiment_id in begun, rescore,
                                      dataset_hashes[experiment_id], limit, concurrency, stop, abandon, watcher)
         results.append(result)
         watcher.experiment_finished(result)
@@ -170,14 +182,18 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     return RunOutcome(run_info, tuple(results), tuple(written))
 
 
-def _run_experiment(db, run_id: str, position: int, ready, begun: bool, dataset_hash: str, limit, concurrency,
-                    stop: threading.Event, abandon, watcher: RunWatcher) -> ExperimentResult:
-    """One experiment, its items stored as they finish; resumed where it was ``begun`` before."""
+def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore: bool, dataset_hash: str, limit,
+                    concurrency, stop: threading.Event, abandon, watcher: RunWatcher) -> ExperimentResult:
+    """One experiment, its items stored as they finish; resumed where it was ``begun`` before
+    (its finished items scored again first, with ``rescore``)."""
     from yamleval import engine, plan
     from yamleval.store import StoreWriteError
 
     experiment_id = ready.experiment.id
     previous = db.item_view(run_id, experiment_id, 0) if begun else ()  # read as it goes
+    if begun and rescore:
+        with plan.importable(ready.experiment):
+            _rescore(db, run_id, experiment_id, engine.rescored(ready, previous))
     db.start_experiment(run_id, position, experiment_id, ready.experiment.label, dataset_hash, now())
     failures = []
 
@@ -205,17 +221,31 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: bool, dataset_
     return dataclasses.replace(result, items=db.item_view(run_id, experiment_id, result.summary.completed))
 
 
-def _resumable(db, ref: str, experiment_ids: list[str], force: bool) -> RunInfo:
+def _resumable(db, ref: str, project, wanted: list[str] | None, force: bool) -> RunInfo:
+    """The unfinished run ``ref`` names; ``latest``: the newest unfinished run whose experiments
+    the config has (and that includes ``wanted``, when given)."""
     if ref != "latest":
         run = db.find_run(ref)
         if run.status not in UNFINISHED:
             raise UsageError(f"run {run.run_id} is {run.status}; only an unfinished run can be resumed")
         return _not_running(run, force)
+    known = {e.id for e in project.experiments}
     for run in db.runs(limit=200):
-        stored = db.run_detail(run.run_id, "experiment_ids") or []
-        if run.status in UNFINISHED and set(experiment_ids) <= set(stored):
+        stored = set(db.run_detail(run.run_id, "experiment_ids") or [])
+        if run.status in UNFINISHED and stored <= known and (wanted is None or set(wanted) <= stored):
             return _not_running(run, force)
     raise UsageError("no unfinished run of these experiments to resume (see `yamleval runs`)")
+
+
+def _experiments_of(db, run: RunInfo, project) -> list:
+    """A resumed run goes on with exactly its own experiments, in its own order."""
+    known = {e.id: e for e in project.experiments}
+    ids = db.run_detail(run.run_id, "experiment_ids") or []
+    missing = [i for i in ids if i not in known]
+    if missing:
+        raise UsageError(f"cannot resume run {run.run_id}: the config no longer has experiment"
+                         f" {', '.join(repr(m) for m in missing)}; resume it with the config it ran")
+    return [known[i] for i in ids]
 
 
 def _not_running(run: RunInfo, force: bool) -> RunInfo:
@@ -231,7 +261,10 @@ def _not_running(run: RunInfo, force: bool) -> RunInfo:
     return run
 
 
-def _check_unchanged(db, run: RunInfo, config_hash: str, dataset_hashes: dict[str, str]) -> None:
+def _changes(db, run: RunInfo, config_hash: str, dataset_hashes: dict[str, str], environment, experiments) -> list:
+    """What differs from when the run started: config text, datasets, environment values, plugin code."""
+    from yamleval import fingerprint
+
     problems = []
     if run.config_hash != config_hash:
         problems.append("the config files changed")
@@ -239,9 +272,18 @@ def _check_unchanged(db, run: RunInfo, config_hash: str, dataset_hashes: dict[st
         was = stored.dataset_hash
         if stored.experiment_id in dataset_hashes and was and was != dataset_hashes[stored.experiment_id]:
             problems.append(f"the dataset of '{stored.experiment_id}' changed")
-    if problems:
-        raise UsageError(f"cannot resume run {run.run_id}: {'; '.join(problems)} since it started "
-                         "(use --force to resume anyway, or run afresh without --resume)")
+    return problems + fingerprint.changes(db.run_detail(run.run_id, "fingerprint"), environment, experiments)
+
+
+def _rescore(db, run_id: str, experiment_id: str, results) -> None:
+    batch = []
+    for result in results:
+        batch.append(result)
+        if len(batch) >= 500:
+            db.replace_items(run_id, experiment_id, batch)
+            batch = []
+    if batch:
+        db.replace_items(run_id, experiment_id, batch)
 
 
 def _write_reports_then_finish(db, out_dir: str, formats, run_info: RunInfo, results) -> list[str]:

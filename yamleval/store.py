@@ -20,7 +20,7 @@ from yamleval.errors import UsageError, display_path
 from yamleval.records import encode, encode_record, item_from_record, storable_text, summary_from_json, summary_to_json
 from yamleval.types import ExperimentResult, ItemResult, ItemResults, RunInfo, Summary
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 FLUSH_ITEMS = 500
 FLUSH_SECONDS = 1.0
 
@@ -50,6 +50,8 @@ MIGRATIONS: dict[int, list[str]] = {
     0: _SCHEMA,
     # reports read a run's items in dataset order; without this index SQLite sorts them all first
     1: ["CREATE INDEX items_position ON items (run_id, experiment_id, position)"],
+    # what decides the answers beyond the config text (yamleval.fingerprint): checked on resume
+    2: ["ALTER TABLE runs ADD COLUMN fingerprint TEXT"],
 }
 
 
@@ -58,6 +60,7 @@ _RUN_DETAILS = {
     "config_text": "SELECT config_text FROM runs WHERE run_id = ?",
     "plugin_versions": "SELECT plugin_versions FROM runs WHERE run_id = ?",
     "experiment_ids": "SELECT experiment_ids FROM runs WHERE run_id = ?",
+    "fingerprint": "SELECT fingerprint FROM runs WHERE run_id = ?",
 }
 _ITEMS = "SELECT record FROM items WHERE run_id = ? AND experiment_id = ? ORDER BY position"
 _ITEMS_WITH_STATUS = ("SELECT record FROM items WHERE run_id = ? AND experiment_id = ? AND status IN (?, ?, ?, ?)"
@@ -190,17 +193,33 @@ class Store:
     # -- writing -------------------------------------------------------------------------
 
     def create_run(self, run: RunInfo, config_text: dict[str, str], plugin_versions: dict[str, str],
-                   experiment_ids: Sequence[str]) -> None:
+                   experiment_ids: Sequence[str], fingerprint: dict[str, Any] | None = None) -> None:
         with _writing(self.path, then="then run again"), self.db:
             self.db.execute("BEGIN")
             self.db.execute(
                 "INSERT INTO runs (run_id, status, started_at, completed_at, passed, yamleval_version, python_version,"
                 " host, pid, config_files, config_hash, config_text, git_commit, git_dirty, plugin_versions,"
-                " experiment_ids) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " experiment_ids, fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (run.run_id, run.status, run.started_at, run.completed_at, run.passed, run.yamleval_version,
                  run.python_version, run.host, os.getpid(), encode(list(run.config_files)), run.config_hash,
                  encode(config_text), run.git_commit, run.git_dirty, encode(plugin_versions),
-                 encode(list(experiment_ids))))
+                 encode(list(experiment_ids)), None if fingerprint is None else encode(fingerprint)))
+
+    def record_config(self, run_id: str, config_hash: str, config_text: dict[str, str],
+                      plugin_versions: dict[str, str], fingerprint: dict[str, Any]) -> None:
+        """The config a resumed run goes on with (``--force``): the one that scores its items."""
+        with _writing(self.path), self.db:
+            self.db.execute("UPDATE runs SET config_hash = ?, config_text = ?, plugin_versions = ?, fingerprint = ?"
+                            " WHERE run_id = ?", (config_hash, encode(config_text), encode(plugin_versions),
+                                                  encode(fingerprint), run_id))
+
+    def replace_items(self, run_id: str, experiment_id: str, results: Sequence[ItemResult]) -> None:
+        """Store these items (of ids stored already) again, as re-scored."""
+        with _writing(self.path), self.db:
+            self.db.execute("BEGIN")
+            self.db.executemany("UPDATE items SET status = ?, record = ? WHERE run_id = ? AND experiment_id = ? AND"
+                                " item_id = ?", [(r.status, encode_record(r), run_id, experiment_id,
+                                                  storable_text(r.item.id)) for r in results])
 
     def reopen_run(self, run_id: str) -> None:
         with _writing(self.path), self.db:
@@ -320,7 +339,7 @@ class Store:
         raise UsageError(f"'{ref}' matches {len(rows)} runs; give more of the id")
 
     def run_detail(self, run_id: str, key: str) -> Any:
-        """A JSON column of a run: ``config_text``, ``plugin_versions`` or ``experiment_ids``."""
+        """A JSON column of a run: ``config_text``, ``plugin_versions``, ``experiment_ids`` or ``fingerprint``."""
         row = self.db.execute(_RUN_DETAILS[key], (run_id,)).fetchone()
         return _load(row[0]) if row else None
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -69,7 +70,7 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
     from yamleval.runs import run_project
 
     project = load(paths)
-    experiments = select_experiments(project, experiment_ids)
+    experiments = select_experiments(project, experiment_ids) if experiment_ids else None
     with _Interrupts() as interrupts:
         watcher = _Console(interrupts, quiet)
         outcome = run_project(project, experiments, store=store_file, report_dir=report_dir, resume=resume,
@@ -79,7 +80,8 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
         click.echo(f"report: {display_path(path)}", err=quiet)
     _github(outcome.run, outcome.results, outcome.reports)
     if outcome.interrupted:
-        click.echo(f"interrupted: resume with `yamleval run --resume {outcome.run.run_id}`", err=True)
+        config = "".join(f"{shlex.quote(path)} " for path in paths)
+        click.echo(f"interrupted: resume with `yamleval run {config}--resume {outcome.run.run_id}`", err=True)
     for result in outcome.aborted:
         click.echo(terminal_block(result.aborted), err=True)  # it may quote the dataset's own text
     sys.exit(outcome.exit_code)
@@ -118,7 +120,8 @@ class _Console:
             self.bar.close()
             self.bar = None
         if self.quiet:
-            click.echo(f"{result.experiment_id}: {'PASSED' if result.passed else 'FAILED'} "
+            verdict = "INTERRUPTED" if result.interrupted else "PASSED" if result.passed else "FAILED"
+            click.echo(f"{result.experiment_id}: {verdict} "
                        f"({result.summary.passed}/{result.summary.completed} items passed)")
         else:
             click.echo(summary_text(result) + "\n")

@@ -28,6 +28,8 @@ class Project:
     store: str | None = None
     reports_dir: str | None = None
     report_formats: tuple[str, ...] = ("html", "junit", "json", "markdown")
+    # every ${VAR} the files read, with its value: never stored, only a salted digest of it (fingerprint)
+    environment: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
 def _is_project(data: Mapping[str, Any]) -> bool:
@@ -62,9 +64,22 @@ def _close_files(missing: str, pattern: str = "*") -> list[str]:
     return difflib.get_close_matches(name, names, n=1, cutoff=0.8)
 
 
+class _Recorded:
+    """The environment as the config reads it: each variable read is noted in ``read``."""
+
+    def __init__(self, environ: Mapping[str, str]):
+        self.environ, self.read = environ, {}
+
+    def get(self, name: str, default: Any = None) -> Any:
+        value = self.environ.get(name)
+        if value is not None:
+            self.read[name] = value
+        return default if value is None else value
+
+
 class _Loader:
     def __init__(self, environ: Mapping[str, str]):
-        self.environ = environ
+        self.environ = _Recorded(environ)
         self.errors: list[ConfigError] = []
         self.experiments: list[Experiment] = []
         self.files: list[str] = []
@@ -192,4 +207,5 @@ def load_project(paths: list[str] | tuple[str, ...], environ: Mapping[str, str] 
         store=os.path.join(base, settings["store"]) if "store" in settings else None,
         reports_dir=os.path.join(base, reports["dir"]) if "dir" in reports else None,
         report_formats=tuple(reports.get("formats") or ("html", "junit", "json", "markdown")),
+        environment=dict(loader.environ.read),
     )

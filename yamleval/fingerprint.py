@@ -1,0 +1,76 @@
+"""What decides a run's answers beyond its config text, as a resume checks it: the values the
+config read from the environment, and the source of the project's own plugins.
+
+The values are never stored: only a salted, slow digest of each (PBKDF2, a salt per run), so
+that neither a value nor a weak key can be read back from the database cheaply, while the
+same value still gives the same digest when the run is resumed.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import sys
+from typing import Any, Iterable, Mapping
+
+from yamleval.config.model import Experiment
+
+ROUNDS = 20_000  # about 10 ms a value here: nothing for a run, costly for guessing many keys
+
+
+def fingerprint(environment: Mapping[str, str], experiments: Iterable[Experiment],
+                salt: bytes | None = None) -> dict[str, Any]:
+    """The record a run stores: ``{salt, variables: {NAME: digest}, plugins: {ref: sha256}}``."""
+    salt = os.urandom(16) if salt is None else salt
+    return {"salt": salt.hex(),
+            "variables": {name: _digest(salt, name, value) for name, value in sorted(environment.items())},
+            "plugins": plugin_sources(experiments)}
+
+
+def changes(stored: Mapping[str, Any] | None, environment: Mapping[str, str],
+            experiments: Iterable[Experiment]) -> list[str]:
+    """What differs now from the ``stored`` fingerprint, in words (empty when nothing does,
+    or when the run was stored before fingerprints were kept)."""
+    if not stored:
+        return []
+    now = fingerprint(environment, experiments, bytes.fromhex(stored["salt"]))
+    problems = []
+    before, after = stored.get("variables", {}), now["variables"]
+    for name in sorted(before.keys() | after.keys()):
+        if name not in after:
+            problems.append(f"${{{name}}} is no longer set")
+        elif name not in before:
+            problems.append(f"${{{name}}} is now read")
+        elif not hmac.compare_digest(before[name], after[name]):
+            problems.append(f"the value of ${{{name}}} changed")
+    before, after = stored.get("plugins", {}), now["plugins"]
+    problems += [f"the source of {ref} changed" for ref in sorted(before.keys() & after.keys())
+                 if before[ref] != after[ref]]
+    return problems
+
+
+def _digest(salt: bytes, name: str, value: str) -> str:
+    return hashlib.pbkdf2_hmac("sha256", value.encode("utf-8", "surrogatepass"), salt + name.encode(),
+                               ROUNDS).hex()
+
+
+def plugin_sources(experiments: Iterable[Experiment]) -> dict[str, str]:
+    """A hash of the source file of each plugin named ``module:attr`` (the project's own and
+    installed ones: built-ins and entry points are covered by the recorded versions)."""
+    refs = set()
+    for experiment in experiments:
+        refs.add(experiment.runner.uses)
+        refs.update(s.plugin.uses for s in experiment.scorers)
+        if experiment.dataset.plugin is not None:
+            refs.add(experiment.dataset.plugin.uses)
+    hashes = {}
+    for ref in sorted(r for r in refs if ":" in r):
+        module = sys.modules.get(ref.partition(":")[0])
+        path = getattr(module, "__file__", None)
+        if path:
+            try:
+                with open(path, "rb") as handle:
+                    hashes[ref] = hashlib.sha256(handle.read()).hexdigest()
+            except OSError:
+                continue
+    return hashes
