@@ -21,7 +21,9 @@ from yamleval.types import Item
 class ItemContext:
     """What a runner or scorer may ask for by name about the item at hand. ``expected`` is
     the item's, or a scorer's own ``value:``; ``output`` and ``trace`` are the runner's, once
-    it has answered; ``models`` is the experiment's named endpoints."""
+    it has answered; ``models`` is the experiment's named endpoints; ``deadline`` is the
+    ``time.monotonic()`` at which the experiment's ``timeout`` gives up on the item (None
+    without one), for a runner that must stop what it started by then."""
 
     item: Item
     expected: Any
@@ -29,6 +31,7 @@ class ItemContext:
     models: Any = None
     output: Any = None
     trace: Any = None
+    deadline: float | None = None
 
     @property
     def input(self) -> Any:
@@ -51,7 +54,7 @@ class ItemContext:
         return {name: getattr(self, name) for name in SCORER_CONTEXT}
 
 
-RUNNER_CONTEXT = ("item", "input", "expected", "context", "metadata", "vars", "models")
+RUNNER_CONTEXT = ("item", "input", "expected", "context", "metadata", "vars", "models", "deadline")
 SCORER_CONTEXT = ("output", "expected", "input", "item", "context", "assertions", "metadata", "trace", "vars",
                   "models")
 

@@ -66,9 +66,11 @@ class _ItemProcessor:
         self.scorers = prepared.scorers
         self.vars = prepared.experiment.vars
         self.models = prepared.models
+        self.timeout = prepared.experiment.timeout
 
     def __call__(self, item: Item, slot: Slot) -> ItemResult:
-        context = ItemContext(item, item.expected, self.vars, self.models)
+        deadline = slot.started + self.timeout if self.timeout else None  # when the executor gives up
+        context = ItemContext(item, item.expected, self.vars, self.models, deadline=deadline)
         started = time.perf_counter()
         try:
             returned = self.runner(context)

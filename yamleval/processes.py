@@ -1,17 +1,91 @@
-"""Child processes yamleval starts for an item (command runners, python_exec)."""
+"""Child processes yamleval starts for an item (command runners, python_exec).
+
+Each program starts in a session of its own with a tag of its own in its environment,
+``YAMLEVAL_PROCESS``. Ending it kills its process group and every process that still
+carries the tag, so what it left running dies with it, also a daemon that called
+``setsid``. Only a process that drops the variable from its environment and leaves the
+group, or runs as another user, escapes. Programs still running when yamleval exits
+(normally or by Ctrl-C) are ended then.
+"""
 from __future__ import annotations
 
+import atexit
 import os
+import secrets
 import signal
 import subprocess
+import threading
+
+TAG = "YAMLEVAL_PROCESS"
+_live: dict[int, str] = {}  # pid -> tag of the programs started and not yet ended
+_lock = threading.Lock()
 
 
-def kill_group(process: subprocess.Popen) -> None:
-    """Kill ``process`` and every process in its group (it was started in a session of its own)."""
+def start(args: list[str], env: dict[str, str], **options) -> subprocess.Popen:
+    """``subprocess.Popen`` in a new session, tagged; ``end`` it when done with it."""
+    tag = secrets.token_hex(8)
+    process = subprocess.Popen(args, env={**env, TAG: tag}, start_new_session=True, **options)
+    with _lock:
+        _live[process.pid] = tag
+    return process
+
+
+def end(process: subprocess.Popen) -> int:
+    """Kill ``process`` and all it left running, reap it; return how many others were running."""
+    with _lock:
+        tag = _live.pop(process.pid, None)
+    killed = _kill(process.pid, tag)
+    process.kill()  # a no-op once it has been reaped
+    process.wait()
+    return len(killed - {process.pid})
+
+
+def _kill(pid: int, tag: str | None) -> set[int]:
+    """Kill group ``pid`` and the processes tagged ``tag``, again while new ones appear."""
+    killed: set[int] = set()
+    for _ in range(10):  # a program forking in a loop may add a few between two looks
+        found = (_tagged(tag) if tag else set()) - killed
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        for other in found:
+            try:
+                os.kill(other, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if not found:
+            break
+        killed |= found
+    return killed
+
+
+def _tagged(tag: str) -> set[int]:
+    """The running processes whose environment holds ``tag`` (readable ones: this user's)."""
+    marker = f"{TAG}={tag}\0".encode()
+    found = set()
     try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+        names = os.listdir("/proc")
+    except OSError:  # no /proc: the process group is all there is to kill
+        return found
+    for name in names:
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/environ", "rb") as environ:
+                    if marker in environ.read():
+                        found.add(int(name))
+            except OSError:  # gone meanwhile, or another user's
+                pass
+    return found
+
+
+@atexit.register
+def _end_all() -> None:
+    with _lock:
+        live = list(_live.items())
+        _live.clear()
+    for pid, tag in live:
+        _kill(pid, tag)
 
 
 def running(pid: int) -> bool:

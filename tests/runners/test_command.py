@@ -4,6 +4,8 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -129,6 +131,134 @@ def test_background_processes_end_with_the_item(tmp_path):
     result = command(ITEM, shell=f"sleep 30 >/dev/null 2>&1 & echo $! > {pidfile}; echo done", stdin="none")
     assert result.output == "done"
     assert wait_gone(int(pidfile.read_text()))
+
+
+def test_a_child_holding_stdout_does_not_hold_the_answer_and_is_killed(tmp_path):
+    pidfile = tmp_path / "child.pid"
+    started = time.monotonic()
+    result = command(ITEM, shell=f"sleep 444 & echo $! > {pidfile}; echo hi", timeout=5, stdin="none")
+    assert time.monotonic() - started < 5
+    assert result.output == "hi"
+    assert result.metadata == {"exit_code": 0, "killed_leftovers": 1}
+    assert wait_gone(int(pidfile.read_text()))
+
+
+DAEMON = """
+import os, sys, time
+child = os.fork()
+if child == 0:
+    os.setsid()
+    if os.fork() == 0:  # a daemon: another session, its parent gone, stdout still open
+        with open(sys.argv[1] + ".tmp", "w") as f:
+            f.write(str(os.getpid()))
+        os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+        time.sleep(444)
+    os._exit(0)
+os.waitpid(child, 0)
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.01)
+print("hi")
+"""
+
+
+def test_a_daemon_in_a_session_of_its_own_is_killed_too(tmp_path):
+    pidfile = tmp_path / "daemon.pid"
+    started = time.monotonic()
+    result = command(ITEM, argv=[PY, "-c", DAEMON, str(pidfile)], timeout=5, stdin="none")
+    assert time.monotonic() - started < 5
+    assert result.output == "hi"
+    assert result.metadata == {"exit_code": 0, "killed_leftovers": 1}
+    assert wait_gone(int(pidfile.read_text()))
+
+
+def test_the_experiment_timeout_kills_the_programs_when_it_gives_up_on_them(write_config, tmp_path):
+    result = run_yaml(write_config, f"""
+        experiments:
+          - id: slow
+            timeout: 1
+            concurrency: 2
+            dataset: {{items: [{{id: a, input: x}}, {{id: b, input: y}}]}}
+            runner:
+              uses: command
+              with:
+                shell: 'echo $$ > "$DIR/$YAMLEVAL_ITEM_ID.pid"; exec sleep 300'
+                env: {{DIR: {json.dumps(str(tmp_path))}}}
+    """)
+    assert [r.status for r in result.items] == ["error", "error"]
+    for name in ("a", "b"):
+        pid = int((tmp_path / f"{name}.pid").read_text())
+        assert wait_gone(pid), f"the program of item {name} outlived the run"
+
+
+EXITING = """
+import os, signal, sys, threading, time
+from yamleval.runners.command import command
+from yamleval.types import Item
+pidfile = sys.argv[1]
+threading.Thread(target=command, args=(Item(id="a", index=0, input="x"),), daemon=True,
+                 kwargs={"shell": f"echo $$ > {pidfile}.tmp; mv {pidfile}.tmp {pidfile}; exec sleep 300",
+                         "stdin": "none"}).start()
+while not os.path.exists(pidfile):
+    time.sleep(0.01)
+print("ready", flush=True)
+if sys.argv[2] == "interrupt":
+    threading.Event().wait()
+"""
+
+
+@pytest.mark.parametrize("how", ["exit", "interrupt"])
+def test_programs_still_running_when_yamleval_exits_are_killed(tmp_path, how):
+    pidfile = tmp_path / "program.pid"
+    process = subprocess.Popen([PY, "-c", EXITING, str(pidfile), how], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True)
+    assert process.stdout.readline() == "ready\n"
+    if how == "interrupt":
+        process.send_signal(signal.SIGINT)  # Ctrl-C
+    process.wait(timeout=30)
+    process.stdout.close()
+    assert wait_gone(int(pidfile.read_text()))
+
+
+def test_stdout_past_max_output_mb_is_cut_and_the_program_runs_to_its_end():
+    code = "import sys; sys.stdout.write('x' * 30_000_000); sys.stdout.flush(); sys.stderr.write('done')"
+    result = command(ITEM, argv=python(code), stdin="none", max_output_mb=1)
+    assert result.output == "x" * 1_000_000 + "\n[output cut at 1 MB]"
+    assert result.metadata == {"exit_code": 0, "stderr": "done"}
+    with pytest.raises(ValueError, match=r"longer than `max_output_mb` \(1\) allows, so it cannot be parsed"):
+        command(ITEM, argv=python(code), stdin="none", max_output_mb=1, parse_json=True)
+
+
+COUNT_INPUT = 'printf %s "$YAMLEVAL_INPUT" | wc -c'
+ENV_LIMIT = 131_072 - len("YAMLEVAL_INPUT=") - 1  # Linux's MAX_ARG_STRLEN holds the name, the value, a NUL
+
+
+def test_an_input_as_large_as_an_environment_variable_holds_reaches_yamleval_input():
+    result = command(Item(id="big", index=0, input="x" * ENV_LIMIT), shell=COUNT_INPUT, stdin="none")
+    assert result.output.strip() == "131056"
+
+
+@pytest.mark.parametrize("text, problem", [
+    # two bytes a character: the limit is in bytes
+    ("é" * (ENV_LIMIT // 2) + "x", "is 131,057 bytes, more than the 131,056 of an environment variable"),
+    ("a\0b", "holds a NUL character"),
+])
+@pytest.mark.parametrize("stdin", ["none", "json"])
+def test_an_input_no_environment_variable_holds_is_an_error_saying_to_use_stdin(text, problem, stdin):
+    with pytest.raises(ValueError) as caught:
+        command(Item(id="big", index=0, input=text), shell=COUNT_INPUT, stdin=stdin)
+    assert str(caught.value) == (f"the input {problem}, so it cannot be passed in YAMLEVAL_INPUT; read it on "
+                                 "stdin instead (`stdin: input`, or `stdin: json` for the whole item)")
+
+
+def test_a_large_input_on_stdin_needs_no_variable():
+    code = "import os, sys; print(len(sys.stdin.read()), sorted(k for k in os.environ if k[:9] == 'YAMLEVAL_'))"
+    result = command(Item(id="big", index=0, input="a\0" * 500_000), argv=python(code), stdin="input")
+    assert result.output == "1000000 ['YAMLEVAL_ITEM_ID', 'YAMLEVAL_PROCESS']"
+
+
+def test_arguments_too_large_for_the_system_are_named():
+    with pytest.raises(OSError, match=r"^cannot run 'true': its arguments and environment are larger than"):
+        command(ITEM, argv=["true", "x" * 200_000], stdin="none")
 
 
 @pytest.mark.parametrize("options, message", [

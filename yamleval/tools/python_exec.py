@@ -8,7 +8,7 @@ import subprocess
 import sys
 import tempfile
 
-from yamleval.processes import kill_group
+from yamleval.processes import end, start
 from yamleval.tools.tool import ToolError
 
 MAX_CODE = 100_000
@@ -90,9 +90,8 @@ def python_exec(code: str, *, sandbox: str, timeout: float = 10, memory_mb: int 
     # No variable of the parent's environment reaches the code: API keys stay out.
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": sandbox, "LC_ALL": "C.UTF-8"}
     with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
-        process = subprocess.Popen([sys.executable, "-I", "-c", prelude], stdin=subprocess.PIPE,
-                                   stdout=stdout, stderr=stderr, cwd=sandbox, env=env,
-                                   start_new_session=True, close_fds=True)
+        process = start([sys.executable, "-I", "-c", prelude], env, stdin=subprocess.PIPE,
+                        stdout=stdout, stderr=stderr, cwd=sandbox, close_fds=True)
         try:
             try:
                 process.stdin.write(code.encode("utf-8", errors="replace"))
@@ -101,12 +100,9 @@ def python_exec(code: str, *, sandbox: str, timeout: float = 10, memory_mb: int 
                 pass
             process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            kill_group(process)
-            process.wait()
             raise ToolError(f"python_exec timed out after {timeout:g} s") from None
         finally:
-            # Also ends whatever the code started in the background.
-            kill_group(process)
+            end(process)  # also ends whatever the code started in the background
         out, err = _read_capped(stdout, max_output), _read_capped(stderr, max_output)
     code_line = f"exit code {process.returncode}"
     if process.returncode < 0:
