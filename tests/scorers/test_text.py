@@ -236,3 +236,25 @@ def test_regex_refuses_a_non_string_pattern(pattern):
 )
 def test_starts_with(output, expected, kwargs, result):
     assert starts_with(output, expected, **kwargs) is result
+
+
+def test_levenshtein_refuses_texts_too_long_to_compare_within_a_timeout(write_config, tmp_path):
+    """Two 2 MB texts would hold the interpreter for minutes (no timeout, no Ctrl-C): an error at once."""
+    import json
+
+    import yamleval
+
+    row = {"id": "long", "input": "ab" * 1_000_000, "expected": "ba" * 1_000_000}
+    (tmp_path / "long.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
+    path = write_config("""
+        experiments:
+          - id: e
+            timeout: 2
+            dataset: {file: long.jsonl}
+            runner: echo
+            scorers: [levenshtein]
+    """)
+    [experiment] = yamleval.load_experiments(path)
+    [item] = yamleval.run_experiment(experiment).items
+    assert item.status == "error"
+    assert "texts too long to compare (2,000,000 and 2,000,000 characters" in item.scores["levenshtein"].error

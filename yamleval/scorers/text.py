@@ -142,12 +142,16 @@ def _exact_text(value: Any, maybe_object: bool) -> str:
     return to_text(value)
 
 
+LEVENSHTEIN_CELLS = 10 ** 10  # about half a second of work here
+
+
 def levenshtein(output: Any, expected: Any) -> float:
     """Edit-distance similarity: ``1 - distance(o, e) / max(len(o), len(e))``.
 
     Both values go through ``to_text``; the distance counts unit-cost insertions,
     deletions and substitutions of code points. Two empty texts give 1.0 (so do two
     ``None``); one empty text against a non-empty one gives 0.0. Case and whitespace count.
+    Texts whose lengths multiply past ``LEVENSHTEIN_CELLS`` are the score's error.
     """
     if type(output) is not str:
         output = to_text(output)
@@ -156,6 +160,11 @@ def levenshtein(output: Any, expected: Any) -> float:
     longest = max(len(output), len(expected))
     if not longest:
         return 1.0
+    if len(output) * len(expected) > LEVENSHTEIN_CELLS:
+        # the distance is computed in C holding the interpreter lock: no timeout or Ctrl-C could stop it
+        raise ValueError(f"texts too long to compare ({len(output):,} and {len(expected):,} characters; the"
+                         f" product of the lengths may be at most {LEVENSHTEIN_CELLS:,}, about 100,000 characters"
+                         " each): score long texts with contains, regex or a judge")
     return 1.0 - Levenshtein.distance(output, expected) / longest
 
 
