@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     options = parser.parse_args(argv)
 
     import yamleval
-    from yamleval.reporting import html
+    from yamleval.reporting import html, write_reports
     from yamleval.types import RunInfo
 
     folder = tempfile.mkdtemp(prefix="yamleval-html-bench-")
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
             document = html.render(run, results)
             renders.append(time.perf_counter() - started)
         path = os.path.join(folder, "report.html")
-        html.write(path, run, results)
+        write_reports(folder, ["html"], run, results)
         size = os.path.getsize(path)
         print(f"report    {size / 2**20:,.1f} MiB ({size:,} bytes), {len(document):,} characters")
         print(f"render    Python {median_and_min(renders)}  (median [fastest] of {options.repeat})")

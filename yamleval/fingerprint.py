@@ -14,6 +14,7 @@ import sys
 from typing import Any, Iterable, Mapping
 
 from yamleval.config.model import Experiment
+from yamleval.provenance import plugin_refs
 
 ROUNDS = 20_000  # about 10 ms a value here: nothing for a run, costly for guessing many keys
 
@@ -57,14 +58,8 @@ def _digest(salt: bytes, name: str, value: str) -> str:
 def plugin_sources(experiments: Iterable[Experiment]) -> dict[str, str]:
     """A hash of the source file of each plugin named ``module:attr`` (the project's own and
     installed ones: built-ins and entry points are covered by the recorded versions)."""
-    refs = set()
-    for experiment in experiments:
-        refs.add(experiment.runner.uses)
-        refs.update(s.plugin.uses for s in experiment.scorers)
-        if experiment.dataset.plugin is not None:
-            refs.add(experiment.dataset.plugin.uses)
     hashes = {}
-    for ref in sorted(r for r in refs if ":" in r):
+    for ref in (r for r in plugin_refs(experiments) if ":" in r):
         module = sys.modules.get(ref.partition(":")[0])
         path = getattr(module, "__file__", None)
         if path:

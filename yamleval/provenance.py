@@ -95,17 +95,22 @@ def _answer(process: subprocess.Popen | None, timeout: float) -> str | None:
     return out if process.returncode == 0 else None
 
 
-def plugin_versions(experiments: Iterable[Experiment], yamleval_version: str) -> dict[str, str]:
-    """The distribution and version behind each plugin module; ``local`` for the project's own files."""
+def plugin_refs(experiments: Iterable[Experiment]) -> list[str]:
+    """The ``uses:`` of every runner, scorer and dataset plugin, sorted."""
     refs = set()
     for experiment in experiments:
         refs.add(experiment.runner.uses)
         refs.update(s.plugin.uses for s in experiment.scorers)
         if experiment.dataset.plugin is not None:
             refs.add(experiment.dataset.plugin.uses)
+    return sorted(refs)
+
+
+def plugin_versions(experiments: Iterable[Experiment], yamleval_version: str) -> dict[str, str]:
+    """The distribution and version behind each plugin module; ``local`` for the project's own files."""
     versions: dict[str, str] = {}
     distributions = None
-    for ref in sorted(refs):
+    for ref in plugin_refs(experiments):
         if ":" not in ref:
             versions[ref] = f"yamleval {yamleval_version}" if _is_builtin(ref) else "entry point"
             continue

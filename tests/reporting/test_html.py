@@ -13,7 +13,7 @@ from html.parser import HTMLParser
 import pytest
 
 import yamleval
-from yamleval.reporting import html
+from yamleval.reporting import html, write_reports
 from yamleval.types import RunInfo
 
 RUN = RunInfo(run_id="run-42", status="completed", started_at="2026-01-01T00:00:00.000Z",
@@ -262,7 +262,7 @@ def test_a_run_without_experiments_still_renders():
 def test_write_is_atomic_and_returns_the_path(tmp_path, write_config):
     results = run_all(write_config, MIXED)
     path = tmp_path / "reports" / "report.html"
-    assert html.write(str(path), RUN, results) == str(path)
+    assert write_reports(str(path.parent), ["html"], RUN, results) == [str(path)]
     assert path.read_text(encoding="utf-8") == html.render(RUN, results)
     assert [p.name for p in path.parent.iterdir()] == ["report.html"]
 

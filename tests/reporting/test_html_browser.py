@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import yamleval
-from yamleval.reporting import html
+from yamleval.reporting import write_reports
 from yamleval.types import RunInfo
 
 CHROMIUM = "/usr/bin/chromium"
@@ -88,7 +88,7 @@ def report(tmp_path_factory):
     (folder / "evals.yaml").write_text(textwrap.dedent(CONFIG), encoding="utf-8")
     results = [yamleval.run_experiment(e) for e in yamleval.load_experiments(folder / "evals.yaml")]
     run = RunInfo(run_id="browser-run", status="completed", started_at="2026-01-01T00:00:00.000Z")
-    path = html.write(str(folder / "report.html"), run, results)
+    [path] = write_reports(str(folder), ["html"], run, results)
     return path, results
 
 

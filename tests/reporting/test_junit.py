@@ -9,7 +9,7 @@ import pytest
 from lxml import etree
 
 import yamleval
-from yamleval.reporting import junit, text
+from yamleval.reporting import junit, text, write_reports
 from yamleval.types import RunInfo
 
 XSD = Path(__file__).parents[1] / "data" / "junit" / "junit-10.xsd"  # from the JUnit project, see SOURCE.md
@@ -148,7 +148,7 @@ def test_the_same_results_give_the_same_bytes(write_config, tmp_path):
     results = run_all(write_config, MIXED)
     first = junit.render(RUN, results)
     assert junit.render(RUN, results) == first
-    path = junit.write(str(tmp_path / "out" / "junit.xml"), RUN, results)
+    [path] = write_reports(str(tmp_path / "out"), ["junit"], RUN, results)
     assert Path(path).read_bytes() == first.encode("utf-8")
     assert os.listdir(tmp_path / "out") == ["junit.xml"], "no temporary file is left behind"
     assert first.startswith('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="yamleval" tests="8"')

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import yamleval
-from yamleval.reporting import markdown
+from yamleval.reporting import markdown, write_reports
 from yamleval.types import RunInfo
 
 RUN = RunInfo(run_id="r1", status="completed", started_at="2026-01-01T00:00:00Z", git_commit="0123456789abcdef")
@@ -145,6 +145,6 @@ def test_the_summary_stays_under_one_mebibyte(write_config, tmp_path):
     assert markdown.render(RUN, results) == text, "deterministic"
     small = markdown.render(RUN, results[:1])
     assert "cut to stay under" not in small
-    path = markdown.write(str(tmp_path / "out" / "summary.md"), RUN, results[:1])
+    [path] = write_reports(str(tmp_path / "out"), ["markdown"], RUN, results[:1])
     assert Path(path).read_text(encoding="utf-8") == small
     assert os.listdir(tmp_path / "out") == ["summary.md"]

@@ -1,4 +1,5 @@
-"""Reports rendered from a run: each format is a module with a streaming ``Writer`` and ``write(path, run, results)``."""
+"""Reports rendered from a run: each format is a module (entry-point group ``yamleval.reports``)
+with a streaming ``Writer`` and the ``FILE_NAME`` it writes; ``write_reports`` writes them."""
 from __future__ import annotations
 
 import contextlib

@@ -17,7 +17,7 @@ from typing import IO, Any, Sequence
 
 from yamleval import figures
 from yamleval.aggregate import BINS
-from yamleval.reporting.files import atomic_output, render_with
+from yamleval.reporting.files import render_with
 from yamleval.reporting.text import trajectory_steps
 from yamleval.types import ExperimentResult, ItemResult, RunInfo, ScoreResult
 
@@ -281,10 +281,3 @@ class Writer:
 def render(run: RunInfo, results: Sequence[ExperimentResult]) -> str:
     """The report as one complete HTML document."""
     return render_with(Writer, run, results)
-
-
-def write(path: str, run: RunInfo, results: Sequence[ExperimentResult]) -> str:
-    """Write the report to ``path`` atomically (a temporary file renamed over it)."""
-    with atomic_output(path) as out:
-        out.write(render(run, results))
-    return path

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import IO, Sequence
 
-from yamleval.reporting.files import atomic_output, render_with
+from yamleval.reporting.files import render_with
 from yamleval.reporting.text import (as_text, clean_text, criterion_message, criterion_name, item_message, one_line,
                                      score_text, trajectory_steps)
 from yamleval.types import CriterionResult, ExperimentResult, ItemResult, RunInfo
@@ -296,10 +296,3 @@ class Writer:
 def render(run: RunInfo, results: Sequence[ExperimentResult]) -> str:
     """The JUnit XML document for ``results``, as text starting with the XML declaration."""
     return render_with(Writer, run, results)
-
-
-def write(path: str, run: RunInfo, results: Sequence[ExperimentResult]) -> str:
-    """Write the report to ``path`` atomically (a temporary file renamed over it)."""
-    with atomic_output(path) as out:
-        out.write(render(run, results))
-    return path

@@ -13,7 +13,6 @@ import re
 from typing import IO, Iterable, Sequence
 
 from yamleval import figures
-from yamleval.reporting.files import atomic_output
 from yamleval.reporting.text import as_text, clean_text, criterion_name, item_message, reveal_bidi
 from yamleval.types import ExperimentResult, ItemResult, RunInfo
 
@@ -126,7 +125,7 @@ def _worst_key(result: ItemResult) -> tuple[int, float, int] | None:
     return None
 
 
-class Body:
+class _WorstItems:
     """One experiment's ``limit`` worst items, kept in a heap as items stream by (nothing is
     written until the end, so ``out`` is not used)."""
 
@@ -154,7 +153,7 @@ class Body:
 def worst_items(result: ExperimentResult, limit: int = WORST_ITEMS) -> list[ItemResult]:
     """Errored items, then failed ones, then passed items that scored below 1; lowest
     scores first within each, dataset order on ties."""
-    worst = Body(limit=limit)
+    worst = _WorstItems(limit=limit)
     for item in result.items:
         worst.item(item)
     return worst.items()
@@ -214,27 +213,16 @@ class Writer:
     def __init__(self, out: IO[str], run: RunInfo, results: Sequence[ExperimentResult]):
         self.out, self.run, self.results = out, run, results
         self.worst: dict[int, list[ItemResult]] = {}
-        self.current = Body()
+        self.current = _WorstItems()
 
     def begin(self, result: ExperimentResult) -> None:
-        self.current = Body()
+        self.current = _WorstItems()
 
     def item(self, result: ItemResult) -> None:
         self.current.item(result)
-
-    def take(self, worst: "Body") -> None:
-        """The experiment's worst items as a ``Body`` found them beforehand."""
-        self.current = worst
 
     def end(self, result: ExperimentResult) -> None:
         self.worst[id(result)] = self.current.items()
 
     def close(self) -> None:
         self.out.write(render(self.run, self.results, worst=self.worst))
-
-
-def write(path: str, run: RunInfo, results: Sequence[ExperimentResult]) -> str:
-    """Write the summary to ``path`` atomically (a temporary file renamed over it)."""
-    with atomic_output(path) as out:
-        out.write(render(run, results))
-    return path
