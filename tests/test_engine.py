@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 import threading
 import time
@@ -10,6 +11,7 @@ import pytest
 
 import yamleval
 import yamleval.executor
+from yamleval.records import encode_record
 
 
 def run(write_config, body: str, **options):
@@ -112,6 +114,34 @@ def test_scorer_return_values(write_config, value, status, error):
     [item] = result.items
     assert item.status == status
     assert item.scores["fixed"].error == error
+
+
+@pytest.mark.parametrize("kind, status, passed, error", [
+    ("numpy false", "failed", False, None),
+    ("numpy true", "passed", True, None),
+    ("numpy float32 0.25", "failed", False, None),
+    ("numpy float32 0.75", "passed", True, None),
+    ("numpy float32 1.5", "error", None, "returned np.float32(1.5); a score must be a number from 0 to 1"),
+    ("Score passed numpy false", "failed", False, None),
+    ("Score passed numpy true", "passed", True, None),
+    ("Score passed 0", "error", None, "returned passed=0; passed must be True, False or None"),
+    ("Score passed 'no'", "error", None, "returned passed='no'; passed must be True, False or None"),
+    ("Score score numpy float32 0.25", "failed", False, None),
+])
+def test_numpy_verdicts_count_as_their_truth_and_other_verdicts_are_errors(write_config, kind, status, passed,
+                                                                           error):
+    result = run(write_config, """
+        experiments:
+          - id: e
+            dataset: {items: [{input: a}]}
+            runner: echo
+            scorers: [{uses: fixture_plugins.behaviours:odd_verdict, id: odd, threshold: 0.5, with: {kind: KIND}}]
+    """.replace("KIND", json.dumps(kind)))
+    [item] = result.items
+    assert (item.status, item.scores["odd"].passed, item.scores["odd"].error) == (status, passed, error)
+    assert json.loads(encode_record(item))["scores"]["odd"]["passed"] is passed
+    if error:
+        assert item.error == f"scorer 'odd': {error}"
 
 
 def test_below_threshold_fails_and_at_threshold_passes(write_config):

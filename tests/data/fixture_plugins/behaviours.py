@@ -6,6 +6,8 @@ import sys
 import threading
 import time
 
+import numpy
+
 from yamleval import RunnerResult, Score
 
 
@@ -69,6 +71,18 @@ class Prefixer:
 def fixed(output, value=0.5):
     """A scorer returning a fixed value, whatever it is (even junk)."""
     return value
+
+
+def odd_verdict(output, kind):
+    """A scorer returning a verdict or a score that is not a plain bool or float."""
+    return {
+        "numpy false": numpy.False_, "numpy true": numpy.True_,
+        "numpy float32 0.25": numpy.float32(0.25), "numpy float32 0.75": numpy.float32(0.75),
+        "numpy float32 1.5": numpy.float32(1.5),
+        "Score passed numpy false": Score(passed=numpy.False_), "Score passed numpy true": Score(passed=numpy.True_),
+        "Score passed 0": Score(passed=0), "Score passed 'no'": Score(passed="no"),
+        "Score score numpy float32 0.25": Score(score=numpy.float32(0.25)),
+    }[kind]
 
 
 def raising_scorer(output):
