@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import sys
 import threading
 import time
@@ -27,6 +29,15 @@ def per_item(input, item):
     if input == "slow":
         time.sleep(0.3)
     return item.expected if item.expected is not None else input
+
+
+def ends_the_run(input):
+    """Echo, except that input ``interrupt`` presses Ctrl-C on the run and ``crash`` kills its process."""
+    if input == "interrupt":
+        os.kill(os.getpid(), signal.SIGINT)
+    elif input == "crash":
+        os._exit(9)
+    return input
 
 
 _NEVER = threading.Event()
@@ -115,8 +126,6 @@ def broken_dataset():
 def counting(input, item, log: str, seconds: float = 0.002):
     """Sleep a little, then note this process and the item in ``log``: who ran what, how often."""
     time.sleep(seconds)
-    import os
-
     with open(log, "a") as handle:
         handle.write(f"{os.getpid()} {item.id}\n")
     return input if int(item.id.split("-")[1]) % 3 else "wrong"
