@@ -132,12 +132,6 @@ def _when(timestamp: str | None) -> str:
     return text
 
 
-
-
-
-
-
-
 def _shares(counts: dict[str, int]) -> list[dict[str, Any]]:
     """The verdict bar: each status's share of the items, laid end to end."""
     total = sum(counts.values())
