@@ -84,6 +84,9 @@ def test_experiment_selection_and_limit(write_config, tmp_path):
     assert report["experiments"][0]["summary"]["completed"] == 0
     unknown = run_cli("run", "-e", "bda", cwd=tmp_path)
     assert unknown.returncode == 2 and "did you mean 'bad'?" in unknown.stderr
+    for name in ("ñandú", "实验"):  # nothing near: the experiments are listed instead of a guess
+        unknown = run_cli("run", "-e", name, cwd=tmp_path)
+        assert unknown.returncode == 2 and f"no experiment with id '{name}' (experiments: ok, bad)" in unknown.stderr
 
 
 def test_quiet_prints_only_verdicts(write_config, tmp_path):

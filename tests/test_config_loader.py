@@ -48,6 +48,27 @@ def test_values_the_schema_refuses_are_errors(write_config, setting, message):
     assert f"$.experiments[0].{message}" in caught.value.format_message()
 
 
+@pytest.mark.parametrize("given, hint", [
+    ("support answers", "did you mean 'support-answers'?"),
+    ("my tests!", "did you mean 'my-tests'?"),
+    ("ñandú", "an id's letters are ASCII, A to Z, without accents"),
+    ("n\u0303", "an id's letters are ASCII, A to Z, without accents"),  # ñ typed as n and a combining tilde
+    ("实验", "an id's letters are ASCII, A to Z, without accents"),
+    ("实验 n", "an id's letters are ASCII, A to Z, without accents"),
+])
+def test_an_invalid_id_is_fixed_only_when_the_fix_keeps_the_whole_name(write_config, given, hint):
+    path = write_config(f"""
+        experiments:
+          - id: "{given}"
+            dataset: {{items: [{{input: a}}]}}
+            runner: echo
+    """)
+    with pytest.raises(ConfigError) as caught:
+        load_project([path])
+    assert f"is not a valid id: use letters, digits, '_', '.' and '-', starting with a letter or digit ({hint})" \
+        in caught.value.format_message()
+
+
 def test_includes_globs_and_standalone_experiment_files(write_config, tmp_path):
     write_config("""
         id: from-file

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
 import sys
 import threading
 import time
@@ -10,6 +12,7 @@ import pytest
 
 import yamleval
 import yamleval.executor
+from yamleval.records import encode_record
 
 
 def run(write_config, body: str, **options):
@@ -52,12 +55,12 @@ def test_a_bad_item_leaves_every_other_result_intact(write_config):
     assert items["raises"].error == "runner raised RuntimeError: boom on purpose"
     assert items["hangs"].error == "timed out after 1s (in the runner)"
     assert items["junk"].error.startswith("runner returned a object, which cannot be stored")
-    assert items["nan"].error.startswith("runner returned the number nan")
     assert items["exits"].error == "runner raised SystemExit: 3"
-    for name in ("raises", "hangs", "junk", "nan", "exits"):
+    for name in ("raises", "hangs", "junk", "exits"):
         assert items[name].status == "error"
         assert items[name].scores == {}, "scorers must not run after a runner error"
-    assert result.summary.errored == 5 and result.summary.passed == 2
+    assert items["nan"].status == "failed" and math.isnan(items["nan"].output), "NaN is a number, and not 'a'"
+    assert (result.summary.errored, result.summary.failed, result.summary.passed) == (4, 1, 2)
     assert result.passed is False
     assert elapsed < 10, "a hanging item must not hold up the run past its timeout"
 
@@ -112,6 +115,34 @@ def test_scorer_return_values(write_config, value, status, error):
     [item] = result.items
     assert item.status == status
     assert item.scores["fixed"].error == error
+
+
+@pytest.mark.parametrize("kind, status, passed, error", [
+    ("numpy false", "failed", False, None),
+    ("numpy true", "passed", True, None),
+    ("numpy float32 0.25", "failed", False, None),
+    ("numpy float32 0.75", "passed", True, None),
+    ("numpy float32 1.5", "error", None, "returned np.float32(1.5); a score must be a number from 0 to 1"),
+    ("Score passed numpy false", "failed", False, None),
+    ("Score passed numpy true", "passed", True, None),
+    ("Score passed 0", "error", None, "returned passed=0; passed must be True, False or None"),
+    ("Score passed 'no'", "error", None, "returned passed='no'; passed must be True, False or None"),
+    ("Score score numpy float32 0.25", "failed", False, None),
+])
+def test_numpy_verdicts_count_as_their_truth_and_other_verdicts_are_errors(write_config, kind, status, passed,
+                                                                           error):
+    result = run(write_config, """
+        experiments:
+          - id: e
+            dataset: {items: [{input: a}]}
+            runner: echo
+            scorers: [{uses: fixture_plugins.behaviours:odd_verdict, id: odd, threshold: 0.5, with: {kind: KIND}}]
+    """.replace("KIND", json.dumps(kind)))
+    [item] = result.items
+    assert (item.status, item.scores["odd"].passed, item.scores["odd"].error) == (status, passed, error)
+    assert json.loads(encode_record(item))["scores"]["odd"]["passed"] is passed
+    if error:
+        assert item.error == f"scorer 'odd': {error}"
 
 
 def test_below_threshold_fails_and_at_threshold_passes(write_config):

@@ -249,6 +249,37 @@ def test_compare_lists_flips_and_fails_on_regression(write_config, tmp_path):
                                                 "regression": True}]
 
 
+@pytest.mark.parametrize("ending, status, code", [("interrupt", "interrupted", 130), ("crash", "crashed", 9)])
+def test_a_candidate_that_did_not_complete_fails_the_regression_gate(write_config, tmp_path, ending, status, code):
+    config = """
+        store: r.db
+        reports: {dir: out, formats: [json]}
+        experiments:
+          - id: e
+            concurrency: 1
+            dataset: {items: [{id: a, input: a}, {id: b, input: B}, {id: c, input: c}]}
+            runner: fixture_plugins.behaviours:ends_the_run
+    """
+    write_config(config.replace("B", "b"))
+    assert run_cli("run", "-q", cwd=tmp_path).returncode == 0
+    write_config(config.replace("B", ending))
+    assert run_cli("run", "-q", cwd=tmp_path).returncode == code
+    store = Store(str(tmp_path / "r.db"))
+    [candidate, base] = [run.run_id for run in store.runs()]
+    store.close()
+
+    gate = run_cli("compare", base, "latest", "--store", "r.db", "--fail-on-regression", cwd=tmp_path)
+    assert gate.returncode == 1
+    assert gate.stdout.startswith(f"{base} (completed) → {candidate} ({status}): 0 regressions\n")
+    assert gate.stderr == (f"regression gate failed: the candidate run {candidate} is {status}, not completed: "
+                           "the items it did not reach are not compared\n")
+    data = json.loads(run_cli("compare", base, "--store", "r.db", "--format", "json", cwd=tmp_path).stdout)
+    assert (data["base_status"], data["candidate_status"]) == ("completed", status)
+    markdown = run_cli("compare", base, "--store", "r.db", "--format", "markdown", cwd=tmp_path)
+    assert markdown.returncode == 0 and markdown.stdout.startswith(f"## {base} (completed) → {candidate} ({status})")
+    assert run_cli("compare", base, base, "--store", "r.db", "--fail-on-regression", cwd=tmp_path).returncode == 0
+
+
 def test_unknown_run_and_ambiguous_prefix(write_config, tmp_path):
     write_config(PASSING := """
         store: r.db

@@ -5,7 +5,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from yamleval.types import ExperimentResult
+from yamleval.types import ExperimentResult, RunInfo
 
 RANK = {"passed": 2, "skipped": 1, "failed": 0, "error": -1}
 
@@ -37,11 +37,22 @@ class ExperimentDiff:
 class Comparison:
     base: str
     candidate: str
+    base_status: str        # each run's status: completed, interrupted, crashed, running
+    candidate_status: str
     experiments: tuple[ExperimentDiff, ...] = field(default_factory=tuple)
 
     @property
     def regressions(self) -> list[Flip]:
         return [f for e in self.experiments for f in e.flips if f.regression]
+
+    @property
+    def unfinished(self) -> str | None:
+        """Why the candidate cannot pass a regression gate: it did not complete, so the items it
+        never reached show as removed (or its experiments as only in the base run), not as worse."""
+        if self.candidate_status == "completed":
+            return None
+        return (f"the candidate run {self.candidate} is {self.candidate_status}, not completed: "
+                "the items it did not reach are not compared")
 
 
 def _delta(before: float | None, after: float | None) -> float | None:
@@ -67,7 +78,7 @@ def _diff(base: ExperimentResult, candidate: ExperimentResult) -> ExperimentDiff
     )
 
 
-def compare(base_id: str, base: Sequence[ExperimentResult], candidate_id: str,
+def compare(base_run: RunInfo, base: Sequence[ExperimentResult], candidate_run: RunInfo,
             candidate: Sequence[ExperimentResult]) -> Comparison:
     """Match experiments by id and items by id within them."""
     before = {r.experiment_id: r for r in base}
@@ -79,7 +90,7 @@ def compare(base_id: str, base: Sequence[ExperimentResult], candidate_id: str,
         else:
             side = "base" if experiment_id in before else "candidate"
             diffs.append(ExperimentDiff(experiment_id, (), (), (), {}, {}, only_in=side))
-    return Comparison(base_id, candidate_id, tuple(diffs))
+    return Comparison(base_run.run_id, candidate_run.run_id, base_run.status, candidate_run.status, tuple(diffs))
 
 
 def _signed(value: float | None, percent: bool = False) -> str:
@@ -89,7 +100,10 @@ def _signed(value: float | None, percent: bool = False) -> str:
 
 
 def to_text(c: Comparison, markdown: bool = False) -> str:
-    lines = [f"{'## ' if markdown else ''}{c.base} → {c.candidate}: {len(c.regressions)} regressions"]
+    lines = [f"{'## ' if markdown else ''}{c.base} ({c.base_status}) → {c.candidate} ({c.candidate_status}): "
+             f"{len(c.regressions)} regressions"]
+    if c.unfinished:
+        lines.append(c.unfinished)
     for e in c.experiments:
         lines.append("")
         lines.append(f"{'### ' if markdown else ''}{e.experiment_id}")
@@ -113,7 +127,8 @@ def to_text(c: Comparison, markdown: bool = False) -> str:
 
 def to_json(c: Comparison) -> str:
     return json.dumps({
-        "base": c.base, "candidate": c.candidate, "regressions": len(c.regressions),
+        "base": c.base, "candidate": c.candidate, "base_status": c.base_status, "candidate_status": c.candidate_status,
+        "regressions": len(c.regressions),
         "experiments": [{"id": e.experiment_id, "only_in": e.only_in,
                          "flips": [{"item": f.item_id, "before": f.before, "after": f.after,
                                     "regression": f.regression} for f in e.flips],

@@ -6,7 +6,6 @@ aggregator counts them, ``criteria`` gives the verdict.
 from __future__ import annotations
 
 import dataclasses
-import math
 import threading
 import time
 from datetime import datetime, timezone
@@ -25,7 +24,9 @@ from yamleval.types import ExperimentResult, Item, ItemList, ItemResult, RunnerR
 ItemCallback = Callable[[ItemResult], Any]
 ProgressCallback = Callable[[int, "int | None"], Any]
 
-_PLAIN = (str, int, bool, type(None))
+# NaN and the infinities are kept as numbers (scorers see them) and stored as the strings "NaN",
+# "Infinity" and "-Infinity", as the same numbers read from a dataset are (``records.encode``).
+_PLAIN = (str, int, float, bool, type(None))
 
 
 class JunkOutput(Exception):
@@ -36,10 +37,6 @@ def _storable(value: Any, depth: int = 0) -> Any:
     """``value`` if JSON can hold it (tuples become lists), else JunkOutput."""
     if isinstance(value, _PLAIN):
         return value
-    if isinstance(value, float):
-        if math.isfinite(value):
-            return value
-        raise JunkOutput(f"the number {value!r}")
     if depth > 64:
         raise JunkOutput("a value nested more than 64 levels deep")
     if isinstance(value, dict):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -65,31 +66,50 @@ def _skipped(spec: ScorerSpec, reason: str) -> ScoreResult:
     return ScoreResult(spec.id, "skipped", None, None, spec.threshold, reason)
 
 
+def _truth(value: Any) -> bool | None:
+    """A bool or a numpy bool (recognised without importing numpy) as its truth value; None for
+    anything else, which is not a verdict however truthy it looks."""
+    if value is True or value is False:
+        return value
+    kind = type(value)
+    if kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_"):
+        return bool(value)
+    return None
+
+
+def _fraction(value: Any) -> float | None:
+    """A real number from 0 to 1 (int, float, numpy number; not a bool) as a float, else None."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and 0 <= value <= 1:  # NaN fails
+        return float(value)
+    return None
+
+
 def normalize(spec: ScorerSpec, value: Any) -> ScoreResult:
     """A scorer's return value as a ScoreResult; anything unusable is that score's error."""
-    if value is True or value is False:
-        return _finish(spec, 1.0 if value else 0.0, value, None, None)
-    if isinstance(value, (int, float)):
-        if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+    verdict = _truth(value)
+    if verdict is not None:
+        return _finish(spec, 1.0 if verdict else 0.0, verdict, None, None)
+    if isinstance(value, numbers.Real):
+        score = _fraction(value)
+        if score is None:
             return _error(spec, f"returned {value!r}; a score must be a number from 0 to 1")
-        return _finish(spec, float(value), None, None, None)
+        return _finish(spec, score, None, None, None)
     if isinstance(value, Score):
         if value.skipped:
             return _skipped(spec, value.reason or "skipped by the scorer")
-        score = value.score
-        if score is not None:
-            if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score) \
-                    or not 0.0 <= score <= 1.0:
-                return _error(spec, f"returned score {score!r}; a score must be a number from 0 to 1")
-            score = float(score)
-        elif value.passed is None:
+        verdict = None if value.passed is None else _truth(value.passed)
+        if verdict is None and value.passed is not None:
+            return _error(spec, f"returned passed={value.passed!r}; passed must be True, False or None")
+        score = None if value.score is None else _fraction(value.score)
+        if score is None and value.score is not None:
+            return _error(spec, f"returned score {value.score!r}; a score must be a number from 0 to 1")
+        if score is None and verdict is None:
             return _skipped(spec, value.reason or "no score")
         try:
             usage = as_usage(value.usage)
         except ValueError as exc:
             return _error(spec, f"returned {exc}")
-        return _finish(spec, score, value.passed, value.reason, dict(value.metadata) if value.metadata else None,
-                       usage)
+        return _finish(spec, score, verdict, value.reason, dict(value.metadata) if value.metadata else None, usage)
     if value is None:
         return _skipped(spec, "no score")
     return _error(spec, f"returned {type(value).__name__}; return a number from 0 to 1, a bool or yamleval.Score")

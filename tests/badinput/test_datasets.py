@@ -215,16 +215,18 @@ def _strict_json(text: str):
     return json.loads(text, parse_constant=refuse)
 
 
-def test_nan_and_infinity_in_data_keep_results_json_valid(tmp_path):
+def test_nan_and_infinity_in_data_keep_results_json_valid_and_echo_as_they_are_stored(tmp_path):
     _config(tmp_path, "data.jsonl", b'{"input": NaN, "expected": Infinity, "metadata": {"low": -Infinity}}\n'
+                                    b'{"input": [NaN, -Infinity], "expected": [NaN, -Infinity]}\n'
                                     b'{"input": "b", "expected": "b"}\n')
     done = run_cli("run", "-q", "--store", "r.db", "--report-dir", "out", "evals.yaml", cwd=tmp_path)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     results = _strict_json((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
-    first, second = results["experiments"][0]["items"]
+    first, second, third = results["experiments"][0]["items"]
     assert (first["input"], first["expected"], first["metadata"]) == ("NaN", "Infinity", {"low": "-Infinity"})
-    assert first["status"] == "error" and first["error"].startswith("runner returned the number nan")
-    assert second["status"] == "passed"
+    assert (first["status"], first["output"], first["error"]) == ("failed", "NaN", None)  # NaN is not Infinity
+    assert (second["status"], second["output"]) == ("passed", ["NaN", "-Infinity"])
+    assert third["status"] == "passed"
 
 
 def test_the_readme_describes_the_handling():

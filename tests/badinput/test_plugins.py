@@ -9,6 +9,7 @@ these are the rest.
 from __future__ import annotations
 
 import json
+import math
 import textwrap
 import time
 
@@ -172,7 +173,7 @@ def test_a_plugin_failing_at_import_is_a_config_error(tmp_path, monkeypatch, cas
 
 # --- per item: the item reports it, the run goes on ----------------------------------------------
 
-JUNK = ["set", "frozenset", "bytes", "bytearray", "inf", "-inf", "nan-in-list", "cycle-dict", "object", "tuple-key"]
+JUNK = ["set", "frozenset", "bytes", "bytearray", "cycle-dict", "object", "tuple-key"]
 
 
 def test_outputs_json_cannot_hold_are_item_errors(project):
@@ -184,11 +185,25 @@ def test_outputs_json_cannot_hold_are_item_errors(project):
 
 
 def test_runner_results_with_unusable_metadata_trace_or_usage_are_item_errors(project):
-    cases = ["meta-nan", "meta-set", "trace-cycle", "cost-nan", "tokens-negative"]
+    cases = ["meta-set", "trace-cycle", "cost-nan", "tokens-negative"]
     items = run(project(cases))
     for name in cases:
         assert items[name].status == "error" and "cannot be stored" in items[name].error, (name, items[name].error)
     assert "usage" in items["cost-nan"].error and "finite" in items["cost-nan"].error
+
+
+def test_nan_and_infinity_in_outputs_are_kept_and_stored_as_the_datasets_are(project, tmp_path):
+    """Like the same numbers read from a dataset: scorers see the number, results.json the string."""
+    items = run(project(["inf", "-inf", "nan-in-list", "meta-nan"]))
+    assert (items["inf"].output, items["-inf"].output) == (math.inf, -math.inf)
+    assert math.isnan(items["nan-in-list"].output[1]) and math.isnan(items["meta-nan"].metadata["p"])
+    assert all(item.scores for item in items.values()), "no runner error: the scorer ran on each"
+    done = run_cli("run", "-q", "evals.yaml", "--store", "r.db", "--report-dir", "out", cwd=tmp_path)
+    assert "Traceback" not in done.stderr, done.stderr
+    report = _strict_json((tmp_path / "out" / "results.json").read_text())
+    stored = {i["id"]: i for i in report["experiments"][0]["items"]}
+    assert (stored["inf"]["output"], stored["-inf"]["output"]) == ("Infinity", "-Infinity")
+    assert stored["nan-in-list"]["output"] == [1.0, "NaN"] and stored["meta-nan"]["output_metadata"] == {"p": "NaN"}
 
 
 def test_a_huge_text_output_is_kept_whole(project):

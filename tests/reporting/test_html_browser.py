@@ -4,9 +4,11 @@ Without playwright or /usr/bin/chromium these tests fail when ``CI`` is set and 
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import textwrap
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,9 +121,9 @@ class Page:
         assert self.problems == [], f"the page logged errors: {self.problems}"
 
 
-@pytest.fixture
-def opened(browser, report):
-    path, _ = report
+@contextmanager
+def open_report(browser, path: str):
+    """The report at ``path`` in a fresh browser context, once its script has run."""
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     page = Page(context.new_page())
     page.page.on("request", lambda r: None if r.url.startswith(LOCAL) else page.remote.append(r.url))
@@ -129,8 +131,16 @@ def opened(browser, report):
     page.page.on("pageerror", lambda e: page.problems.append(str(e)))
     page.page.goto("file://" + os.path.abspath(path))
     page.page.wait_for_selector("html[data-ready=true]")
-    yield page
-    context.close()
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def opened(browser, report):
+    with open_report(browser, report[0]) as page:
+        yield page
 
 
 def test_rows_render_with_the_right_counts(opened, report):
@@ -260,3 +270,24 @@ def test_expanding_a_trajectory_shows_each_step_as_text(opened):
     assert '"result": "4 <img src=x onerror=\\"window.__pwned=1\\">"' in trajectory.locator("li pre").nth(1).inner_text()
     assert opened.page.evaluate("window.__pwned") is None
     opened.assert_quiet()
+
+
+def test_a_report_of_a_thousand_experiments_builds_the_first_and_the_last_on_demand(browser, report, tmp_path):
+    """Sections beyond the first few are built when scrolled near, so the page opens as fast
+    as a small one; the table of contents still reaches every experiment."""
+    crashes = report[1][1]  # two items: one passed, one error
+    results = [dataclasses.replace(crashes, experiment_id=f"e{n}", label=f"Experiment {n}") for n in range(1000)]
+    path = html.write(str(tmp_path / "report.html"), RunInfo(run_id="many", status="completed",
+                                                             started_at="2026-01-01T00:00:00.000Z"), results)
+    with open_report(browser, path) as opened:
+        assert opened.verdicts(0) == ["pass", "error"]
+        assert opened.page.locator("section.experiment .items-table").count() < 100, "built up front"
+        last = opened.section(999)
+        assert last.locator(".items-table").count() == 0
+        opened.page.locator("a[href='#exp-999']").click()
+        last.locator("tbody tr.row").first.wait_for()
+        assert last.locator("h2").inner_text() == "Experiment 999"
+        assert opened.verdicts(999) == ["pass", "error"]
+        last.locator("input[data-status=passed]").uncheck()
+        assert opened.verdicts(999) == ["error"]
+        opened.assert_quiet()

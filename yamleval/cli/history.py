@@ -102,16 +102,18 @@ def report(run_ref, store_file, formats, report_dir):
 @click.argument("candidate_ref", metavar="CANDIDATE", default="latest")
 @STORE_OPTION
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
-@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when any item got worse (e.g. passed → failed).")
+@click.option("--fail-on-regression", is_flag=True,
+              help="Exit 1 when any item got worse (e.g. passed → failed) or the candidate run did not complete.")
 def compare(base_ref, candidate_ref, store_file, fmt, fail_on_regression):
     """Compare two stored runs item by item: flips, score deltas, added and removed items."""
     from yamleval import compare as comparing
 
     store = _open(store_file)
     base, candidate = store.find_run(base_ref), store.find_run(candidate_ref)
-    result = comparing.compare(base.run_id, store.results(base.run_id), candidate.run_id,
-                               store.results(candidate.run_id))
+    result = comparing.compare(base, store.results(base.run_id), candidate, store.results(candidate.run_id))
     text = comparing.to_json(result) if fmt == "json" else comparing.to_text(result, markdown=fmt == "markdown")
     click.echo(text, nl=False)
-    if fail_on_regression and result.regressions:
+    if fail_on_regression and (result.regressions or result.unfinished):
+        if result.unfinished:
+            click.echo(f"regression gate failed: {result.unfinished}", err=True)
         sys.exit(ExitCode.FAILED)

@@ -6,6 +6,7 @@ import json
 import math
 import os
 import re
+import unicodedata
 from functools import lru_cache
 from typing import Any
 
@@ -149,8 +150,13 @@ def _pattern_problem(pattern: str, value: Any, description: str) -> tuple[str, s
     if isinstance(value, str) and pattern == NO_NUL:
         return f"{_show(value)} holds a NUL character (\\0), which no file name can", "remove it"
     if isinstance(value, str) and pattern == defs["slug"]["pattern"]:
-        fixed = re.sub(r"[^A-Za-z0-9_.-]+", "-", value.strip()).strip("-_.")
-        hint = f"did you mean '{fixed}'?" if fixed and re.match(pattern, fixed) else None
+        # The fix only replaces what separates words: a name with letters an id cannot hold (ñ, 实)
+        # has no fix that keeps the whole of it.
+        if any(not c.isascii() and (c.isalnum() or unicodedata.combining(c)) for c in value):
+            hint = "an id's letters are ASCII, A to Z, without accents"
+        else:
+            fixed = re.sub(r"[^A-Za-z0-9_.-]+", "-", value.strip()).strip("-_.")
+            hint = f"did you mean '{fixed}'?" if fixed and re.match(pattern, fixed) else None
         return (f"{_show(value)} is not a valid id: use letters, digits, '_', '.' and '-', "
                 "starting with a letter or digit"), hint
     if isinstance(value, str) and pattern == defs["plugin_ref"]["pattern"]:

@@ -25,6 +25,7 @@ FILE_NAME = "report.html"  # in the report folder
 FIELD_CAP = 20_000  # characters of one text field embedded in the page
 TRUNCATED = "… (truncated; full text in results.json / the database)"
 STATUSES = ("passed", "failed", "error", "skipped")
+EAGER_SECTIONS = 5  # experiments in the page as they are; the page builds later ones when scrolled near
 
 # Item rows are arrays (keys once, in the page's script) with these positions.
 # An output equal to the expected text is sent as 0, not a second copy (text fields are strings).
@@ -126,12 +127,6 @@ def _when(timestamp: str | None) -> str:
     return text
 
 
-
-
-
-
-
-
 def _shares(counts: dict[str, int]) -> list[dict[str, Any]]:
     """The verdict bar: each status's share of the items, laid end to end."""
     total = sum(counts.values())
@@ -220,7 +215,7 @@ def _page(run: RunInfo, results: Sequence[ExperimentResult]) -> tuple[str, str]:
                 "git_commit": (run.git_commit or "—") + (" (uncommitted changes)" if run.git_dirty else ""),
                 "config_files": list(run.config_files), "config_hash": run.config_hash or "—"}
     page = _template().render(
-        run=run_view, experiments=views, csp=csp, statuses=STATUSES, field_cap=f"{FIELD_CAP:,}",
+        run=run_view, experiments=views, csp=csp, statuses=STATUSES, field_cap=f"{FIELD_CAP:,}", eager=EAGER_SECTIONS,
         script=Markup(script), style=Markup(style), data=Markup(_DATA_SLOT),
     )
     head, _, tail = page.rpartition(_DATA_SLOT)

@@ -2,9 +2,13 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import sys
 import threading
 import time
+
+import numpy
 
 from yamleval import RunnerResult, Score
 
@@ -25,6 +29,15 @@ def per_item(input, item):
     if input == "slow":
         time.sleep(0.3)
     return item.expected if item.expected is not None else input
+
+
+def ends_the_run(input):
+    """Echo, except that input ``interrupt`` presses Ctrl-C on the run and ``crash`` kills its process."""
+    if input == "interrupt":
+        os.kill(os.getpid(), signal.SIGINT)
+    elif input == "crash":
+        os._exit(9)
+    return input
 
 
 _NEVER = threading.Event()
@@ -83,6 +96,18 @@ def fixed(output, value=0.5):
     return value
 
 
+def odd_verdict(output, kind):
+    """A scorer returning a verdict or a score that is not a plain bool or float."""
+    return {
+        "numpy false": numpy.False_, "numpy true": numpy.True_,
+        "numpy float32 0.25": numpy.float32(0.25), "numpy float32 0.75": numpy.float32(0.75),
+        "numpy float32 1.5": numpy.float32(1.5),
+        "Score passed numpy false": Score(passed=numpy.False_), "Score passed numpy true": Score(passed=numpy.True_),
+        "Score passed 0": Score(passed=0), "Score passed 'no'": Score(passed="no"),
+        "Score score numpy float32 0.25": Score(score=numpy.float32(0.25)),
+    }[kind]
+
+
 def raising_scorer(output):
     raise ValueError("scorer broke")
 
@@ -113,8 +138,6 @@ def broken_dataset():
 def counting(input, item, log: str, seconds: float = 0.002):
     """Sleep a little, then note this process and the item in ``log``: who ran what, how often."""
     time.sleep(seconds)
-    import os
-
     with open(log, "a") as handle:
         handle.write(f"{os.getpid()} {item.id}\n")
     return input if int(item.id.split("-")[1]) % 3 else "wrong"

@@ -454,10 +454,31 @@
   };
 
   // ---- start ---------------------------------------------------------------------------------
-  DATA.experiments.forEach(function (exp, n) {
-    var section = document.querySelector('section.experiment[data-experiment="' + n + '"]');
-    if (section) tables.push(new Table(section, exp));
-  });
+  // Sections after the first few come as <template>s, each built when it nears the viewport
+  // (or the page is printed): a run of a thousand experiments opens as fast as one of a few.
+  function build(section) {
+    var template = section.querySelector(":scope > template");
+    if (template) {
+      section.replaceChildren(template.content);
+      section.removeAttribute("data-lazy");
+    }
+    tables.push(new Table(section, DATA.experiments[+section.getAttribute("data-experiment")]));
+  }
+  document.querySelectorAll("section.experiment:not([data-lazy])").forEach(build);
+  var lazy = document.querySelectorAll("section.experiment[data-lazy]");
+  if (lazy.length) {
+    var observer = new IntersectionObserver(function (entries) {
+      entries.forEach(function (entry) {
+        if (entry.isIntersecting) { observer.unobserve(entry.target); build(entry.target); }
+      });
+    }, { rootMargin: "1000px 0px" });
+    lazy.forEach(function (section) { observer.observe(section); });
+    window.addEventListener("beforeprint", function () {
+      lazy.forEach(function (section) {
+        if (section.hasAttribute("data-lazy")) { observer.unobserve(section); build(section); }
+      });
+    });
+  }
 
   document.addEventListener("keydown", function (event) {
     if (event.key !== "/" || event.ctrlKey || event.metaKey || event.altKey) return;
