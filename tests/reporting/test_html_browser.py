@@ -277,8 +277,8 @@ def test_a_report_of_a_thousand_experiments_builds_the_first_and_the_last_on_dem
     as a small one; the table of contents still reaches every experiment."""
     crashes = report[1][1]  # two items: one passed, one error
     results = [dataclasses.replace(crashes, experiment_id=f"e{n}", label=f"Experiment {n}") for n in range(1000)]
-    path = html.write(str(tmp_path / "report.html"), RunInfo(run_id="many", status="completed",
-                                                             started_at="2026-01-01T00:00:00.000Z"), results)
+    [path] = write_reports(str(tmp_path), ["html"], RunInfo(run_id="many", status="completed",
+                                                            started_at="2026-01-01T00:00:00.000Z"), results)
     with open_report(browser, path) as opened:
         assert opened.verdicts(0) == ["pass", "error"]
         assert opened.page.locator("section.experiment .items-table").count() < 100, "built up front"
