@@ -5,13 +5,14 @@ aggregator counts them, ``criteria`` gives the verdict.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 import time
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable
 
-from yamleval import criteria
+from yamleval import criteria, throttle
 from yamleval.aggregate import Aggregator
 from yamleval.calls import close_thread_loop
 from yamleval.executor import LocalExecutor, Slot
@@ -152,12 +153,14 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
     items = iter(dataset)
     if done:
         items = (item for item in items if item.id not in done)
-    started_at, started = _now(), time.perf_counter()
+    started_at, started, calls = _now(), time.perf_counter(), throttle.snapshot()
     executor.run(items, _ItemProcessor(prepared), record, error_result, stop=stop, abandon=abandon)
     with executor.lock:
         finished = ItemList(sorted(results, key=lambda r: r.item.index))
         summary = aggregator.summary((time.perf_counter() - started) * 1000.0, dataset.total)
-    summary = criteria.with_criteria(summary, experiment.pass_criteria)
+    # the endpoints' counters since the start: this experiment's, as experiments run one at a time
+    summary = dataclasses.replace(criteria.with_criteria(summary, experiment.pass_criteria),
+                                  throttling=throttle.since(calls))
     interrupted = bool(stop is not None and stop.is_set())
     aborted = None
     if executor.failure is not None:

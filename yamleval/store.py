@@ -22,7 +22,7 @@ from yamleval.aggregate import histograms
 from yamleval.errors import UsageError, display_path
 from yamleval.records import encode, encode_record, item_from_record, storable_text
 from yamleval.types import (CriterionResult, ExperimentResult, ItemResult, ItemResults, LatencySummary, RunInfo,
-                            ScorerSummary, Summary, Usage)
+                            ScorerSummary, Summary, Throttling, Usage)
 
 SCHEMA_VERSION = 2
 FLUSH_ITEMS = 500
@@ -108,6 +108,7 @@ def summary_to_json(s: Summary) -> str:
         "scorers": [[x.id, x.name, x.threshold, x.mean, x.min, x.max, x.pass_rate, x.passed, x.failed, x.errored,
                      x.skipped, x.histogram] for x in s.scorers.values()],
         "criteria": [[c.type, c.min, c.actual, c.passed, c.severity, c.scorer, c.label] for c in s.criteria],
+        "throttling": [s.throttling.calls, s.throttling.throttled, s.throttling.waited_seconds],
     })
 
 
@@ -120,6 +121,7 @@ def summary_from_json(text: str) -> Summary:
         scorers={x[0]: ScorerSummary(*x[:11], histogram=tuple(x[11]) if len(x) > 11 and x[11] else None)
                  for x in d["scorers"]},
         criteria=tuple(CriterionResult(*c) for c in d["criteria"]), judge_tokens=Usage(*d["judge_tokens"]),
+        throttling=Throttling(*d.get("throttling", ())),  # stored before it was kept: none
     )
 
 
