@@ -72,12 +72,13 @@ class Limiter:
 
     def __init__(self, rate_limit: RateLimit | None, adaptive: bool):
         self._changed = threading.Condition()
+        self._turn = threading.Lock()
         self._limit = math.inf  # calls allowed in flight
         self.configure(rate_limit, adaptive)
         self._in_flight = self._answered = 0
-        self._calm_until = self._next_start = self._paused_until = 0.0
+        self._calm_until = self._last_start = self._paused_until = -math.inf
         self._latency: float | None = None  # seconds, smoothed over answered attempts
-        self._tokens = self._token_capacity
+        self._tokens = self._token_rate  # the bucket holds a second's worth
         self._refilled = time.monotonic()
         self.calls = self.throttled = 0
         self.waited = 0.0
@@ -89,7 +90,6 @@ class Limiter:
             self.rate_limit, self.adaptive = rate_limit, adaptive
             self._interval = 60.0 / rate_limit.requests_per_minute if rate_limit.requests_per_minute else 0.0
             self._token_rate = rate_limit.tokens_per_minute / 60.0 if rate_limit.tokens_per_minute else 0.0
-            self._token_capacity = self._token_rate
             if not adaptive:
                 self._limit = math.inf
 
@@ -104,22 +104,25 @@ class Limiter:
         with self._changed:
             while True:
                 now = time.monotonic()
-                debt = max(self._refill(now), self._paused_until - now)
-                if self._in_flight < self._limit and debt <= 0:
+                wait = max(self._refill(now), self._paused_until - now)
+                if self._in_flight < self._limit and wait <= 0:
                     break
-                self._changed.wait(debt if debt > 0 else None)
+                self._changed.wait(wait if wait > 0 else None)
             self._in_flight += 1
             self.calls += 1
-            interval = self._interval
-            if self.adaptive and self._limit < math.inf and self._latency:
-                interval = max(interval, self._latency / self._limit)
-            start = max(now, self._next_start)
-            self._next_start = start + interval
-        if start > now:
-            time.sleep(start - now)
+        with self._turn:  # one call at a time waits for its start: a process that stalls sends no burst after
+            time.sleep(max(0.0, self._last_start + self._spacing() - time.monotonic()))
+            start = self._last_start = time.monotonic()
         with self._changed:
             self.waited += start - asked
         return start
+
+    def _spacing(self) -> float:
+        """The seconds from one start to the next: what ``requests_per_minute`` allows, and while
+        adaptive concurrency limits the calls, the latency shared among those allowed."""
+        if self.adaptive and self._limit < math.inf and self._latency:
+            return max(self._interval, self._latency / self._limit)
+        return self._interval
 
     def release(self, started: float, status: int | None, retry_after: float | None = None) -> None:
         """The attempt begun at ``started`` ended with ``status`` (None: no reply)."""
@@ -166,7 +169,7 @@ class Limiter:
         """Refill the token bucket; the seconds until it is out of debt (0 when it is not)."""
         if not self._token_rate:
             return 0.0
-        self._tokens = min(self._token_capacity, self._tokens + (now - self._refilled) * self._token_rate)
+        self._tokens = min(self._token_rate, self._tokens + (now - self._refilled) * self._token_rate)
         self._refilled = now
         return -self._tokens / self._token_rate if self._tokens < 0 else 0.0
 
