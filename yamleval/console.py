@@ -13,12 +13,6 @@ MARKS = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "-"}
 SHOWN_PROBLEMS = 10
 
 
-
-
-
-
-
-
 class Progress:
     """A bar redrawn in place on a terminal; a plain line every few seconds elsewhere."""
 
