@@ -14,6 +14,13 @@ W2  1,000 items through the ``http`` runner at concurrency 50, against a local s
     Target: wall <= 1.1x the thread pool's.
 W3  1,000,000 items from JSONL, JSON and JUnit reports. Target: peak memory within 20% of
     the 100,000-item run of the same config.
+W4  1,000 items through the ``http`` runner at concurrency 64, against a local server that
+    answers after 200 ms and admits 100 requests a second (a token bucket, burst 10; 429 with
+    ``Retry-After: 1`` beyond it): tests/servers/throttled.py. Against the ideal, measured: a
+    thread pool that starts exactly as many requests a second as are admitted. Targets:
+    adaptive concurrency alone, wall <= 1.25x the ideal (100/s) and 429s <= 10% of requests;
+    with ``rate_limit: {requests_per_minute: 5700}`` (95/s), no 429 and wall <= 1.1x its
+    ideal (95/s).
 R   ``yamleval report`` of a stored 100,000-item run, per format and all together (target:
     <= 3x the W1 loop's wall at that size), and how soon headless chromium makes report.html
     usable (target: <= 2.0 s).
@@ -54,6 +61,10 @@ W1_MEMORY = 1.0       # at the largest size, yamleval's peak RSS <= the loop's
 W2_RATIO = 1.1        # yamleval wall <= 1.1x the bare thread pool's
 W2_ITEMS, W2_DELAY, W2_CONCURRENCY = 1000, 0.05, 50
 W3_MEMORY = 1.2       # peak RSS at the large size <= 1.2x the small size's
+W4_ITEMS, W4_CONCURRENCY, W4_DELAY = 1000, 64, 0.2
+W4_RATE, W4_BURST, W4_RPM = 100, 10, 5700     # the server admits 100/s; the rate limit asks for 95/s
+W4_ADAPTIVE, W4_SHARE, W4_LIMITED = 1.25, 0.10, 1.1  # wall ratios to the ideal; refused share of requests
+THROTTLED_SERVER = os.path.join(REPO_DIR, "tests", "servers", "throttled.py")
 R_RATIO = 3.0         # rendering all formats <= 3x the W1 loop's wall at the same size
 R_USABLE = 2.0        # report.html usable in chromium within 2 s
 S_VALIDATE, S_HELP = 0.5, 0.3
@@ -173,19 +184,43 @@ def http_caller(url):
     return call
 
 
-def main(data, out, mode, concurrency, url=None):
+def paced(call, rate):
+    """``call`` started exactly ``rate`` times a second at most: the ideal client of a server that
+    admits that many (it knows the rate; a request refused all the same is sent again at once)."""
+    import requests
+
+    lock = threading.Lock()
+    state = {"next": 0.0}
+
+    def go(question):
+        with lock:
+            now = time.perf_counter()
+            start = state["next"] = max(now, state["next"]) + 1.0 / rate
+        time.sleep(max(0.0, start - 1.0 / rate - now))
+        while True:
+            try:
+                return call(question)
+            except requests.HTTPError as exc:
+                if exc.response.status_code != 429:
+                    raise
+    return go
+
+
+def main(data, out, mode, concurrency, url=None, rate=None):
     rows = []
     with open(data, encoding="utf-8") as handle:
         for index, line in enumerate(handle):
             row = json.loads(line)
             row["index"] = index
             rows.append(row)
-    if mode == "http":
+    if mode in ("http", "paced"):
         from concurrent.futures import ThreadPoolExecutor
 
         call = http_caller(url)  # imports requests before the clock starts, as yamleval's start-up does
+        if mode == "paced":
+            call = paced(call, float(rate))
     started = time.perf_counter()
-    if mode == "http":
+    if mode in ("http", "paced"):
         with ThreadPoolExecutor(concurrency) as pool:
             done = list(pool.map(lambda row: timed(call, row), rows))
     else:
@@ -220,6 +255,7 @@ experiments:
 
 INSTANT_RUNNER = "bench_plugins:answer"
 HTTP_RUNNER = '{uses: http, with: {url: "%s", body: {input: "{{ input }}"}, output: output}}'
+W4_RUNNER = '{uses: http, with: {url: "%s", body: {input: "{{ input }}"}, output: output%s}}'
 
 BROWSER = '''\
 """Time to usable of one report.html in headless chromium, with html_report's measurement."""
@@ -357,7 +393,7 @@ if sys.argv[2] == "yamleval":
     run = data["experiments"][0]["summary"]
     counts = {"total": run["total"], "passed": run["passed"], "failed": run["failed"],
               "errored": run["errored"], "duration_s": run["duration_ms"] / 1000.0,
-              "run_id": data["run_id"],
+              "run_id": data["run_id"], "throttling": run.get("throttling"),
               "scorers": {sid: {"passed": s["passed"], "failed": s["failed"]}
                           for sid, s in run["scorers"].items()}}
 else:
@@ -380,7 +416,7 @@ def counts(path: str, kind: str) -> dict:
 
 
 def check_same(tool: dict, floor: dict, what: str) -> None:
-    tool = {k: v for k, v in tool.items() if k not in ("duration_s", "run_id")}
+    tool = {k: v for k, v in tool.items() if k not in ("duration_s", "run_id", "throttling")}
     if tool != floor:
         raise Failed(f"{what}: yamleval and the plain code disagree:\n  yamleval {tool}\n  plain    {floor}")
 
@@ -492,8 +528,10 @@ def compare(suite: Suite, name: str, tool_cmd: list[str], reports: str, store: s
             "run_id": found["run_id"], "store": store, "reports": reports}
 
 
-def floor_command(suite: Suite, data: str, out: str, mode: str, concurrency: int = 1, url: str = "") -> list[str]:
-    return [sys.executable, suite.path("floor.py"), data, out, mode, str(concurrency)] + ([url] if url else [])
+def floor_command(suite: Suite, data: str, out: str, mode: str, concurrency: int = 1, url: str = "",
+                  rate: float | None = None) -> list[str]:
+    return ([sys.executable, suite.path("floor.py"), data, out, mode, str(concurrency)] + ([url] if url else [])
+            + ([str(rate)] if rate else []))
 
 
 def w1_run(suite: Suite, size: int, warm_up: bool) -> dict:
@@ -556,13 +594,15 @@ def workload_w1(suite: Suite) -> None:
                  ratio <= W1_MEMORY, unit="MiB")
 
 
-def start_server(suite: Suite) -> tuple[subprocess.Popen, int]:
-    """The local service for W2, in a child process of its own; returns it and its port."""
-    script = suite.path("server.py")
-    with open(script, "w", encoding="utf-8") as out:
-        out.write(SERVER % {"folder": suite.folder, "delay": W2_DELAY})
-    server = subprocess.Popen([sys.executable, script], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                              env=CHILD_ENV, text=True)
+def start_server(suite: Suite, command: list[str] | None = None) -> tuple[subprocess.Popen, int]:
+    """A local service (W2's, unless ``command`` starts another) in a child process of its own,
+    which prints its port; returns it and its port."""
+    if command is None:
+        script = suite.path("server.py")
+        with open(script, "w", encoding="utf-8") as out:
+            out.write(SERVER % {"folder": suite.folder, "delay": W2_DELAY})
+        command = [sys.executable, script]
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=CHILD_ENV, text=True)
     line = server.stdout.readline().strip()
     if not line.isdigit():
         stop_server(server)
@@ -639,6 +679,95 @@ def workload_w3(suite: Suite, repeat: int) -> None:
                   f"{found[size]['passed']:,} passed; no loop baseline (n/a)")
     suite.details["W3"] = {str(size): {"runs": runs[size], "per_item_ms": med(runs[size], 0) / size * 1000,
                                        "run_phase_s": found[size]["duration_s"]} for size in (small, large)}
+
+
+def server_counts(port: int) -> dict:
+    """What the throttled server admitted and refused so far."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as reply:
+        return json.loads(reply.read())
+
+
+def w4_dataset(path: str, count: int) -> None:
+    """Rows whose expected answer is their input: the throttled server echoes it, so every item
+    passes, and one lost to a 429 shows as an error."""
+    with open(path, "w", encoding="utf-8") as out:
+        for row in make_rows(count):
+            out.write(json.dumps({"id": row["id"], "input": row["input"], "expected": row["input"]}) + "\n")
+
+
+def workload_w4(suite: Suite) -> None:
+    items = W4_ITEMS  # as W2, not smaller with --quick: the adaptive limit needs a few seconds to settle
+    data, warm = suite.path("w4.jsonl"), suite.path("w4-warm.jsonl")
+    w4_dataset(data, items)
+    w4_dataset(warm, 20)
+    server, port = start_server(suite, [sys.executable, THROTTLED_SERVER, str(W4_RATE), str(W4_BURST),
+                                        str(W4_DELAY)])
+    url = f"http://127.0.0.1:{port}/"
+    variants = {"adaptive": ("", W4_RATE), "rate_limit": (f", rate_limit: {{requests_per_minute: {W4_RPM}}}",
+                                                          W4_RPM / 60)}
+    runs = {name: {"tool": [], "ideal": [], "refused": [], "requests": [], "throttling": [], "run_s": [],
+                   "ideal_run_s": []} for name in variants}
+    log = suite.path("w4.log")
+    try:
+        commands = {}
+        for name, (option, rate) in variants.items():
+            runner = W4_RUNNER % (url, option)
+            commands[name] = {size: (run_command(suite, f"w4-{name}-{size}",
+                                                 write_config(suite, f"w4-{name}-{size}", path, runner, ["json"]),
+                                                 ("--concurrency", str(W4_CONCURRENCY))),
+                                     floor_command(suite, path, suite.path(f"ideal-w4-{size}.json"), "paced",
+                                                   W4_CONCURRENCY, url, rate))
+                              for size, path in (("warm", warm), ("full", data))}
+        for name in variants:  # warm-up: bytecode, connections; not counted
+            (command, _, store), ideal = commands[name]["warm"]
+            forget_store(store)
+            measure(command, suite.folder, log, ok_codes=(0, 1))
+            measure(ideal, suite.folder, log)
+        for index in range(suite.repeat):
+            for name in variants:
+                progress(f"W4 {name}, {items:,} items, run {index + 1} of {suite.repeat}")
+                (command, reports, store), ideal = commands[name]["full"]
+                forget_store(store)
+                before = server_counts(port)
+                runs[name]["tool"].append(measure(command, suite.folder, log, ok_codes=(0, 1)))
+                after = server_counts(port)
+                found = counts(os.path.join(reports, "results.json"), "yamleval")
+                if (found["total"], found["passed"]) != (items, items):
+                    raise Failed(f"W4 {name}: {found['passed']:,} of {found['total']:,} items passed, of {items:,}")
+                runs[name]["refused"].append(after["refused"] - before["refused"])
+                runs[name]["requests"].append(after["admitted"] + after["refused"] - before["admitted"]
+                                              - before["refused"])
+                runs[name]["throttling"].append(found["throttling"])
+                runs[name]["run_s"].append(found["duration_s"])
+                runs[name]["ideal"].append(measure(ideal, suite.folder, log))
+                runs[name]["ideal_run_s"].append(counts(suite.path("ideal-w4-full.json"), "floor")["duration_s"])
+    finally:
+        stop_server(server)
+    for name, (_, rate) in variants.items():
+        r = runs[name]
+        ratio = med(r["tool"], 0) / med(r["ideal"], 0)
+        share = statistics.median(refused / requests for refused, requests in zip(r["refused"], r["requests"]))
+        goal = W4_ADAPTIVE if name == "adaptive" else W4_LIMITED
+        suite.target(f"W4 {name} wall", med(r["tool"], 0), med(r["ideal"], 0), ratio, f"<= {goal:g}x ideal",
+                     ratio <= goal, note=f"fastest {low(r['tool'], 0):.2f} / {low(r['ideal'], 0):.2f}")
+        if name == "adaptive":
+            suite.target("W4 adaptive 429s", share * 100, None, None, f"<= {W4_SHARE:.0%} of requests",
+                         share <= W4_SHARE, unit="%")
+        else:
+            most = max(r["refused"])
+            suite.target("W4 rate_limit 429s", most, None, None, "none", most == 0, unit="429s")
+        suite.say(f"W4  {name}: {items:,} items, concurrency {W4_CONCURRENCY}, server admits {W4_RATE}/s (burst "
+                  f"{W4_BURST}) and answers after {W4_DELAY * 1000:.0f} ms; ideal = a pool starting exactly "
+                  f"{rate:g} requests/s ({items / rate:.1f} s of requests)")
+        suite.say(f"    wall: yamleval {seconds(r['tool'])}, ideal {seconds(r['ideal'])} = {ratio:.2f}x "
+                  f"({med(r['tool'], 0) / (items / rate):.2f}x the {items / rate:.1f} s of requests); run phase "
+                  f"{statistics.median(r['run_s']):.2f} s vs {statistics.median(r['ideal_run_s']):.2f} s = "
+                  f"{statistics.median(r['run_s']) / statistics.median(r['ideal_run_s']):.2f}x; 429s "
+                  f"{r['refused']} of {r['requests']} requests ({share:.1%}); every item passed")
+        suite.say(f"    yamleval's summary: throttling {r['throttling'][-1]}")
+    suite.details["W4"] = runs
 
 
 def browser_usable(suite: Suite, path: str, repeat: int) -> dict:
@@ -725,7 +854,9 @@ def workload_s(suite: Suite) -> None:
 def shown(value: float | None, unit: str) -> str:
     if value is None:
         return "n/a"
-    return f"{value:.0f} MiB" if unit == "MiB" else f"{value:.2f} {unit}"
+    if unit in ("MiB", "429s"):
+        return f"{value:.0f} {unit}"
+    return f"{value:.1f}%" if unit == "%" else f"{value:.2f} {unit}"
 
 
 def verdict(target: Target) -> str:
@@ -757,14 +888,14 @@ def write_json(path: str, suite: Suite, machine: dict, total: float) -> None:
         out.write("\n")
 
 
-WORKLOADS = ("W1", "W2", "W3", "R", "S")
+WORKLOADS = ("W1", "W2", "W3", "W4", "R", "S")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: W1 2,000, W3 20,000 vs 2,000, R 2,000 items, 1 run each")
-    parser.add_argument("--only", default=",".join(WORKLOADS), help="comma-separated: W1,W2,W3,R,S")
+    parser.add_argument("--only", default=",".join(WORKLOADS), help="comma-separated: W1,W2,W3,W4,R,S")
     parser.add_argument("--repeat", type=int, help="runs of each measurement, median shown (default 3; W3 1)")
     parser.add_argument("--json", default="bench-results.json", help="where the figures go (default: %(default)s)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder and print its path")
@@ -788,7 +919,7 @@ def main(argv=None) -> int:
                "w3_repeat": w3_repeat, "quick": args.quick, "platform": sys.platform,
                "command": " ".join(["python", "bench/run_bench.py", *(argv if argv is not None else sys.argv[1:])])}
     workloads = {"W1": workload_w1, "W2": workload_w2, "W3": lambda s: workload_w3(s, w3_repeat),
-                 "R": workload_r, "S": workload_s}
+                 "W4": workload_w4, "R": workload_r, "S": workload_s}
     try:
         with open(suite.path("bench_plugins.py"), "w", encoding="utf-8") as out:
             out.write(PLUGIN % {"answers": dict(QUESTIONS)})

@@ -206,11 +206,12 @@ def test_report_rerenders_byte_identically(write_config, tmp_path):
     for name in ("results.json", "junit.xml", "summary.md", "report.html"):
         assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "out" / name).read_bytes(), name
 
-    with sqlite3.connect(tmp_path / "r.db") as con:  # as a yamleval from before score histograms stored it
+    with sqlite3.connect(tmp_path / "r.db") as con:  # as a yamleval from before histograms and throttling stored it
         [(text,)] = con.execute("SELECT summary FROM experiments").fetchall()
         summary = json.loads(text)
         assert all(scorer[11] for scorer in summary["scorers"])
         summary["scorers"] = [scorer[:11] for scorer in summary["scorers"]]
+        assert summary.pop("throttling") == [0, 0, 0.0]
         con.execute("UPDATE experiments SET summary = ?", (json.dumps(summary),))
     older = run_cli("report", "latest", "--store", "r.db", "--format", "json,html", "--report-dir", "older",
                     cwd=tmp_path)

@@ -6,17 +6,11 @@ import time
 from typing import TextIO
 
 from yamleval import figures
-from yamleval.reporting.text import item_message, terminal_line
+from yamleval.reporting.text import item_message, terminal_line, throttling_text
 from yamleval.types import ExperimentResult, ItemResult
 
 MARKS = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "-"}
 SHOWN_PROBLEMS = 10
-
-
-
-
-
-
 
 
 class Progress:
@@ -84,6 +78,9 @@ def summary_text(result: ExperimentResult) -> str:
             cost = f", ${used.cost:.4f}" if used.cost is not None else ""
             lines.append(f"  {name:<10}  {used.total_tokens} tokens ({used.prompt_tokens} prompt, "
                          f"{used.completion_tokens} completion{cost})")
+    throttled = throttling_text(s.throttling)
+    if throttled:
+        lines.append(f"  throttled   {throttled}")
     if s.scorers:
         width = max(10, *(len(sid) for sid in s.scorers))
         lines.append(f"  {'scorer':<{width}}  {'mean':>6} {'min':>6} {'max':>6} {'pass rate':>10}  "

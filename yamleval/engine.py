@@ -11,7 +11,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Iterator
 
-from yamleval import criteria
+from yamleval import criteria, throttle
 from yamleval.aggregate import Aggregator
 from yamleval.calls import ItemContext, close_thread_loop
 from yamleval.executor import LocalExecutor, Slot
@@ -176,12 +176,14 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
         aggregator.add(result)
         done.add(result.item.id)
     items = _unfinished(dataset, done, experiment.id) if done else iter(dataset)
-    started_at, started = _now(), time.perf_counter()
+    started_at, started, calls = _now(), time.perf_counter(), throttle.snapshot()
     executor.run(items, _ItemProcessor(prepared), record, error_result, stop=stop, abandon=abandon)
     with executor.lock:
         finished = ItemList(sorted(results, key=lambda r: r.item.index))
         summary = aggregator.summary((time.perf_counter() - started) * 1000.0, dataset.total)
-    summary = criteria.with_criteria(summary, experiment.pass_criteria)
+    # the endpoints' counters since the start: this experiment's, as experiments run one at a time
+    summary = dataclasses.replace(criteria.with_criteria(summary, experiment.pass_criteria),
+                                  throttling=throttle.since(calls))
     interrupted = bool(stop is not None and stop.is_set())
     aborted = None
     if executor.failure is not None:

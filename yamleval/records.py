@@ -10,7 +10,8 @@ import math
 import re
 from typing import Any
 
-from yamleval.types import CriterionResult, Item, ItemResult, LatencySummary, ScoreResult, ScorerSummary, Summary, Usage
+from yamleval.types import (CriterionResult, Item, ItemResult, LatencySummary, ScoreResult, ScorerSummary, Summary,
+                            Throttling, Usage)
 
 # json.dumps(value, ensure_ascii=False, default=str, allow_nan=False) without building an encoder per call
 _encode = json.JSONEncoder(ensure_ascii=False, default=str, allow_nan=False).encode
@@ -156,6 +157,7 @@ def summary_to_json(s: Summary) -> str:
         "scorers": [[x.id, x.name, x.threshold, x.mean, x.min, x.max, x.pass_rate, x.passed, x.failed, x.errored,
                      x.skipped, x.histogram] for x in s.scorers.values()],
         "criteria": [[c.type, c.min, c.actual, c.passed, c.severity, c.scorer, c.label] for c in s.criteria],
+        "throttling": [s.throttling.calls, s.throttling.throttled, s.throttling.waited_seconds],
     })
 
 
@@ -168,4 +170,5 @@ def summary_from_json(text: str) -> Summary:
         scorers={x[0]: ScorerSummary(*x[:11], histogram=tuple(x[11]) if len(x) > 11 and x[11] else None)
                  for x in d["scorers"]},
         criteria=tuple(CriterionResult(*c) for c in d["criteria"]), judge_tokens=Usage(*d["judge_tokens"]),
+        throttling=Throttling(*d.get("throttling", ())),  # stored before it was kept: none
     )

@@ -6,8 +6,8 @@ reply. Connection errors, timeouts, 408, 409, 429 and 5xx are tried again (tenac
 exponential backoff and jitter, or after the reply's ``Retry-After`` (at most a minute).
 Redirects are followed here, a few at most; one to another origin (scheme, host and port)
 goes without the request's headers, and one that would carry a body there is refused.
-Every attempt of every caller is one call of ``_attempt``: the place for anything that must
-see each request (a rate limit, say).
+Every attempt of every caller is one call of ``_attempt``; with a ``limiter`` (``throttle``)
+it waits there for its turn and reports how it ended.
 """
 from __future__ import annotations
 
@@ -17,13 +17,16 @@ import time
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from http.client import RemoteDisconnected
-from typing import Any, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 from urllib.parse import urljoin, urlsplit
 
 import requests
 import tenacity
 from requests.adapters import HTTPAdapter
 from urllib3.exceptions import DecodeError, ProtocolError, ReadTimeoutError, SSLError
+
+if TYPE_CHECKING:
+    from yamleval.throttle import Limiter
 
 MAX_WAIT = 60.0  # seconds: the longest back-off, and the longest Retry-After honoured
 MAX_REDIRECTS = 5
@@ -82,13 +85,15 @@ def request(session: requests.Session, method: str, url: str, *, timeout: float,
             headers: Mapping[str, str] | None = None, params: Any = None, data: bytes | None = None,
             retries: int = 0, accept: Callable[[int], bool] = lambda status: 200 <= status < 300,
             truncate: bool = False, check_url: Callable[[str], None] | None = None,
-            backoff: tuple[float, float] = (0.5, MAX_WAIT), sleep: Callable[[float], Any] = time.sleep) -> Reply:
+            backoff: tuple[float, float] = (0.5, MAX_WAIT), sleep: Callable[[float], Any] = time.sleep,
+            limiter: Limiter | None = None) -> Reply:
     """Send ``method`` to ``url``, tried up to ``retries`` more times while it fails in a way
     worth another try (``backoff``: the initial and longest wait); the reply, or HttpFailure.
 
     ``timeout`` covers each attempt whole; a reply whose status ``accept`` refuses is a failure;
     a body past ``max_bytes`` is one too, unless ``truncate``. ``check_url`` may refuse (raise
-    for) the URL and each redirect before it is asked for.
+    for) the URL and each redirect before it is asked for. Each attempt waits for ``limiter``
+    before it is sent (that wait is not part of its ``timeout``).
     """
     initial, longest = backoff
     exponential = tenacity.wait_exponential(multiplier=initial, max=longest) + tenacity.wait_random(0, initial)
@@ -102,7 +107,7 @@ def request(session: requests.Session, method: str, url: str, *, timeout: float,
         retry=tenacity.retry_if_exception(lambda exc: isinstance(exc, HttpFailure) and exc.retryable))
     try:
         reply = retrying(_attempt, session, method, url, timeout, max_bytes, dict(headers or {}), params, data,
-                         accept, truncate, check_url)
+                         accept, truncate, check_url, limiter)
     except HttpFailure as failure:
         failure.attempts = retrying.statistics["attempt_number"]
         raise
@@ -125,8 +130,28 @@ def _describe_size(size: int) -> str:
 
 def _attempt(session: requests.Session, method: str, url: str, timeout: float, max_bytes: int,
              headers: dict[str, str], params: Any, data: bytes | None, accept: Callable[[int], bool],
-             truncate: bool, check_url: Callable[[str], None] | None) -> Reply:
-    """One attempt: the request, its redirects and its body, all within ``timeout``."""
+             truncate: bool, check_url: Callable[[str], None] | None, limiter: Limiter | None) -> Reply:
+    """One attempt, when ``limiter`` lets it start: the request, its redirects and its body,
+    all within ``timeout``."""
+    if limiter is None:
+        return _send(session, method, url, timeout, max_bytes, headers, params, data, accept, truncate, check_url)
+    started = limiter.acquire()
+    status = retry_after = None
+    try:
+        reply = _send(session, method, url, timeout, max_bytes, headers, params, data, accept, truncate, check_url)
+        status = reply.status
+        return reply
+    except HttpFailure as failure:
+        status = failure.status
+        retry_after = min(failure.retry_after, MAX_WAIT) if failure.retry_after is not None else None
+        raise
+    finally:
+        limiter.release(started, status, retry_after)
+
+
+def _send(session: requests.Session, method: str, url: str, timeout: float, max_bytes: int,
+          headers: dict[str, str], params: Any, data: bytes | None, accept: Callable[[int], bool],
+          truncate: bool, check_url: Callable[[str], None] | None) -> Reply:
     started = time.perf_counter()
     deadline = time.monotonic() + timeout
     try:
@@ -152,7 +177,7 @@ def _attempt(session: requests.Session, method: str, url: str, timeout: float, m
 def _follow(session: requests.Session, method: str, url: str, headers: dict[str, str] | None, params: Any,
             data: bytes | None, deadline: float, check_url: Callable[[str], None] | None) -> requests.Response:
     """The response that is not a redirect, its body unread; each hop within ``deadline``."""
-    origin = _origin(url)
+    first = origin(url)
     for _ in range(MAX_REDIRECTS + 1):
         if check_url is not None:
             check_url(url)
@@ -169,7 +194,7 @@ def _follow(session: requests.Session, method: str, url: str, headers: dict[str,
         url, params = urljoin(response.url, response.headers["Location"]), None
         if response.status_code == 303 and method != "HEAD" or response.status_code in (301, 302) and method == "POST":
             method, data = "GET", None  # what browsers and requests do
-        if _origin(url) != origin:
+        if origin(url) != first:
             if data is not None:
                 raise HttpFailure("request", f"redirected to another host ({shown_url(url)}): not followed, "
                                              "so that the request's body and headers go only where configured")
@@ -177,7 +202,9 @@ def _follow(session: requests.Session, method: str, url: str, headers: dict[str,
     raise HttpFailure("request", f"more than {MAX_REDIRECTS} redirects")
 
 
-def _origin(url: str) -> tuple[str, str, int | None]:
+def origin(url: str) -> tuple[str, str, int | None]:
+    """Scheme, host and port of ``url``: what a redirect must keep to take the headers along,
+    and what a rate limit is kept for."""
     parts = urlsplit(url)
     try:
         port = parts.port

@@ -132,6 +132,16 @@ class CriterionResult:
 
 
 @dataclass(frozen=True)
+class Throttling:
+    """What rate limits and adaptive concurrency did to an experiment's calls to its endpoints:
+    attempts made, refused (429 or 503), and seconds waited before they could start (summed)."""
+
+    calls: int = 0
+    throttled: int = 0
+    waited_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
 class Summary:
     total: int
     completed: int
@@ -147,6 +157,7 @@ class Summary:
     scorers: Mapping[str, ScorerSummary]
     criteria: tuple[CriterionResult, ...] = ()
     judge_tokens: Usage = Usage()  # kept apart from the system under test's
+    throttling: Throttling = Throttling()
 
 
 class ItemResults:

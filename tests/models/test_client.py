@@ -10,6 +10,7 @@ from servers.fixtures import openai_server  # noqa: F401
 from servers.openai_server import Reply, dropped, error_reply, malformed, text_reply, tool_reply
 from yamleval.errors import ConfigError
 from yamleval.models import ChatClient, ModelConfig, ModelError, Price, StructuredAnswerError, extract_json
+from yamleval.throttle import RateLimit
 from yamleval.types import Usage
 
 KEY = "sk-test-secret-0123456789"
@@ -206,9 +207,26 @@ def test_model_config_from_mapping():
         retries=4, timeout=30)
     assert (config.timeout, config.retries, config.headers) == (5.0, 4, {"X-Team": "qa"})
     assert config.price == Price(0.15, 0.6)
+    assert (config.rate_limit, config.adaptive) == (None, True)
     assert KEY not in repr(config)
     with pytest.raises(ConfigError, match="unknown key.*modle"):
         ModelConfig.from_mapping("judge", {"base_url": "http://h", "model": "m", "modle": "x"})
+    limited = ModelConfig.from_mapping("judge", {"base_url": "http://h", "model": "m", "adaptive": False,
+                                                 "rate_limit": {"requests_per_minute": 500}})
+    assert (limited.rate_limit, limited.adaptive) == (RateLimit(requests_per_minute=500), False)
+    with pytest.raises(ConfigError, match=r"models.judge: `rate_limit.tokens_per_minute` must be a number above 0"):
+        ModelConfig.from_mapping("judge", {"base_url": "http://h", "model": "m", "rate_limit": {"tokens_per_minute": -1}})
+
+
+def test_the_tokens_one_client_used_hold_back_every_client_of_the_endpoint(openai_server):  # noqa: F811
+    config = ModelConfig(name="judge", base_url=openai_server.base_url, model="tpm-model", retries=0, timeout=5,
+                         rate_limit=RateLimit(tokens_per_minute=6000))  # 100 a second
+    openai_server.push(text_reply("one", prompt_tokens=150, completion_tokens=50), text_reply("two"))
+    with ChatClient(config) as judge, ChatClient(config) as agent:
+        judge.chat(ASK)  # 200 tokens: a second in debt
+        agent.chat(ASK)
+    first, second = openai_server.requests
+    assert second.at - first.at >= 0.9
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -237,6 +237,9 @@ def test_a_refused_connection_is_a_connection_error():
     ({"url": "http://127.0.0.1:1", "method": "PO ST"}, "`method` must be an HTTP method"),
     ({"url": "http://127.0.0.1:1", "retries": -1}, "`retries` must be a whole number"),
     ({"url": "http://127.0.0.1:1", "status": ["200"]}, "`status` must be a list of HTTP status codes"),
+    ({"url": "http://127.0.0.1:1", "rate_limit": {"requests_per_minute": "60"}},
+     "`rate_limit.requests_per_minute` must be a number above 0"),
+    ({"url": "http://127.0.0.1:1", "adaptive": "no"}, "`adaptive` must be true or false"),
 ])
 def test_bad_options_are_value_errors(options, message):
     with pytest.raises(ValueError, match=message):

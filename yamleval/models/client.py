@@ -2,8 +2,9 @@
 
 One pooled session per endpoint; transient failures (connection errors, timeouts, 408, 409,
 429, 5xx) are retried by ``transport.request`` with exponential backoff and jitter, honouring
-``Retry-After``. The api key is sent as a bearer token and never appears in a message, a repr
-or an exception.
+``Retry-After``. Every call waits for the endpoint's ``throttle`` limiter (its ``rate_limit``,
+adaptive concurrency), one per base URL and model in the process. The api key is sent as a
+bearer token and never appears in a message, a repr or an exception.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
-from yamleval import transport
+from yamleval import throttle, transport
 from yamleval.errors import ConfigError, YamlevalError
 from yamleval.models.extract import parse_answer, schema_problem
 from yamleval.types import Usage
@@ -21,7 +22,7 @@ from yamleval.types import Usage
 # reading it whole, twenty items at a time, would exhaust the memory of the run.
 MAX_REPLY_BYTES = 10_000_000
 MODEL_KEYS = frozenset({"base_url", "model", "api_key", "temperature", "max_tokens", "seed",
-                        "timeout", "headers", "price", "retries"})
+                        "timeout", "headers", "price", "retries", "rate_limit", "adaptive"})
 
 
 class ModelError(YamlevalError):
@@ -77,6 +78,8 @@ class ModelConfig:
     headers: Mapping[str, str] = field(default_factory=dict)
     retries: int = 2
     price: Price | None = None
+    rate_limit: throttle.RateLimit | None = None
+    adaptive: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.price, Mapping):
@@ -89,7 +92,8 @@ class ModelConfig:
         return (f"ModelConfig(name={self.name!r}, base_url={self.base_url!r}, model={self.model!r}, "
                 f"api_key={key}, temperature={self.temperature!r}, max_tokens={self.max_tokens!r}, "
                 f"seed={self.seed!r}, timeout={self.timeout!r}, headers={sorted(self.headers)!r}, "
-                f"retries={self.retries!r}, price={self.price!r})")
+                f"retries={self.retries!r}, price={self.price!r}, rate_limit={self.rate_limit!r}, "
+                f"adaptive={self.adaptive!r})")
 
     @classmethod
     def from_mapping(cls, name: str, mapping: Mapping[str, Any], retries: int = 2,
@@ -102,6 +106,11 @@ class ModelConfig:
             if not mapping.get(key):
                 raise ConfigError(f"models.{name}: {key} is required")
         price = mapping.get("price")
+        try:
+            rate_limit = throttle.RateLimit.from_value(mapping.get("rate_limit"))
+            adaptive = throttle.check_adaptive(mapping.get("adaptive", True))
+        except ValueError as exc:
+            raise ConfigError(f"models.{name}: {exc}") from None
         return cls(
             name=name, base_url=str(mapping["base_url"]), model=str(mapping["model"]),
             api_key=mapping.get("api_key") or None,
@@ -110,6 +119,7 @@ class ModelConfig:
             headers={str(k): str(v) for k, v in (mapping.get("headers") or {}).items()},
             retries=int(mapping.get("retries", retries)),
             price=Price(float(price.get("prompt", 0)), float(price.get("completion", 0))) if price else None,
+            rate_limit=rate_limit, adaptive=adaptive,
         )
 
 
@@ -144,6 +154,8 @@ class ChatClient:
         self._tools_unsupported = False
         self._json_mode_unsupported = False
         self._session = transport.open_session(pool_size)
+        self._limiter = throttle.limiter((*transport.origin(self.url), config.model), config.rate_limit,
+                                         config.adaptive)
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if config.api_key:
             self._headers["Authorization"] = f"Bearer {config.api_key}"
@@ -183,7 +195,7 @@ class ChatClient:
             reply = transport.request(self._session, "POST", self.url, headers=self._headers,
                                       data=json.dumps(body).encode("utf-8"), timeout=self.config.timeout,
                                       max_bytes=MAX_REPLY_BYTES, retries=max(0, self.config.retries),
-                                      backoff=self._backoff, sleep=self._sleep)
+                                      backoff=self._backoff, sleep=self._sleep, limiter=self._limiter)
         except transport.HttpFailure as failure:
             raise self._failed(failure) from None
         text = reply.text
@@ -196,7 +208,10 @@ class ChatClient:
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
             raise self._error(f"reply has no choices (HTTP {reply.status}): {_snippet(text)}", status=reply.status,
                               attempts=reply.attempts)
-        return self._reply(data, reply.latency_ms, reply.attempts)
+        answer = self._reply(data, reply.latency_ms, reply.attempts)
+        if self._limiter is not None:
+            self._limiter.charge(answer.usage.total_tokens)
+        return answer
 
     def _failed(self, failure: transport.HttpFailure) -> ModelError:
         if failure.reply is not None:

@@ -13,7 +13,8 @@ import re
 from typing import IO, Iterable, Sequence
 
 from yamleval import figures
-from yamleval.reporting.text import as_text, clean_text, criterion_name, item_message, reveal_bidi
+from yamleval.reporting.text import (as_text, clean_text, criterion_name, item_message, reveal_bidi,
+                                     throttling_text)
 from yamleval.types import ExperimentResult, ItemResult, RunInfo
 
 FILE_NAME = "summary.md"  # in the report folder
@@ -92,11 +93,13 @@ def _statistics(result: ExperimentResult) -> list[str]:
     s = result.summary
     tokens = "–" if not s.tokens.total_tokens else (
         f"{s.tokens.total_tokens} ({s.tokens.prompt_tokens} prompt, {s.tokens.completion_tokens} completion)")
+    throttled = throttling_text(s.throttling)
     return ["| items | passed | failed | errored | skipped | pass rate | mean score | p95 latency | tokens "
             "| duration |",
             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
             f"| {s.total} | {s.passed} | {s.failed} | {s.errored} | {s.skipped} | {figures.percent(s.pass_rate)} | "
-            f"{figures.number(s.mean_score)} | {figures.ms(s.latency_ms.p95)} | {tokens} | {s.duration_ms / 1000:.2f} s |", ""]
+            f"{figures.number(s.mean_score)} | {figures.ms(s.latency_ms.p95)} | {tokens} | {s.duration_ms / 1000:.2f} s |",
+            ""] + ([f"Throttled: {throttled}.", ""] if throttled else [])
 
 
 def _criteria(result: ExperimentResult) -> list[str]:

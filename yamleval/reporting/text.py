@@ -9,7 +9,7 @@ from typing import Any
 
 from yamleval import figures
 from yamleval.trace import read_trace
-from yamleval.types import CriterionResult, ItemResult
+from yamleval.types import CriterionResult, ItemResult, Throttling
 
 TEXT_LIMIT = 64 * 1024  # bytes of UTF-8 per text; libxml2-based readers refuse nodes over 10 MB
 MESSAGE_LIMIT = 200  # the one-line message attribute
@@ -110,6 +110,15 @@ def item_message(result: ItemResult) -> str:
             miss = f"{sid} failed" + (f" ({score_text(s.score)})" if s.score is not None else "")
         misses.append(miss + (f": {s.reason}" if s.reason else ""))
     return "; ".join(misses) or result.status
+
+
+def throttling_text(throttling: Throttling) -> str | None:
+    """``12 of 1040 calls refused (429/503), 3.2 s waited in all`` (the calls' waits for their
+    turn, added up); None when nothing was refused and nothing waited: nothing to say."""
+    if not throttling.throttled and throttling.waited_seconds < 0.05:
+        return None
+    return (f"{throttling.throttled} of {throttling.calls} calls refused (429/503), "
+            f"{throttling.waited_seconds:.1f} s waited in all")
 
 
 def criterion_name(criterion: CriterionResult) -> str:

@@ -10,7 +10,7 @@ import threading
 from typing import Any
 from urllib.parse import urlsplit
 
-from yamleval import transport
+from yamleval import throttle, transport
 from yamleval.paths import PathNotFound, lookup
 from yamleval.types import Item, RunnerResult, Usage
 
@@ -22,7 +22,8 @@ _local = threading.local()
 def http(item: Item, url: str, method: str = "POST", headers: dict | None = None,
          query: dict | None = None, body: Any = None, output: str | None = None,
          usage: str | None = None, status: list[int] | None = None, timeout: float = 30,
-         retries: int = 2, max_reply_mb: float = 10) -> RunnerResult:
+         retries: int = 2, max_reply_mb: float = 10, rate_limit: dict | None = None,
+         adaptive: bool = True) -> RunnerResult:
     """Send ``method`` to ``url`` with ``headers``, ``query`` parameters and ``body``.
 
     ``body`` goes as JSON when it is an object or a list, as text when it is a string; its
@@ -37,10 +38,16 @@ def http(item: Item, url: str, method: str = "POST", headers: dict | None = None
     most 60 s). ``timeout`` is per attempt and covers the whole reply, so a server that
     trickles its body times out too. A reply larger than ``max_reply_mb`` megabytes is
     an error rather than a run that swallows memory; it is not retried.
+
+    ``rate_limit`` (``{requests_per_minute, tokens_per_minute}``, tokens as ``usage`` counts
+    them) and ``adaptive`` concurrency (fewer calls at once after a 429 or 503) hold for the
+    service's host and port, shared by every experiment of the process that calls it.
     """
     # ``item`` reaches the service only through templates in url, query, headers and body
     method, where = _check(url, method, retries)
     limit = _limit(max_reply_mb)
+    limiter = throttle.limiter(transport.origin(url.strip()), throttle.RateLimit.from_value(rate_limit),
+                               throttle.check_adaptive(adaptive))
     request = {"headers": {str(k): str(v) for k, v in (headers or {}).items()}, "params": query or None}
     if body is not None:
         kind = "text/plain; charset=utf-8" if isinstance(body, str) else "application/json"
@@ -49,7 +56,7 @@ def http(item: Item, url: str, method: str = "POST", headers: dict | None = None
             request["headers"]["Content-Type"] = kind
     try:
         reply = transport.request(_session(), method, url, timeout=float(timeout), max_bytes=limit,
-                                  retries=int(retries), accept=_accepted(status), **request)
+                                  retries=int(retries), accept=_accepted(status), limiter=limiter, **request)
     except transport.HttpFailure as failure:
         raise _error(failure, where) from None
     text = reply.text
@@ -59,6 +66,8 @@ def http(item: Item, url: str, method: str = "POST", headers: dict | None = None
         raise ValueError(f"the reply from {where} is not JSON ({kind}): {text[:_SHOWN_TEXT]!r}")
     answer = _find(parsed, output, "output") if output is not None else parsed
     tokens = _usage(_find(parsed, usage, "usage"), usage) if usage is not None else None
+    if tokens is not None and limiter is not None:
+        limiter.charge(tokens.total_tokens)
     metadata: dict[str, Any] = {"status": reply.status}
     if reply.attempts > 1:
         metadata["attempts"] = reply.attempts
