@@ -193,6 +193,37 @@ def _wait_for_line(lines, text: str, timeout: float = 30) -> list[str]:
     raise AssertionError(f"no line with {text!r} in {seen}")
 
 
+def test_quiet_says_an_interrupted_experiment_was_interrupted(write_config, tmp_path):
+    write_config(SLOW)
+    child = subprocess.Popen([sys.executable, "-m", "yamleval", "run", "-q"], cwd=tmp_path,
+                             env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for_items(tmp_path / ".yamleval" / "results.db", 2)
+    child.send_signal(signal.SIGINT)
+    stdout, stderr = child.communicate(timeout=30)
+    assert child.returncode == 130, stderr
+    [line] = [line for line in stdout.splitlines() if line.startswith("slow:")]
+    assert line.startswith("slow: INTERRUPTED (") and "FAILED" not in stdout
+
+
+def test_items_that_compute_past_their_timeout_do_not_hold_up_the_run(write_config, tmp_path):
+    """Python cannot stop a thread: a spinning runner's items are timed out and the run ends
+    soon after, without waiting for the threads (they end with the process)."""
+    write_config("""
+        experiments:
+          - id: spin
+            timeout: 1
+            concurrency: 6
+            dataset: {items: [%s]}
+            runner: fixture_plugins.behaviours:spin
+    """ % ", ".join(f"{{input: {i}}}" for i in range(6)))
+    started = time.monotonic()
+    done = run_cli("run", "-q", cwd=tmp_path, timeout=60)
+    assert done.returncode == 1, done.stderr
+    report = json.loads((tmp_path / "reports" / "results.json").read_text())
+    assert [i["error"] for i in report["experiments"][0]["items"]] == ["timed out after 1s (in the runner)"] * 6
+    assert time.monotonic() - started < 15, "the run waited for threads it had given up on"
+
+
 def test_second_interrupt_stops_waiting_and_resume_runs_what_was_cut_off(write_config, tmp_path):
     """Items cut off by a second Ctrl-C are no results: none is stored, and --resume runs them."""
     write_config("""

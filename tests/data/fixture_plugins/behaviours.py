@@ -120,6 +120,12 @@ def skipping(output):
     return Score(skipped=True, reason="nothing to judge")
 
 
+def spin(input):
+    """Computes forever, holding the processor (never sleeps)."""
+    while True:
+        pass
+
+
 def countdown(limit=None):
     """A dataset plugin: an endless generator; counts how many items were pulled."""
     countdown.pulled = 0
