@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, run_cli
 
 VERSION = "1.25.0"  # .ci/run installs the same
 WAIT = 60  # seconds for any one answer; the server answers in well under one
@@ -192,4 +192,10 @@ def test_the_editor_completes_builtins_and_flags_a_misspelt_argument(server, tmp
 
 def test_the_demo_project_has_nothing_to_flag(server):
     path = ROOT / "evals.yaml"
+    assert server.open(path, path.read_text(encoding="utf-8")) == []
+
+
+def test_a_project_made_by_init_has_nothing_to_flag(server, tmp_path):
+    assert run_cli("init", cwd=tmp_path).returncode == 0
+    path = tmp_path / "evals.yaml"  # its schema line names the schema beside it
     assert server.open(path, path.read_text(encoding="utf-8")) == []
