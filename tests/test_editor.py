@@ -190,6 +190,23 @@ def test_the_editor_completes_builtins_and_flags_a_misspelt_argument(server, tmp
     assert flagged == ["Property ignorecase is not allowed."]
 
 
+def test_what_the_editor_flags_names_no_internal_definition(server, tmp_path):
+    path = tmp_path / "evals.yaml"
+    schema = ROOT / "schema" / "yamleval.schema.json"
+    messages = [d["message"] for d in server.open(path, f"""\
+# yaml-language-server: $schema={schema}
+experiments:
+  - 5
+  - id: a
+    dataset: {{items: []}}
+    runner: {{uses: echo, with: 3}}
+    scorers: [{{uses: judge}}, 5, {{uses: exact_match, with: {{x: 1}}}}]
+""")]
+    assert len(messages) >= 5, messages
+    internal = [name for name in json.loads(schema.read_text())["$defs"] if "_" in name]
+    assert [m for m in messages if any(name in m for name in internal)] == []
+
+
 def test_the_demo_project_has_nothing_to_flag(server):
     path = ROOT / "evals.yaml"
     assert server.open(path, path.read_text(encoding="utf-8")) == []
