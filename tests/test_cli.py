@@ -115,6 +115,35 @@ def test_schema_prints_the_shipped_schema(tmp_path):
     assert json.loads(done.stdout) == json.loads((ROOT / "schema" / "yamleval.schema.json").read_text())
 
 
+def test_init_starts_a_project_that_runs_offline(tmp_path):
+    done = run_cli("init", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.endswith("next: yamleval run\n")
+    first = (tmp_path / "evals.yaml").read_text(encoding="utf-8").splitlines()[0]
+    assert first == "# yaml-language-server: $schema=yamleval.schema.json"
+    assert (tmp_path / "yamleval.schema.json").read_text() == run_cli("schema", cwd=tmp_path).stdout
+
+    done = run_cli("run", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [experiment] = json.loads((tmp_path / "reports" / "results.json").read_text())["experiments"]
+    assert experiment["summary"]["total"] == 8 and experiment["summary"]["pass_rate"] >= 0.8
+    assert experiment["passed"] is True
+    assert {"report.html", "junit.xml", "summary.md"} <= {p.name for p in (tmp_path / "reports").iterdir()}
+
+
+def test_init_overwrites_nothing_without_force(tmp_path):
+    (tmp_path / "evals.yaml").write_text("mine\n")
+    done = run_cli("init", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr == "error: evals.yaml already exists; nothing was written (--force overwrites)\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["evals.yaml"]
+    assert (tmp_path / "evals.yaml").read_text() == "mine\n"
+
+    assert run_cli("init", "--force", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "evals.yaml").read_text().startswith("# yaml-language-server: ")
+    assert run_cli("validate", cwd=tmp_path).returncode == 0
+
+
 SLOW = """
     experiments:
       - id: slow

@@ -2,6 +2,7 @@
 plugins of another distribution found by name."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -21,6 +22,30 @@ def test_shipped_schema_is_the_top_level_schema():
 
     # schema_text reads the copy inside the installed package, wherever it is installed
     assert schema_text() == (ROOT / "schema" / "yamleval.schema.json").read_text(encoding="utf-8")
+
+
+def test_schema_describes_the_builtins_as_their_signatures_do():
+    spec = importlib.util.spec_from_file_location("generate_schema", ROOT / "schema" / "generate.py")
+    generate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generate)
+    committed = (ROOT / "schema" / "yamleval.schema.json").read_text(encoding="utf-8")
+    assert generate.schema_text(committed) == committed, "run: python schema/generate.py"
+
+
+def test_the_schema_checks_a_builtins_arguments_and_no_one_elses():
+    schema = json.loads((ROOT / "schema" / "yamleval.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator({"$defs": schema["$defs"], "$ref": "#/$defs/scorer"})
+
+    def problems(scorer):
+        """What the scorer's mapping form finds wrong with ``scorer``."""
+        return [sub.message for error in validator.iter_errors(scorer) for sub in error.context
+                if sub.schema_path[0] == 1]
+
+    assert problems({"uses": "contains_any", "with": {"ignore_case": True}}) == []
+    assert problems({"uses": "contains_any", "with": {"ignorecase": True}}) == [
+        "Additional properties are not allowed ('ignorecase' was unexpected)"]
+    assert problems({"uses": "judge"}) == ["'with' is a required property"]
+    assert problems({"uses": "plugins.support:politeness", "with": {"anything": 1}}) == []
 
 
 def test_schema_is_valid_and_accepts_the_demo():

@@ -27,17 +27,6 @@ def config_hash(texts: dict[str, str]) -> str:
     return digest.hexdigest()
 
 
-def dataset_size(experiment: Experiment) -> int:
-    """The bytes of the dataset's file, if it has one (0 otherwise, or if it cannot be read)."""
-    spec = experiment.dataset
-    if spec.file is None:
-        return 0
-    try:
-        return os.path.getsize(os.path.join(spec.base_dir, spec.file))
-    except OSError:
-        return 0
-
-
 def dataset_hash(experiment: Experiment) -> str:
     """A hash of the dataset's content: the file's bytes, the inline items, or the plugin call."""
     spec = experiment.dataset

@@ -2,7 +2,7 @@
 
     running   run (with --resume)
     history   runs, show, report, compare
-    here      validate, schema
+    here      init, validate, schema
 """
 from __future__ import annotations
 

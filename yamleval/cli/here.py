@@ -1,10 +1,41 @@
-"""Commands about the config itself: validate, schema."""
+"""Commands about the project in this folder: init, validate, schema."""
 from __future__ import annotations
 
 import click
 
 from yamleval.cli import cli
 from yamleval.cli.common import load
+
+# What `init` writes, from the package's starter/ folder; the schema comes beside them.
+STARTER_FILES = ("evals.yaml", "datasets/cases.yaml", "plugins/__init__.py", "plugins/assistant.py")
+
+
+@cli.command()
+@click.option("--force", is_flag=True, help="Overwrite those of the files that exist.")
+def init(force):
+    """Start a project in this folder: evals.yaml, a dataset of cases, a runner plugin that
+    answers offline, and the schema editors read. `yamleval run` then evaluates it."""
+    import os
+    from importlib import resources
+
+    from yamleval.config.schema import SCHEMA_FILE, schema_text
+    from yamleval.errors import UsageError
+
+    starter = resources.files("yamleval.cli") / "starter"
+    files = {name: (starter / name).read_text(encoding="utf-8") for name in STARTER_FILES}
+    files[SCHEMA_FILE] = schema_text()
+    there = [name for name in files if os.path.lexists(name)]
+    if there and not force:
+        raise UsageError(f"{', '.join(there)} already exist{'s' if len(there) == 1 else ''}; "
+                         "nothing was written (--force overwrites)")
+    for name, text in files.items():
+        try:
+            os.makedirs(os.path.dirname(name) or ".", exist_ok=True)
+            with open(name, "w", encoding="utf-8", newline="\n") as out:
+                out.write(text)
+        except OSError as exc:
+            raise UsageError(f"cannot write {name}: {exc.strerror or exc}") from None
+    click.echo(f"wrote {', '.join(files)}\nnext: yamleval run")
 
 
 @cli.command()

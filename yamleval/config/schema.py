@@ -105,9 +105,18 @@ def _branch_types(error) -> list[str]:
     return names
 
 
+# What the schema says of the built-in runners and scorers (schema/generate.py writes it from
+# their signatures) is for editors: the loader leaves it to the registry, which checks every
+# plugin's `with:` the same way and words it with the plugin's name and a "did you mean".
+_FOR_EDITORS = {"runner_uses": {"$ref": "#/$defs/plugin_ref"}, "scorer_uses": {"$ref": "#/$defs/plugin_ref"},
+                "runner_with": {}, "scorer_with": {}}
+
+
 @lru_cache(maxsize=None)
 def _schema() -> dict:
-    return json.loads(schema_text())
+    schema = json.loads(schema_text())
+    schema["$defs"].update(_FOR_EDITORS)
+    return schema
 
 
 def _resolve(ref: str) -> dict:

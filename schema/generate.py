@@ -1,0 +1,95 @@
+"""Write the parts of the JSON Schema that describe the built-in runners and scorers, from the
+plugins themselves, so that editors complete and check them as yamleval does:
+
+    runner_uses, scorer_uses   the built-in names (yamleval's entry points) offered for `uses:`,
+                               each with the first sentence of its docstring; any other
+                               reference that yamleval resolves is accepted too
+    runner_with, scorer_with   the `with:` arguments of each built-in: its signature's options,
+                               with their defaults; those without a default are required
+
+Run it after adding a built-in or changing one's arguments; tests/test_packaging.py fails
+until the committed schema is what it writes:
+
+    python schema/generate.py
+"""
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import sys
+from pathlib import Path
+
+from yamleval import calls, plugins
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA_FILES = (ROOT / "schema" / "yamleval.schema.json", ROOT / "yamleval" / "config" / "yamleval.schema.json")
+KINDS = {"runner": calls.RUNNER_CONTEXT, "scorer": calls.SCORER_CONTEXT}
+
+
+def _summary(function) -> str:
+    """The first sentence of a docstring, on one line, its ``code`` written as `code`."""
+    paragraph = " ".join((inspect.getdoc(function) or "").split("\n\n")[0].split()).replace("``", "`")
+    found = re.match(r".*?\.(?=\s|$)", paragraph)
+    return found.group(0) if found else paragraph
+
+
+def _arguments(name: str, plugin, reserved: tuple[str, ...]) -> dict:
+    """``if uses is name then with: takes these keys`` for one built-in, read as the loader reads
+    it: a class takes its ``with:`` in its constructor."""
+    constructor, call = plugins.unwrap_class(plugin)
+    function = constructor or call
+    sig = plugins.signature_of(function, () if constructor else reserved)
+    options = {}
+    for parameter in inspect.signature(function).parameters.values():
+        if parameter.name in sig.options:
+            default = parameter.default  # a None default is no value to offer
+            options[parameter.name] = {"default": default} if isinstance(default, (str, bool, int, float)) else {}
+    arguments = {"description": f"The arguments of the built-in '{name}'.", "properties": options}
+    if not sig.any_keyword:
+        arguments["additionalProperties"] = False
+    then: dict = {"properties": {"with": arguments}}
+    if sig.required:
+        arguments["required"] = list(sig.required)
+        then["required"] = ["with"]
+    return {"if": {"properties": {"uses": {"const": name}}, "required": ["uses"]}, "then": then}
+
+
+def builtin_definitions() -> dict[str, dict]:
+    """The generated ``$defs``, by name."""
+    definitions = {}
+    for kind, reserved in KINDS.items():
+        names = sorted(plugins.builtins(f"{kind}s"))
+        functions = [plugins.load(f"{kind}s", name) for name in names]
+        definitions[f"{kind}_uses"] = {
+            "description": f"A built-in {kind}, an entry point in `yamleval.{kind}s`, or `package.module:attribute`.",
+            "anyOf": [
+                {"enum": names, "enumDescriptions": [_summary(f) for f in functions],
+                 "errorMessage": f"Expected a built-in {kind}'s name, an entry point's name or package.module:function."},
+                {"$ref": "#/$defs/plugin_ref"},
+            ],
+        }
+        definitions[f"{kind}_with"] = {
+            "description": f"The `with:` of each built-in {kind}.",
+            "allOf": [_arguments(name, f, reserved) for name, f in zip(names, functions)],
+        }
+    return definitions
+
+
+def schema_text(current: str) -> str:
+    """``current`` (the schema's text) with its generated definitions written anew."""
+    schema = json.loads(current)
+    schema["$defs"].update(builtin_definitions())
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
+def main() -> int:
+    text = schema_text(SCHEMA_FILES[0].read_text(encoding="utf-8"))
+    for path in SCHEMA_FILES:
+        path.write_text(text, encoding="utf-8")
+    print(f"wrote {', '.join(str(p.relative_to(ROOT)) for p in SCHEMA_FILES)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The project's plugins, named in evals.yaml as plugins.module:function."""
