@@ -16,6 +16,7 @@ from lxml import etree
 
 import yamleval
 from conftest import ROOT, cli_env, run_cli
+from yamleval.errors import UsageError
 from yamleval.reporting import junit, text, write_reports
 from yamleval.types import RunInfo
 
@@ -368,3 +369,9 @@ def test_test_report_actions_read_every_case_whole(tmp_path, schema):
     assert located["yamleval.v1·2", "boom"][:2] == ("datasets/v12.jsonl", 2)
     assert located["yamleval.shout-command", "greeting"][:2] == ("evals.yaml", 69)
     assert located["yamleval.arithmetic", "add"][:2] == ("datasets/arithmetic.csv", 2)
+
+
+def test_an_unknown_family_is_refused(tmp_path):
+    with pytest.raises(UsageError, match="unknown JUnit family 'xunit3'; choose xunit2 or xunit1"):
+        write_reports(str(tmp_path), ["junit:xunit3"], RUN, [])
+    assert os.listdir(tmp_path) == [], "no file is left"
