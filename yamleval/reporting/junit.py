@@ -80,9 +80,13 @@ def _attribute(value: str) -> str:
     return value
 
 
+def _attributes(attributes: dict[str, str]) -> str:
+    return "".join(f' {k.rstrip("_")}="{_attribute(v)}"' for k, v in attributes.items())
+
+
 def _element(depth: int, tag: str, text: str | None = None, **attributes: str) -> str:
     """One element on its own indented line: ``<tag a="1" />`` or ``<tag a="1">text</tag>``."""
-    attrs = "".join(f' {k.rstrip("_")}="{_attribute(v)}"' for k, v in attributes.items())
+    attrs = _attributes(attributes)
     indent = "  " * depth
     if text:
         return f"{indent}<{tag}{attrs}>{_text(text)}</{tag}>\n"
@@ -90,8 +94,7 @@ def _element(depth: int, tag: str, text: str | None = None, **attributes: str) -
 
 
 def _open(depth: int, tag: str, **attributes: str) -> str:
-    attrs = "".join(f' {k.rstrip("_")}="{_attribute(v)}"' for k, v in attributes.items())
-    return f"{'  ' * depth}<{tag}{attrs}>\n"
+    return f"{'  ' * depth}<{tag}{_attributes(attributes)}>\n"
 
 
 def _details(result: ItemResult, message: str) -> str:
@@ -150,9 +153,9 @@ def _classname(experiment_id: str) -> str:
     return "yamleval." + one_line(experiment_id, NAME_LIMIT).replace(".", "·")
 
 
-def _where(source: str | None) -> dict[str, str]:
-    """``file`` and ``line`` of a test case (xunit1), from ``file:line``."""
-    if source is None:
+def _where(source: str | None, located: bool) -> dict[str, str]:
+    """``file`` and ``line`` of a test case, from ``file:line``: in xunit1 (``located``) only."""
+    if source is None or not located:
         return {}
     file, _, line = source.rpartition(":")
     return {"file": one_line(file, 1000), "line": line}
@@ -160,7 +163,7 @@ def _where(source: str | None) -> dict[str, str]:
 
 def _item_case(classname: str, name: str, result: ItemResult, located: bool) -> str:
     """One item's ``<testcase>``; ``classname`` is escaped already."""
-    where = "".join(f' {k}="{_attribute(v)}"' for k, v in _where(result.item.source).items()) if located else ""
+    where = _attributes(_where(result.item.source, located))
     parts = [f'    <testcase name="{_attribute(name)}" classname="{classname}"{where} '
              f'time="{_seconds(result.latency_ms)}">\n']
     if result.status != "passed":
@@ -175,14 +178,14 @@ def _item_case(classname: str, name: str, result: ItemResult, located: bool) -> 
 
 
 def _case(classname: str, name: str, child: str, where: dict[str, str] | None = None) -> str:
-    return (_open(2, "testcase", name=name, classname=classname, **(where or {}), time="0.000") + child
-            + "    </testcase>\n")
+    where = where or {}
+    return _open(2, "testcase", name=name, classname=classname, **where, time="0.000") + child + "    </testcase>\n"
 
 
 def _criterion_case(classname: str, name: str, criterion: CriterionResult, located: bool) -> tuple[str, str]:
     """The test case of a pass criterion, and its status."""
     message = criterion_message(criterion)
-    where = _where(criterion.source) if located else {}
+    where = _where(criterion.source, located)
     if not criterion.passed and criterion.severity == "warn":
         child = _element(3, "skipped", message=one_line(f"warning (severity warn, not fatal): {message}"))
         return _case(classname, name, child, where), "skipped"
@@ -213,7 +216,7 @@ class _Suite:
     which are known from the summary before any item is read."""
 
     def __init__(self, result: ExperimentResult, located: bool):
-        self.result = result
+        self.result, self.located = result, located
         self.classname = _classname(result.experiment_id)
         s = result.summary
         item_statuses = {"passed": s.passed, "failed": s.failed, "error": s.errored, "skipped": s.skipped}
@@ -262,8 +265,8 @@ class _Suite:
 class _Cases:
     """One experiment's item test cases as items stream by, written to ``out``."""
 
-    def __init__(self, out: IO[str], suite: _Suite, located: bool):
-        self.out, self.located = out, located
+    def __init__(self, out: IO[str], suite: _Suite):
+        self.out, self.located = out, suite.located
         self.classname_attribute = _attribute(suite.classname)
         self.names = _Names(distinct=True, taken=suite.names.seen)
         self.pending: list[str] = []
@@ -305,7 +308,7 @@ class Writer:
     def begin(self, result: ExperimentResult) -> None:
         suite = self.suites[id(result)]
         self.out.write(suite.head(self.run))
-        self.cases = _Cases(self.out, suite, self.located)
+        self.cases = _Cases(self.out, suite)
 
     def item(self, result: ItemResult) -> None:
         self.cases.item(result)
