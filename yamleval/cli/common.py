@@ -12,7 +12,7 @@ DEFAULT_CONFIG = "evals.yaml"
 JUNIT_FAMILY_OPTION = click.option(
     "--junit-family", type=click.Choice(["xunit2", "xunit1"]),
     help="junit.xml as xunit2 (valid against junit-10.xsd) or xunit1 (with each case's file and line)"
-         " [config `reports.junit.family`, else xunit2].")
+         " [run: the config's `reports.junit.family`; else xunit2].")
 
 
 def load(paths: tuple[str, ...]):
