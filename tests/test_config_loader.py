@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+import yamleval
 from conftest import run_cli
 from yamleval.config.loader import load_project
 from yamleval.errors import ConfigError
@@ -176,3 +177,23 @@ def test_report_config_paths_are_relative_to_the_file(write_config, tmp_path):
     assert project.reports_dir == str(tmp_path / "sub" / "out")
     assert project.report_formats == ("json", "html")
     assert json.loads(json.dumps(project.report_formats)) == ["json", "html"]
+
+
+def test_the_junit_family_goes_with_the_junit_format(write_config, tmp_path):
+    path = write_config("""
+        reports: {dir: out, formats: [junit, json], junit: {family: xunit1}}
+        experiments:
+          - id: e
+            dataset: {items: [{input: a}]}
+            runner: echo
+            pass_criteria:
+              - {type: pass_rate, min: 0.5}
+    """)
+    project = load_project([path])
+    assert project.report_formats == ("junit:xunit1", "json")
+    assert [c.source.rpartition("/")[2] for c in project.experiments[0].pass_criteria] == ["evals.yaml:8"]
+    yamleval.run(project, store=str(tmp_path / "results.db"))
+    cases = [line for line in (tmp_path / "out" / "junit.xml").read_text().splitlines() if "<testcase " in line]
+    assert [case.split('line="')[1].split('"')[0] for case in cases] == ["5", "8"]
+    assert load_project([write_config("reports: {junit: {family: xunit2}}\nexperiments: []\n", "other.yaml")]
+                        ).report_formats == ("html", "junit:xunit2", "json", "markdown")

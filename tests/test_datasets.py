@@ -38,6 +38,25 @@ def test_file_formats_and_field_mapping(write_config, tmp_path, name, text):
     assert items[2].metadata == {"extra": True}, "unmapped columns are kept as metadata"
 
 
+@pytest.mark.parametrize("name, text", [
+    ("data.jsonl", '{"q": "one"}\n\n{"q": "two"}\n'),
+    ("data.json", '[\n  {"q": "one"},\n\n  {"q": "two"}\n]\n'),
+    ("data.yaml", "- q: one\n\n- q: two\n"),
+    ("data.csv", "q\none\n\ntwo\n"),
+])
+def test_items_know_the_file_and_line_of_their_row(write_config, tmp_path, name, text):
+    (tmp_path / name).write_text(text)
+    items = items_of(write_config, f"{{file: {name}, fields: {{input: q}}}}")
+    first, second = (n for n, line in enumerate(text.splitlines(), 1) if "one" in line or "two" in line)
+    assert [i.source.rpartition("/")[2] for i in items] == [f"{name}:{first}", f"{name}:{second}"]
+
+
+def test_inline_items_know_their_line_and_plugin_items_have_none(write_config):
+    inline = items_of(write_config, "\n              items:\n                - {input: a}\n                - {input: b}")
+    assert [i.source.rpartition("/")[2] for i in inline] == ["evals.yaml:6", "evals.yaml:7"]
+    assert {i.source for i in items_of(write_config, "{uses: fixture_plugins.behaviours:countdown, limit: 2}")} == {None}
+
+
 def test_csv_values_are_text(write_config, tmp_path):
     (tmp_path / "d.csv").write_text('question,answer\n"Hi, there",2\nBye,3\n')
     items = items_of(write_config, "{file: d.csv, fields: {input: question, expected: answer}}")

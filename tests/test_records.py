@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from yamleval.records import encode_record, item_from_record
-from yamleval.types import Item, ItemResult, ScoreResult, Usage
+from yamleval.records import encode_record, item_from_record, summary_from_json, summary_to_json
+from yamleval.types import CriterionResult, Item, ItemResult, LatencySummary, ScoreResult, Summary, Usage
 
 CASES = [
     ItemResult(item=Item(id="a", index=0, input="q", expected="x"), status="passed", output="x", latency_ms=0.5,
@@ -22,6 +22,7 @@ CASES = [
     ItemResult(item=Item(id="j", index=2, input="q"), status="passed", output="a", latency_ms=3.0,
                usage=Usage(10, 2, 0.0125),
                scores={"judge": ScoreResult("judge", "success", 1.0, True, None, "ok", None, None, Usage(5, 1, 0.5))}),
+    ItemResult(item=Item(id="r", index=4, input="q", source="data/my:file.jsonl:12"), status="passed"),
 ]
 
 
@@ -30,3 +31,19 @@ def test_records_read_back(result):
     back = item_from_record(json.loads(encode_record(result)))
     assert encode_record(back) == encode_record(result)
     assert back.item.id == result.item.id and back.status == result.status and back.usage == result.usage
+
+
+def test_where_an_item_and_a_criterion_were_read_is_kept_and_old_records_still_read():
+    [located] = [json.loads(encode_record(r)) for r in CASES if r.item.source]
+    assert located["source"] == "data/my:file.jsonl:12"
+    assert item_from_record(located).item.source == "data/my:file.jsonl:12"
+    assert "source" not in json.loads(encode_record(CASES[0])), "written only when known"
+    assert item_from_record(json.loads(encode_record(CASES[0]))).item.source is None
+
+    criteria = (CriterionResult("pass_rate", 0.9, 1.0, True, source="evals.yaml:14"),
+                CriterionResult("mean_score", 0.5, None, False, "warn", "s", "label"))
+    summary = Summary(3, 3, 3, 0, 0, 0, 1.0, 1.0, 5.0, LatencySummary(), Usage(), {}, criteria)
+    assert summary_from_json(summary_to_json(summary)).criteria == criteria
+    old = json.loads(summary_to_json(summary))
+    old["criteria"] = [c[:7] for c in old["criteria"]]  # as written before criteria kept their line
+    assert [c.source for c in summary_from_json(json.dumps(old)).criteria] == [None, None]

@@ -24,7 +24,7 @@ def evaluate(criteria: Iterable[CriterionSpec], summary: Summary) -> tuple[Crite
         actual = actual_value(c, summary)
         results.append(CriterionResult(type=c.type, min=c.min, actual=actual,
                                        passed=actual is not None and actual >= c.min,
-                                       severity=c.severity, scorer=c.scorer, label=c.label))
+                                       severity=c.severity, scorer=c.scorer, label=c.label, source=c.source))
     return tuple(results)
 
 

@@ -39,6 +39,10 @@ class Location(NamedTuple):
                 where += f":{self.col}"
         return f"{where}: {self.path}: " if self.path else f"{where}: "
 
+    def file_line(self) -> str | None:
+        """``file:line``, as records keep where something was read; None without a line."""
+        return None if self.line is None else f"{self.file}:{self.line}"
+
     def sort_key(self) -> tuple:
         return (self.file, self.line or 0, self.col or 0, self.path)
 

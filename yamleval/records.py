@@ -102,6 +102,8 @@ def item_record(result: ItemResult) -> dict[str, Any]:
         out["assertions"] = item.assertions
     if item.metadata:
         out["metadata"] = item.metadata
+    if item.source is not None:
+        out["source"] = item.source
     if result.usage is not None:
         out["tokens"] = tokens(result.usage)
     if result.metadata:
@@ -116,7 +118,7 @@ def item_from_record(d: dict[str, Any]) -> ItemResult:
     a report reads back every item of a run, and keywords cost a third more."""
     get = d.get
     item = Item(d["id"], d["index"], d["input"], d["expected"], get("context"), get("assertions"), get("metadata"),
-                get("label"))
+                get("label"), get("source"))
     scores = {}
     for sid, s in d["scores"].items():
         if len(s) == 5:  # score, status, threshold, passed, reason: nothing else to look for
@@ -156,7 +158,7 @@ def summary_to_json(s: Summary) -> str:
         "judge_tokens": [s.judge_tokens.prompt_tokens, s.judge_tokens.completion_tokens, s.judge_tokens.cost],
         "scorers": [[x.id, x.name, x.threshold, x.mean, x.min, x.max, x.pass_rate, x.passed, x.failed, x.errored,
                      x.skipped, x.histogram] for x in s.scorers.values()],
-        "criteria": [[c.type, c.min, c.actual, c.passed, c.severity, c.scorer, c.label] for c in s.criteria],
+        "criteria": [[c.type, c.min, c.actual, c.passed, c.severity, c.scorer, c.label, c.source] for c in s.criteria],
         "throttling": [s.throttling.calls, s.throttling.throttled, s.throttling.waited_seconds],
     })
 

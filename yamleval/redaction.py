@@ -86,7 +86,7 @@ def redact_item(result: ItemResult, secrets: Secrets) -> ItemResult:
 def _holds(result: ItemResult, search: Callable[[str], Any]) -> bool:
     item = result.item
     for value in (result.output, result.error, item.input, item.expected, item.id, item.label, item.context,
-                  item.metadata, result.metadata, result.trace, item.assertions):
+                  item.metadata, result.metadata, result.trace, item.assertions, item.source):
         if value is not None and _contains(value, search):
             return True
     for score in result.scores.values():

@@ -21,6 +21,7 @@ class Item:
     assertions: Any = None
     metadata: Mapping[str, Any] | None = None
     label: str | None = None
+    source: str | None = None  # "file:line" of the row it was read from, when a file has one
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +130,7 @@ class CriterionResult:
     severity: str = "error"
     scorer: str | None = None
     label: str | None = None
+    source: str | None = None  # "file:line" of the criterion in the config
 
 
 @dataclass(frozen=True)

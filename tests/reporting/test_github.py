@@ -1,7 +1,8 @@
-"""GitHub Actions: detection, the step summary file, annotations and their escaping and caps."""
+"""GitHub Actions: only inside Actions, the step summary file, annotations and their escaping and caps."""
 from __future__ import annotations
 
 import yamleval
+from conftest import run_cli
 from yamleval.reporting import github
 
 
@@ -13,10 +14,19 @@ def items(count: int, input: str = "x", expected: str = "y", indent: int = 16) -
     return "\n".join(f"{' ' * indent}- {{id: i{n:02}, input: {input}, expected: {expected}}}" for n in range(count))
 
 
-def test_in_actions_only_when_github_says_so():
-    assert github.in_actions({"GITHUB_ACTIONS": "true"})
-    assert not github.in_actions({"GITHUB_ACTIONS": "false"})
-    assert not github.in_actions({})
+def test_run_speaks_to_github_only_inside_actions(write_config, tmp_path):
+    write_config("""
+        experiments:
+          - id: e
+            dataset: {items: [{input: a, expected: b}]}
+            runner: echo
+            scorers: [exact_match]
+    """)
+    summary = tmp_path / "step_summary.md"
+    for value, inside in (("true", True), ("false", False), ("", False)):
+        done = run_cli("run", "-q", cwd=tmp_path, GITHUB_ACTIONS=value, GITHUB_STEP_SUMMARY=str(summary))
+        assert done.returncode == 1 and ("::error title=yamleval%3A e" in done.stdout) is inside, done.stdout
+    assert summary.read_text(encoding="utf-8").count("## ❌ yamleval: 1 of 1 experiment failed") == 1
 
 
 def test_the_step_summary_is_appended_to_the_named_file(tmp_path):

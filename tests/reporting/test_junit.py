@@ -1,14 +1,22 @@
-"""JUnit XML: counts, failure texts, XML-safe text, determinism, validity against junit-10.xsd."""
+"""JUnit XML: counts, failure texts, XML-safe text, determinism, validity against junit-10.xsd,
+and how test-report actions read its names and files."""
 from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from lxml import etree
 
 import yamleval
+from conftest import ROOT, cli_env, run_cli
+from yamleval.errors import UsageError
 from yamleval.reporting import junit, text, write_reports
 from yamleval.types import RunInfo
 
@@ -47,23 +55,22 @@ def run_all(write_config, text: str, **options) -> list:
 
 
 def validated(schema, xml: str) -> etree._Element:
-    """Parse strictly, drop the one extension attribute (``testsuites@skipped``), validate."""
+    """Parse strictly and validate against junit-10.xsd as it is."""
     root = etree.fromstring(xml.encode("utf-8"))
-    root.attrib.pop("skipped")
     schema.assertValid(root)
     return root
 
 
 def counts(element) -> tuple[int, ...]:
-    return tuple(int(element.get(k)) for k in ("tests", "failures", "errors", "skipped"))
+    keys = ("tests", "failures", "errors", "skipped")
+    return tuple(int(element.get(k)) for k in keys if k in element.attrib)
 
 
 def test_items_and_criteria_become_test_cases_with_the_right_counts(write_config, schema):
     results = run_all(write_config, MIXED)
     xml = junit.render(RUN, results)
-    root = etree.fromstring(xml.encode("utf-8"))
-    assert counts(root) == (8, 2, 1, 2)
-    validated(schema, xml)
+    root = validated(schema, xml)
+    assert counts(root) == (8, 2, 1), "junit-10.xsd has no `skipped` on <testsuites>"
 
     answers, crashes = root.findall("testsuite")
     assert answers.get("name") == "answers" and answers.get("timestamp") == results[0].started_at
@@ -78,7 +85,7 @@ def test_items_and_criteria_become_test_cases_with_the_right_counts(write_config
                                .find("testsuite/properties")}, "empty properties are left out"
 
     cases = {c.get("name"): c for c in answers.iter("testcase")}
-    assert [c.get("classname") for c in cases.values()] == ["yamleval.answers"] * 3 + ["yamleval.answers.criteria"] * 3
+    assert [c.get("classname") for c in cases.values()] == ["yamleval.answers"] * 6
     assert cases["good"].find("failure") is None and cases["good"].find("skipped") is None
     failure = cases["wrong"].find("failure")
     assert failure.get("message").startswith("exact_match failed (0.000); levenshtein 0.")
@@ -87,12 +94,14 @@ def test_items_and_criteria_become_test_cases_with_the_right_counts(write_config
     assert "input:\nLyon\nexpected:\nParis\noutput:\nLyon" in failure.text
     assert "no expected value" in cases["unjudged"].find("skipped").get("message")
 
-    assert cases["mean_score >= 0.9"].find("failure").get("message").startswith("mean_score 0.")
-    warn = cases["pass_rate[exact_match] >= 0.9"]
+    assert cases["criterion: mean_score >= 0.9"].find("failure").get("message").startswith("mean_score 0.")
+    warn = cases["criterion: pass_rate[exact_match] >= 0.9"]
     assert warn.find("failure") is None
     assert warn.find("skipped").get("message").startswith(
         "warning (severity warn, not fatal): pass_rate of exact_match")
-    assert list(cases["some pass (pass_rate >= 0.1)"]) == [cases["some pass (pass_rate >= 0.1)"].find("system-out")]
+    some = cases["criterion: some pass (pass_rate >= 0.1)"]
+    assert list(some) == [some.find("system-out")]
+    assert not [c for c in root.iter("testcase") if "file" in c.attrib], "xunit2 has no file or line"
 
     boom = crashes.find("testcase[@name='boom']/error")
     assert boom.get("message") == "runner raised RuntimeError: boom on purpose"
@@ -158,7 +167,7 @@ def test_names_are_unique_and_no_suite_is_empty(write_config, schema):
     results = run_all(write_config, """
         experiments:
           - id: twice
-            dataset: {items: [{input: a, expected: a}]}
+            dataset: {items: [{input: a, expected: a}, {id: "criterion: pass_rate >= 0.5", input: b}]}
             runner: echo
             scorers: [exact_match]
             pass_criteria:
@@ -173,7 +182,9 @@ def test_names_are_unique_and_no_suite_is_empty(write_config, schema):
     """, limit=0)
     root = validated(schema, junit.render(RUN, results))
     twice, empty = root.findall("testsuite")
-    assert [c.get("name") for c in twice.iter("testcase")] == ["item-1", "pass_rate >= 0.5", "pass_rate >= 0.5 #2"]
+    assert [c.get("name") for c in twice.iter("testcase")] == [
+        "item-1", "criterion: pass_rate >= 0.5 #3", "criterion: pass_rate >= 0.5", "criterion: pass_rate >= 0.5 #2"
+    ], "items and criteria share the experiment's classname, and an item takes no criterion's name"
     assert counts(empty) == (1, 0, 0, 1)
     assert empty.find("testcase/skipped").get("message") == "the dataset had no items"
 
@@ -214,3 +225,153 @@ def test_item_ids_that_clean_to_the_same_name_stay_apart(write_config, schema):
     """)
     root = validated(schema, junit.render(RUN, results))
     assert [c.get("name") for c in root.iter("testcase")] == ["a b", "a b #2", "c d", "c d #2"]
+
+
+# -- how test-report actions read the file ---------------------------------------------------
+
+def _int(text: str | None) -> int | None:
+    """JavaScript's ``parseInt`` as safeParseInt uses it: leading digits, else None."""
+    found = re.match(r"\s*[+-]?\d+", text or "")
+    return int(found.group()) if found else None
+
+
+def _file_and_line(file: str | None, line: str | None, classname: str, output: str) -> tuple[str, int]:
+    """resolveFileAndLine: the file attribute, else the classname's last dot-separated part;
+    without a line attribute, the last ``<file>…:N`` of the failure text."""
+    file_name = file or classname.split(".")[-1]
+    number = _int(line)
+    if file_name and number:
+        return file_name, number
+    matches = re.findall(f" [^ ]*{re.escape(file_name).replace('::', '/', 1)}.*?:\\d+", output)
+    if not matches:
+        return file_name, number or 1
+    return file_name, _int(matches[-1].split(":")[-1]) or -1
+
+
+def _resolved(workspace: Path, file_name: str) -> str:
+    """A file that exists is taken as it is; else resolvePath globs ``**/<name>.*``: a guess."""
+    if (workspace / file_name).exists():
+        return file_name
+    name = file_name.removeprefix("./")
+    for found in sorted(workspace.glob(f"**/{name}.*")):
+        if not any(part in str(found.resolve()) for part in ("/build/", "/__pycache__/", "/node_modules/")):
+            return found.relative_to(workspace).as_posix()
+    return name
+
+
+def action_junit_report(xml: bytes, workspace: Path, template: str | None = None) -> dict[tuple[str, str], tuple]:
+    """(classname, name) -> (path, line, title) of each test case as mikepenz/action-junit-report
+    (src/testParser.ts, createTestCaseAnnotation) annotates it, with ``check_title_template``
+    ``template`` when given, for a case with a failure (passed and skipped cases are resolved
+    the same way with ``include_passed`` and ``annotate_notice``)."""
+    root = etree.fromstring(xml)
+    bread_crumb = f"{root.get('name')}/" if root.get("name") else ""
+    shown = {}
+    for suite in root.iter("testsuite"):
+        for case in suite.iter("testcase"):
+            name, classname = case.get("name"), case.get("classname")
+            issue = next(iter(case.findall("failure") + case.findall("error")), None)
+            get = issue.get if issue is not None else lambda key: None
+            stack = (issue.text or "").strip() if issue is not None else ""
+            file_name, line = _file_and_line(case.get("file") or get("file") or suite.get("file"),
+                                             case.get("line") or get("line") or suite.get("line"),
+                                             classname or name, stack)
+            path = _resolved(workspace, file_name)
+            if template is None:
+                title = f"{file_name}.{name}" if file_name != name else name
+            else:
+                title = (template.replace("{{FILE_NAME}}", path if file_name != name else "", 1)
+                         .replace("{{BREAD_CRUMB}}", bread_crumb, 1).replace("{{SUITE_NAME}}", suite.get("name"), 1)
+                         .replace("{{TEST_NAME}}", name, 1)
+                         .replace("{{CLASS_NAME}}", (classname or name).split(".")[-1], 1))
+            shown[classname, name] = (path, line, title)
+    return shown
+
+
+DOTTED = """
+  # failures, errors and a warn criterion under a dotted id; its item ids repeat the demo's
+  - id: v1.2
+    dataset: {file: datasets/v12.jsonl}
+    runner: fixture_plugins.behaviours:per_item
+    scorers: [exact_match]
+    pass_criteria:
+      - {type: pass_rate, min: 1.0}
+      - {type: pass_rate, scorer: exact_match, min: 0.9, severity: warn}
+"""
+V12 = [{"id": "greeting", "input": "hello", "expected": "hello"}, {"id": "boom", "input": "raise"},
+       {"id": "junk", "input": "junk", "expected": "x"}]
+
+
+def test_test_report_actions_read_every_case_whole(tmp_path, schema):
+    """The demo with one more experiment, run as the composite action runs it (xunit1), then
+    rendered again as xunit2: every case reads whole in action-junit-report (its own rules,
+    above), Jenkins and dorny/test-reporter (both by class name), and xunit1 puts each item at
+    its dataset row and each criterion at its line in the config."""
+    for name in ("evals.yaml", "datasets", "plugins"):
+        source = ROOT / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, tmp_path / name)
+    with open(tmp_path / "evals.yaml", "a", encoding="utf-8") as config:
+        config.write(DOTTED)
+    (tmp_path / "datasets" / "v12.jsonl").write_text("".join(json.dumps(row) + "\n" for row in V12))
+    script = next(step["run"] for step in yaml.safe_load((ROOT / "action.yml").read_text())["runs"]["steps"]
+                  if step.get("id") == "run")
+    env = cli_env(YAMLEVAL_CONFIG="evals.yaml", YAMLEVAL_ARGS="", YAMLEVAL_REPORT_DIR="reports",
+                  GITHUB_OUTPUT=str(tmp_path / "output"), PATH=f"{Path(sys.executable).parent}{os.pathsep}"
+                  f"{os.environ['PATH']}")
+    env.pop("GITHUB_ACTIONS", None)
+    done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert "exit-code=1" in (tmp_path / "output").read_text(), done.stdout + done.stderr  # v1.2 errored
+    xunit1 = (tmp_path / "reports" / "junit.xml").read_bytes()
+    again = run_cli("report", "--format", "junit", "--report-dir", "xunit2", "--junit-family", "xunit2",
+                    "--store", ".yamleval/results.db", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    xunit2 = (tmp_path / "xunit2" / "junit.xml").read_bytes()
+    schema.assertValid(etree.fromstring(xunit2))
+    assert not schema.validate(etree.fromstring(xunit1)), "xunit1's file and line are not in junit-10.xsd"
+
+    root = etree.fromstring(xunit2)
+    experiments = [suite.get("name") for suite in root.iter("testsuite")]
+    assert experiments[-1] == "v1.2" and root.get("failures") != "0" and root.get("errors") != "0"
+    for suite in root.iter("testsuite"):
+        # dorny groups cases by classname; Jenkins splits it at its last dot into package and class
+        [classname] = {case.get("classname") for case in suite.iter("testcase")}
+        assert classname.split(".") == ["yamleval", suite.get("name").replace(".", "·")]
+
+    plain = action_junit_report(xunit2, tmp_path)
+    titles = [title for _, _, title in plain.values()]
+    assert len(set(titles)) == len(titles), "no two rows read the same"
+    criteria = sorted(title for title in titles if ".criterion: " in title)
+    assert criteria == ["agent-tools.criterion: pass_rate >= 1",
+                        "arithmetic.criterion: mean_score[numeric_diff] >= 0.95",
+                        "json-answers.criterion: mean_score[json_diff] >= 0.99",
+                        "shout-command.criterion: pass_rate >= 1",
+                        "support-answers.criterion: overall quality (mean_score >= 0.75)",
+                        "support-answers.criterion: pass_rate >= 0.8",
+                        "support-answers.criterion: pass_rate[exact_match] >= 0.9",
+                        "v1·2.criterion: pass_rate >= 1", "v1·2.criterion: pass_rate[exact_match] >= 0.9"]
+    assert plain["yamleval.v1·2", "boom"][2] == "v1·2.boom"
+    assert plain["yamleval.arithmetic", "add"][:2] == ("datasets/arithmetic.csv", 1), "a file guessed from a name"
+
+    template = re.search(r'check_title_template: "(.*?)"', (ROOT / "README.md").read_text()).group(1)
+    located = action_junit_report(xunit1, tmp_path, template)
+    assert located.keys() == plain.keys()
+    lines = {path: (tmp_path / path).read_text().splitlines() for path, _, _ in located.values()}
+    assert sorted(lines) == ["datasets/arithmetic.csv", "datasets/support.jsonl", "datasets/v12.jsonl", "evals.yaml"]
+    for (classname, name), (path, line, title) in located.items():
+        experiment = classname.removeprefix("yamleval.")
+        assert title == f"{experiment} › {name}", "the README's template titles each case by its experiment"
+        text = lines[path][line - 1]
+        if name.startswith("criterion: "):
+            assert path == "evals.yaml" and "type:" in text
+        else:
+            assert name in text, (path, line, text)
+    assert located["yamleval.v1·2", "boom"][:2] == ("datasets/v12.jsonl", 2)
+    assert located["yamleval.shout-command", "greeting"][:2] == ("evals.yaml", 69)
+    assert located["yamleval.arithmetic", "add"][:2] == ("datasets/arithmetic.csv", 2)
+
+
+def test_an_unknown_family_is_refused(tmp_path):
+    with pytest.raises(UsageError, match="unknown JUnit family 'xunit3'; choose xunit2 or xunit1"):
+        write_reports(str(tmp_path), ["junit:xunit3"], RUN, [])
+    assert os.listdir(tmp_path) == [], "no file is left"

@@ -3,9 +3,16 @@ from __future__ import annotations
 
 import os
 
+import click
+
 from yamleval.runs import DEFAULT_STORE
 
 DEFAULT_CONFIG = "evals.yaml"
+
+JUNIT_FAMILY_OPTION = click.option(
+    "--junit-family", type=click.Choice(["xunit2", "xunit1"]),
+    help="junit.xml as xunit2 (valid against junit-10.xsd) or xunit1 (with each case's file and line)"
+         " [run: the config's `reports.junit.family`; else xunit2].")
 
 
 def load(paths: tuple[str, ...]):

@@ -7,7 +7,7 @@ import click
 
 from yamleval import figures
 from yamleval.cli import cli
-from yamleval.cli.common import store_path
+from yamleval.cli.common import JUNIT_FAMILY_OPTION, store_path
 from yamleval.errors import ExitCode, display_path
 
 STORE_OPTION = click.option("--store", "store_file", type=click.Path(dir_okay=False),
@@ -81,8 +81,10 @@ def show(run_ref, store_file):
 @click.option("--format", "formats", default="html,junit,json,markdown", show_default=True,
               help="Comma-separated: html, junit, json, markdown.")
 @click.option("--report-dir", default="reports", show_default=True, type=click.Path(file_okay=False))
-def report(run_ref, store_file, formats, report_dir):
+@JUNIT_FAMILY_OPTION
+def report(run_ref, store_file, formats, report_dir, junit_family):
     """Render the reports of a stored RUN again (id, unique prefix or `latest`)."""
+    from yamleval.config.loader import with_junit_family
     from yamleval.errors import UsageError
     from yamleval.reporting import FORMATS, write_reports
 
@@ -93,7 +95,7 @@ def report(run_ref, store_file, formats, report_dir):
     store = _open(store_file)
     info = store.find_run(run_ref)
     results = store.results(info.run_id)
-    for path in write_reports(report_dir, wanted, info, results):
+    for path in write_reports(report_dir, with_junit_family(wanted, junit_family), info, results):
         click.echo(f"report: {display_path(path)}")
 
 

@@ -11,7 +11,7 @@ from typing import Sequence
 import click
 
 from yamleval.cli import cli
-from yamleval.cli.common import load
+from yamleval.cli.common import JUNIT_FAMILY_OPTION, load
 from yamleval.runs import select_experiments
 from yamleval.errors import display_path
 from yamleval.types import RunInfo
@@ -60,21 +60,24 @@ class _Interrupts:
               help="Continue an unfinished run (default: the latest of these experiments); finished items are kept.")
 @click.option("--force", is_flag=True, help="With --resume: resume even if the config or a dataset changed, or if"
               " the run seems to be running still.")
+@JUNIT_FAMILY_OPTION
 @click.option("-q", "--quiet", is_flag=True, help="No progress; only the verdict per experiment.")
-def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resume, force, quiet):
+def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resume, force, junit_family, quiet):
     """Run the experiments in PATHS (default: evals.yaml), store the results, write reports.
 
     Exit code: 0 every experiment passed, 1 one failed, 2 invalid config, 130 interrupted.
     """
+    from yamleval.config.loader import with_junit_family
     from yamleval.reporting.text import terminal_block
     from yamleval.runs import run_project
 
     project = load(paths)
     experiments = select_experiments(project, experiment_ids) if experiment_ids else None
+    formats = with_junit_family(project.report_formats, junit_family)
     with _Interrupts() as interrupts:
         watcher = _Console(interrupts, quiet)
-        outcome = run_project(project, experiments, store=store_file, report_dir=report_dir, resume=resume,
-                              force=force, limit=limit, concurrency=concurrency, stop=interrupts.stop,
+        outcome = run_project(project, experiments, store=store_file, report_dir=report_dir, formats=formats,
+                              resume=resume, force=force, limit=limit, concurrency=concurrency, stop=interrupts.stop,
                               abandon=interrupts.abandon, watcher=watcher)
     for path in outcome.reports:
         click.echo(f"report: {display_path(path)}", err=quiet)

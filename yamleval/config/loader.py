@@ -7,7 +7,7 @@ import fnmatch
 import glob
 import os
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from yamleval.config import interpolate, schema, yaml_source
 from yamleval.config.model import Experiment, build_experiment
@@ -16,6 +16,7 @@ from yamleval.errors import ConfigError, Location, display_path, raise_all
 from yamleval.redaction import Secrets
 
 PROJECT_KEYS = {"models", "defaults", "store", "reports", "include", "experiments"}
+REPORT_FORMATS = ("html", "junit", "json", "markdown")
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ class Project:
     models: Mapping[str, Any] = field(default_factory=dict)
     store: str | None = None
     reports_dir: str | None = None
-    report_formats: tuple[str, ...] = ("html", "junit", "json", "markdown")
+    report_formats: tuple[str, ...] = REPORT_FORMATS  # the JUnit one with its family: ``junit:xunit1``
     # every ${VAR} the files read, with its value: never stored, only a salted digest of it (fingerprint)
     environment: Mapping[str, str] = field(default_factory=dict, repr=False)
 
@@ -189,6 +190,11 @@ def _check_ids(experiments: list[Experiment]) -> list[ConfigError]:
     return errors
 
 
+def with_junit_family(formats: Sequence[str], family: str | None) -> tuple[str, ...]:
+    """``formats`` with the JUnit report written in ``family`` (``junit:xunit1``), if one is given."""
+    return tuple(f"junit:{family}" if family and f.partition(":")[0] == "junit" else f for f in formats)
+
+
 def load_project(paths: list[str] | tuple[str, ...], environ: Mapping[str, str] | None = None) -> Project:
     """Load every file named, with what they include; raise all config errors found at once."""
     loader = _Loader(os.environ if environ is None else environ)
@@ -206,6 +212,7 @@ def load_project(paths: list[str] | tuple[str, ...], environ: Mapping[str, str] 
         models=settings.get("models") or {},
         store=os.path.join(base, settings["store"]) if "store" in settings else None,
         reports_dir=os.path.join(base, reports["dir"]) if "dir" in reports else None,
-        report_formats=tuple(reports.get("formats") or ("html", "junit", "json", "markdown")),
+        report_formats=with_junit_family(reports.get("formats") or REPORT_FORMATS,
+                                         (reports.get("junit") or {}).get("family")),
         environment=dict(loader.environ.read),
     )

@@ -64,6 +64,7 @@ class CriterionSpec:
     label: str | None = None
     severity: str = "error"
     description: str | None = None
+    source: str | None = None  # "file:line" where it is written
 
 
 @dataclass(frozen=True)
@@ -192,8 +193,9 @@ def build_experiment(data: Mapping[str, Any], raw: Mapping[str, Any], path: Path
         scorers=build_scorers(data.get("scorers") or [], path + ("scorers",), source),
         pass_criteria=tuple(
             CriterionSpec(type=c["type"], min=c["min"], scorer=c.get("scorer"), label=c.get("label"),
-                          severity=c.get("severity", "error"), description=c.get("description"))
-            for c in data.get("pass_criteria") or []
+                          severity=c.get("severity", "error"), description=c.get("description"),
+                          source=source.locate(path + ("pass_criteria", index)).file_line())
+            for index, c in enumerate(data.get("pass_criteria") or [])
         ),
         path=path, source=source, base_dir=base_dir,
         # what reports show comes from the text as written, so no ${VAR} value reaches them

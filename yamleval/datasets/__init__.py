@@ -51,10 +51,13 @@ def _missing_input(row: Row, fields: Mapping[str, str]) -> ConfigError:
 
 
 class _RowToItem:
-    """Builds items from source rows with one ``fields:`` mapping, worked out once."""
+    """Builds items from source rows with one ``fields:`` mapping, worked out once; with
+    ``located``, each item keeps the file and line of its row (rows of a plugin or a remote
+    source point at the config's entry, not at a row of their own)."""
 
-    def __init__(self, fields: Mapping[str, str]):
+    def __init__(self, fields: Mapping[str, str], located: bool):
         self.fields = fields
+        self.located = located
         self.columns = tuple(fields.get(name, name) for name in ITEM_FIELDS)
         self.known = frozenset(self.columns)
 
@@ -79,6 +82,7 @@ class _RowToItem:
             id=f"item-{index + 1}" if given_id is None or given_id == "" else str(given_id),
             index=index, input=value[input_col], expected=get(expected_col), context=get(context_col),
             assertions=get(assertions_col), metadata=metadata, label=get(label_col),
+            source=row.where.file_line() if self.located else None,
         )
 
 
@@ -93,9 +97,9 @@ def _first_use(first: Location, here: Location) -> str:
 REMEMBERED_IDS = 100_000
 
 
-def _items(rows: Iterable[Row], fields: Mapping[str, str], context: str | None) -> Iterator[Item]:
+def _items(rows: Iterable[Row], fields: Mapping[str, str], context: str | None, located: bool) -> Iterator[Item]:
     seen: dict[str, Location] = {}
-    to_item = _RowToItem(fields)
+    to_item = _RowToItem(fields, located)
     try:
         for index, row in enumerate(rows):
             item = to_item(row, index)
@@ -222,7 +226,7 @@ def open_dataset(spec: DatasetSpec, limit: int | None = None,
         rows = _plugin_rows(result, spec)
         total = None
         description = spec.plugin.uses if spec.plugin else f"dataset '{spec.name}'"
-    items = _items(rows, spec.fields, spec.context())
+    items = _items(rows, spec.fields, spec.context(), located=spec.items is not None or spec.file is not None)
     if cap is not None:
         items = itertools.islice(items, cap)
     return Dataset(items, total, description)

@@ -1,5 +1,6 @@
 """Reports rendered from a run: each format is a module (entry-point group ``yamleval.reports``)
-with a streaming ``Writer`` and the ``FILE_NAME`` it writes; ``write_reports`` writes them."""
+with a streaming ``Writer`` and the ``FILE_NAME`` it writes; ``write_reports`` writes them.
+A format may name a variant that its ``Writer`` takes: ``junit:xunit1``."""
 from __future__ import annotations
 
 import contextlib
@@ -25,11 +26,12 @@ def write_reports(directory: str, formats: Sequence[str], run: RunInfo,
     try:
         with contextlib.ExitStack() as files:
             writers, paths = [], []
-            for name in names:
+            for spec in names:
+                name, _, variant = spec.partition(":")
                 module = FORMATS[name].load()
                 paths.append(os.path.join(directory, module.FILE_NAME))
                 out = files.enter_context(atomic_output(paths[-1]))
-                writers.append(module.Writer(NamedFile(out, paths[-1]), run, results))
+                writers.append(module.Writer(NamedFile(out, paths[-1]), run, results, *([variant] if variant else [])))
             _stream(writers, results)
     except OSError as exc:
         raise _unwritable(exc.filename or directory, exc, run.run_id) from None

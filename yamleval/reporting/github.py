@@ -24,11 +24,6 @@ MESSAGE_LIMIT = 1000
 TITLE_LIMIT = 200
 
 
-def in_actions(environ: Mapping[str, str] | None = None) -> bool:
-    """True inside a GitHub Actions job."""
-    return (os.environ if environ is None else environ).get("GITHUB_ACTIONS") == "true"
-
-
 def append_step_summary(markdown: str, environ: Mapping[str, str] | None = None) -> str | None:
     """Append ``markdown`` to the file named by ``GITHUB_STEP_SUMMARY``; its path, or None when unset."""
     path = (os.environ if environ is None else environ).get("GITHUB_STEP_SUMMARY")

@@ -1,29 +1,34 @@
 """``junit.xml``: the run as JUnit XML, for test-report actions in CI.
 
-One ``<testsuite>`` per experiment and one ``<testcase>`` per item
-(``classname="yamleval.<experiment id>"``), then one per pass criterion
-(``classname="yamleval.<experiment id>.criteria"``). A failed item is a
-``<failure>``, an errored item an ``<error>``, a skipped item ``<skipped>``.
-A failed warn-severity criterion is ``<skipped>`` with the miss as its message:
-it must not fail the report, and test-report actions list skipped cases with
+One ``<testsuite>`` per experiment; in it one ``<testcase>`` per item (named by its id),
+then one per pass criterion (``criterion: pass_rate >= 0.9``), all with
+``classname="yamleval.<experiment id>"``, the dots of the id written as ``·``: readers
+split a classname at its last dot (Jenkins into package and class, action-junit-report
+takes the last part as the file and the title), so that part is the whole experiment.
+A failed item is a ``<failure>``, an errored item an ``<error>``, a skipped item
+``<skipped>``. A failed warn-severity criterion is ``<skipped>`` with the miss as its
+message: it must not fail the report, and test-report actions list skipped cases with
 their message while they hide passed ones and their ``<system-out>``.
 
-The shape follows the lenient ``junit-10.xsd`` (pytest's target) plus one
-extension that consumers read: ``skipped`` on ``<testsuites>``. Every string is
-cleaned to XML 1.0 characters and capped, and nothing depends on the clock,
-so the same results always give the same bytes.
+Two families, as pytest's ``junit_family``: ``xunit2`` (the default) is valid against
+Jenkins' ``junit-10.xsd`` as it is; ``xunit1`` adds ``file`` and ``line`` (which that
+schema does not declare) to each test case whose source is known: the dataset row of an
+item, the config line of a criterion. Every string is cleaned to XML 1.0 characters and
+capped, and nothing depends on the clock, so the same results always give the same bytes.
 """
 from __future__ import annotations
 
 import math
-from typing import IO, Sequence
+from typing import IO, Iterable, Sequence
 
+from yamleval.errors import UsageError
 from yamleval.reporting.files import render_with
 from yamleval.reporting.text import (as_text, clean_text, criterion_message, criterion_name, item_message, one_line,
                                      score_text, trajectory_steps)
 from yamleval.types import CriterionResult, ExperimentResult, ItemResult, RunInfo
 
 FILE_NAME = "junit.xml"  # in the report folder
+FAMILIES = ("xunit2", "xunit1")
 NAME_LIMIT = 512
 TRAJECTORY_STEPS = 30  # steps of an agent's trace shown in a failure body
 
@@ -49,8 +54,8 @@ class _Names:
 
     REMEMBERED = 100_000
 
-    def __init__(self, distinct: bool = False) -> None:
-        self.seen: set[str] = set()
+    def __init__(self, distinct: bool = False, taken: Iterable[str] = ()) -> None:
+        self.seen: set[str] = set(taken)
         self.distinct = distinct
 
     def __call__(self, name: str) -> str:
@@ -75,9 +80,13 @@ def _attribute(value: str) -> str:
     return value
 
 
+def _attributes(attributes: dict[str, str]) -> str:
+    return "".join(f' {k.rstrip("_")}="{_attribute(v)}"' for k, v in attributes.items())
+
+
 def _element(depth: int, tag: str, text: str | None = None, **attributes: str) -> str:
     """One element on its own indented line: ``<tag a="1" />`` or ``<tag a="1">text</tag>``."""
-    attrs = "".join(f' {k.rstrip("_")}="{_attribute(v)}"' for k, v in attributes.items())
+    attrs = _attributes(attributes)
     indent = "  " * depth
     if text:
         return f"{indent}<{tag}{attrs}>{_text(text)}</{tag}>\n"
@@ -85,8 +94,7 @@ def _element(depth: int, tag: str, text: str | None = None, **attributes: str) -
 
 
 def _open(depth: int, tag: str, **attributes: str) -> str:
-    attrs = "".join(f' {k.rstrip("_")}="{_attribute(v)}"' for k, v in attributes.items())
-    return f"{'  ' * depth}<{tag}{attrs}>\n"
+    return f"{'  ' * depth}<{tag}{_attributes(attributes)}>\n"
 
 
 def _details(result: ItemResult, message: str) -> str:
@@ -141,9 +149,23 @@ def _metrics(result: ItemResult) -> str:
     return text
 
 
-def _item_case(classname: str, name: str, result: ItemResult) -> str:
+def _classname(experiment_id: str) -> str:
+    return "yamleval." + one_line(experiment_id, NAME_LIMIT).replace(".", "·")
+
+
+def _where(source: str | None, located: bool) -> dict[str, str]:
+    """``file`` and ``line`` of a test case, from ``file:line``: in xunit1 (``located``) only."""
+    if source is None or not located:
+        return {}
+    file, _, line = source.rpartition(":")
+    return {"file": one_line(file, 1000), "line": line}
+
+
+def _item_case(classname: str, name: str, result: ItemResult, located: bool) -> str:
     """One item's ``<testcase>``; ``classname`` is escaped already."""
-    parts = [f'    <testcase name="{_attribute(name)}" classname="{classname}" time="{_seconds(result.latency_ms)}">\n']
+    where = _attributes(_where(result.item.source, located))
+    parts = [f'    <testcase name="{_attribute(name)}" classname="{classname}"{where} '
+             f'time="{_seconds(result.latency_ms)}">\n']
     if result.status != "passed":
         message = item_message(result)
         if result.status == "skipped":
@@ -155,22 +177,24 @@ def _item_case(classname: str, name: str, result: ItemResult) -> str:
     return "".join(parts)
 
 
-def _case(classname: str, name: str, child: str) -> str:
-    return _open(2, "testcase", name=name, classname=classname, time="0.000") + child + "    </testcase>\n"
+def _case(classname: str, name: str, child: str, where: dict[str, str] | None = None) -> str:
+    where = where or {}
+    return _open(2, "testcase", name=name, classname=classname, **where, time="0.000") + child + "    </testcase>\n"
 
 
-def _criterion_case(classname: str, name: str, criterion: CriterionResult) -> tuple[str, str]:
+def _criterion_case(classname: str, name: str, criterion: CriterionResult, located: bool) -> tuple[str, str]:
     """The test case of a pass criterion, and its status."""
     message = criterion_message(criterion)
+    where = _where(criterion.source, located)
     if not criterion.passed and criterion.severity == "warn":
         child = _element(3, "skipped", message=one_line(f"warning (severity warn, not fatal): {message}"))
-        return _case(classname, name, child), "skipped"
+        return _case(classname, name, child, where), "skipped"
     if not criterion.passed:
         child = _element(3, "failure", f"{one_line(message)}\n\nseverity: {criterion.severity}",
                          type_="criterion", message=one_line(message))
-        return _case(classname, name, child), "failed"
+        return _case(classname, name, child, where), "failed"
     out = message + (f"\nseverity: {criterion.severity}" if criterion.severity != "error" else "")
-    return _case(classname, name, _element(3, "system-out", out)), "passed"
+    return _case(classname, name, _element(3, "system-out", out), where), "passed"
 
 
 def _properties(run: RunInfo, result: ExperimentResult) -> str:
@@ -191,28 +215,30 @@ class _Suite:
     """One experiment's ``<testsuite>``: the cases that follow its items, and its counts,
     which are known from the summary before any item is read."""
 
-    def __init__(self, result: ExperimentResult):
-        self.result = result
-        self.classname = f"yamleval.{one_line(result.experiment_id, NAME_LIMIT)}"
+    def __init__(self, result: ExperimentResult, located: bool):
+        self.result, self.located = result, located
+        self.classname = _classname(result.experiment_id)
         s = result.summary
         item_statuses = {"passed": s.passed, "failed": s.failed, "error": s.errored, "skipped": s.skipped}
-        names = _Names()
+        self.names = names = _Names()  # of the cases after the items, which the items' names must avoid
         self.trailer: list[str] = []
         statuses = []
         for criterion in s.criteria:
-            case, status = _criterion_case(self.classname + ".criteria", names(criterion_name(criterion)), criterion)
+            case, status = _criterion_case(self.classname, names(f"criterion: {criterion_name(criterion)}"), criterion,
+                                           located)
             self.trailer.append(case)
             statuses.append(status)
         if result.aborted or result.interrupted:
             # an incomplete run fails its experiment even when every item that ran passed
             message = f"stopped: {result.aborted}" if result.aborted else "interrupted before every item ran"
-            self.trailer.append(_case(self.classname + ".criteria", names("run completed"),
+            self.trailer.append(_case(self.classname, names("run completed"),
                                       _element(3, "error", one_line(message, 1000),
                                                type_="aborted" if result.aborted else "interrupted",
                                                message=one_line(message, 1000))))  # its cause comes last
             statuses.append("error")
         if not statuses and not s.completed:  # some readers drop a suite without test cases
-            self.trailer.append(_case(self.classname, "no items", _element(3, "skipped", message="the dataset had no items")))
+            self.trailer.append(_case(self.classname, names("no items"),
+                                      _element(3, "skipped", message="the dataset had no items")))
             statuses.append("skipped")
         self.counts = {"tests": s.completed + len(statuses),
                        "failures": item_statuses["failed"] + statuses.count("failed"),
@@ -239,15 +265,15 @@ class _Suite:
 class _Cases:
     """One experiment's item test cases as items stream by, written to ``out``."""
 
-    def __init__(self, out: IO[str], experiment_id: str):
-        self.out = out
-        self.classname_attribute = _attribute(f"yamleval.{one_line(experiment_id, NAME_LIMIT)}")
-        self.names = _Names(distinct=True)
+    def __init__(self, out: IO[str], suite: _Suite):
+        self.out, self.located = out, suite.located
+        self.classname_attribute = _attribute(suite.classname)
+        self.names = _Names(distinct=True, taken=suite.names.seen)
         self.pending: list[str] = []
 
     def item(self, result: ItemResult) -> None:
         pending = self.pending
-        pending.append(_item_case(self.classname_attribute, self.names(result.item.id), result))
+        pending.append(_item_case(self.classname_attribute, self.names(result.item.id), result, self.located))
         if len(pending) >= 1000:
             self.flush()
 
@@ -259,14 +285,16 @@ class _Cases:
 class Writer:
     """Writes the document as items stream by: each experiment's items once, in order."""
 
-    def __init__(self, out: IO[str], run: RunInfo, results: Sequence[ExperimentResult]):
-        self.out, self.run = out, run
-        self.suites = {id(result): _Suite(result) for result in results}
-        totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    def __init__(self, out: IO[str], run: RunInfo, results: Sequence[ExperimentResult], family: str = "xunit2"):
+        if family not in FAMILIES:
+            raise UsageError(f"unknown JUnit family '{family}'; choose {' or '.join(FAMILIES)}")
+        self.out, self.run, self.located = out, run, family == "xunit1"
+        self.suites = {id(result): _Suite(result, self.located) for result in results}
+        totals = {"tests": 0, "failures": 0, "errors": 0}  # junit-10.xsd has no `skipped` here
         duration_ms = 0.0
         for result in results:
-            for key, value in self.suites[id(result)].counts.items():
-                totals[key] += value
+            for key in totals:
+                totals[key] += self.suites[id(result)].counts[key]
             if math.isfinite(result.summary.duration_ms) and result.summary.duration_ms > 0:
                 duration_ms += result.summary.duration_ms
         attributes = {"name": "yamleval", **{k: str(v) for k, v in totals.items()}, "time": _seconds(duration_ms)}
@@ -276,11 +304,11 @@ class Writer:
         else:
             out.write(_element(0, "testsuites", **attributes))
         self.closing = "</testsuites>\n" if results else ""
-        self.cases = _Cases(out, "")
 
     def begin(self, result: ExperimentResult) -> None:
-        self.out.write(self.suites[id(result)].head(self.run))
-        self.cases = _Cases(self.out, result.experiment_id)
+        suite = self.suites[id(result)]
+        self.out.write(suite.head(self.run))
+        self.cases = _Cases(self.out, suite)
 
     def item(self, result: ItemResult) -> None:
         self.cases.item(result)
