@@ -6,7 +6,7 @@ import time
 from typing import TextIO
 
 from yamleval import figures
-from yamleval.reporting.text import item_message, terminal_line, throttling_text
+from yamleval.reporting.text import incomplete_note, item_message, terminal_line, throttling_text
 from yamleval.types import ExperimentResult, ItemResult
 
 MARKS = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "-"}
@@ -109,6 +109,8 @@ def summary_text(result: ExperimentResult) -> str:
         verdict = "STOPPED (dataset error)"
     elif result.interrupted:
         verdict = "INTERRUPTED"
+    elif result.incomplete:
+        verdict = f"INCOMPLETE: {incomplete_note(result)}"
     else:
         verdict = "PASSED" if result.passed else "FAILED"
     lines.append(f"  {verdict}")

@@ -194,7 +194,7 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore:
     if begun and rescore:
         with plan.importable(ready.experiment):
             _rescore(db, run_id, experiment_id, engine.rescored(ready, previous))
-    db.start_experiment(run_id, position, experiment_id, ready.experiment.label, dataset_hash, now())
+    db.start_experiment(run_id, position, ready.experiment, dataset_hash, now())
     failures = []
 
     def on_item(result: ItemResult) -> None:

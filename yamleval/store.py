@@ -3,26 +3,35 @@
 SQLite in WAL mode by default. Every statement is plain, parameterised SQL kept in this
 module, so another database can serve the same schema later. Values that are JSON in
 the reports (inputs, outputs, scores, summaries) are stored as JSON text, whole.
+Many processes may share one database: each write transaction waits for the write lock, a
+bounded time, before it reads anything. ``yamleval.store_errors`` words every failure.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
 import sqlite3
 import time
 import urllib.parse
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from yamleval.aggregate import histograms
-from yamleval.errors import UsageError, display_path
+import tenacity
+
+from yamleval import criteria
+from yamleval.aggregate import Aggregator, histograms
+from yamleval.config.model import Experiment
+from yamleval.errors import UsageError
 from yamleval.records import encode, encode_record, item_from_record, storable_text, summary_from_json, summary_to_json
-from yamleval.types import ExperimentResult, ItemResult, ItemResults, RunInfo, Summary
+from yamleval.store_errors import FOREIGN, RESUME_HINT, DuplicateItemError, cannot, cause, read_error, write_error
+from yamleval.store_errors import StoreWriteError  # noqa: F401  (what a run stops on, imported from here)
+from yamleval.types import ExperimentResult, ItemResult, ItemResults, RunInfo, StoredExperiment, Summary
 
 SCHEMA_VERSION = 3
 FLUSH_ITEMS = 500
 FLUSH_SECONDS = 1.0
+BUSY_SECONDS = 60.0  # how long a statement waits for another process's lock
+LOCKED_TRIES = 3  # a write transaction still refused "database is locked" after that wait is tried again
 
 _SCHEMA = [
     """CREATE TABLE runs (
@@ -54,8 +63,6 @@ MIGRATIONS: dict[int, list[str]] = {
     2: ["ALTER TABLE runs ADD COLUMN fingerprint TEXT"],
 }
 
-
-
 _RUN_DETAILS = {
     "config_text": "SELECT config_text FROM runs WHERE run_id = ?",
     "plugin_versions": "SELECT plugin_versions FROM runs WHERE run_id = ?",
@@ -65,49 +72,8 @@ _RUN_DETAILS = {
 _ITEMS = "SELECT record FROM items WHERE run_id = ? AND experiment_id = ? ORDER BY position"
 _ITEMS_WITH_STATUS = ("SELECT record FROM items WHERE run_id = ? AND experiment_id = ? AND status IN (?, ?, ?, ?)"
                       " ORDER BY position LIMIT ?")
-
-
-@dataclasses.dataclass(frozen=True)
-class StoredExperiment:
-    """An experiment of a stored run: how far it got, and the hash of the dataset it read."""
-
-    experiment_id: str
-    status: str  # running, completed, interrupted or aborted
-    dataset_hash: str | None
-
-
-class StoreWriteError(UsageError):
-    """The results database could not be written: a full disk, a read-only file or folder."""
-
-
-RESUME_HINT = "then `yamleval run --resume` continues the run"
 _INSERT_ITEM = ("INSERT INTO items (run_id, experiment_id, item_id, position, status, record)"
                 " VALUES (?, ?, ?, ?, ?, ?)")
-
-
-class DuplicateItemError(StoreWriteError):
-    """Two items of one experiment have the same id (found by the database's key)."""
-
-
-def _cannot_write(path: str, exc: BaseException, then: str = RESUME_HINT) -> StoreWriteError:
-    if isinstance(exc, StoreWriteError):
-        return exc
-    return StoreWriteError(f"cannot write the results database {display_path(path)}: {exc} (is the disk full or the"
-                           f" file read-only?); free some space or make it writable, {then}")
-
-
-@contextlib.contextmanager
-def _writing(path: str, then: str = RESUME_HINT) -> Iterator[None]:
-    """Turn SQLite's failure to write into an error that names the database and what to do,
-    instead of a traceback. SQLite has rolled the transaction back: what was stored stays."""
-    try:
-        yield
-    except sqlite3.Error as exc:
-        raise _cannot_write(path, exc, then) from None
-
-
-def _load(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
 
 
 def _bool(value: int | None) -> bool | None:
@@ -117,12 +83,23 @@ def _bool(value: int | None) -> bool | None:
 def _with_histograms(summary: Summary, items: "StoredItems") -> Summary:
     """A summary stored before score histograms were kept, with them counted from its items."""
     missing = [sid for sid, scorer in summary.scorers.items() if scorer.histogram is None]
-    if not missing or not items:
+    if not missing or not summary.completed:
         return summary
     counted = histograms(items, missing)
     return dataclasses.replace(summary, scorers={
         sid: dataclasses.replace(scorer, histogram=counted[sid]) if sid in counted else scorer
         for sid, scorer in summary.scorers.items()})
+
+
+def _counted(started: str | None, items: "StoredItems") -> Summary:
+    """The summary of an experiment that never finished, counted from its stored items with the scorers
+    and criteria it started with (or, stored by a yamleval that kept none, the scorers its items name)."""
+    summary = summary_from_json(started) if started else None
+    aggregator = Aggregator({sid: (s.name, s.threshold) for sid, s in summary.scorers.items()} if summary else
+                            {sid: (sid, s.threshold) for item in items for sid, s in item.scores.items()})
+    for item in items:
+        aggregator.add(item)
+    return criteria.with_criteria(aggregator.summary(0.0), summary.criteria if summary else ())
 
 
 class Store:
@@ -136,28 +113,24 @@ class Store:
             self.db = self._connect(path)
             self._migrate()
         except sqlite3.DatabaseError as exc:
-            hint = (" (is the disk full or the file read-only?); free some space or make it writable, then run again"
-                    if isinstance(exc, sqlite3.OperationalError) else "")
-            raise UsageError(f"cannot open the results database {display_path(path)}: {exc}{hint}") from None
+            raise UsageError(cannot("open", path, exc)) from None
         self._pending: list[tuple] = []
         self._flushed = time.monotonic()
 
     def _connect(self, path: str) -> sqlite3.Connection:
         """The connection, in write-ahead logging mode. A database that cannot be written (a
-        read-only file or folder: a CI artefact, a mounted share) serves for reading a stored
-        run: read as it is, since nothing can change it, unless a log of writes not yet folded
-        into it is there to be read too."""
+        read-only file or folder: a CI artefact, a mounted share) is read as it is, since nothing
+        can change it, unless a log of writes not yet folded into it is there to be read too."""
         self.read_only = False
         self.reading = f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro"  # how views open it
-        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        db = sqlite3.connect(path, timeout=BUSY_SECONDS, check_same_thread=False, isolation_level=None)
         db.row_factory = sqlite3.Row
-        db.execute("PRAGMA busy_timeout=5000")
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.OperationalError as exc:
             log = path + "-wal"
-            if not _read_only(exc) or (os.path.exists(log) and os.path.getsize(log) > 0):
+            if cause(exc).name != "read-only" or (os.path.exists(log) and os.path.getsize(log) > 0):
                 raise
             db.close()
             self.read_only = True
@@ -166,25 +139,58 @@ class Store:
             db.row_factory = sqlite3.Row
         return db
 
+    def _version(self) -> int:
+        return self.db.execute("PRAGMA user_version").fetchone()[0]
+
     def _migrate(self) -> None:
-        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        """Bring the schema up to this version: under the write lock, where the version is read
+        again, so that processes opening a new database at once create its tables only once."""
+        version = self._version()
         if version > SCHEMA_VERSION:
             raise UsageError(f"{self.path} was written by a newer yamleval (schema {version}); upgrade yamleval")
-        if self.read_only and version > 0:
-            return  # readable as it is (see MIGRATIONS)
+        if version == SCHEMA_VERSION or (self.read_only and version > 0):
+            return  # nothing to do, or readable as it is (see MIGRATIONS)
+        try:
+            self._transaction(self._upgrade)
+        except sqlite3.OperationalError as exc:
+            if version == 0 or cause(exc).name != "read-only":
+                raise
+            self.read_only = True  # a read-only file in a WAL database: readable as it is
+
+    def _upgrade(self) -> None:
+        version = self._version()
+        tables = [row[0] for row in self.db.execute("SELECT name FROM sqlite_master")] if version == 0 else []
+        if tables:  # another program's database: yamleval's tables have no place in it
+            raise sqlite3.DatabaseError(f"{FOREIGN}: {', '.join(tables[:5])}")
         while version < SCHEMA_VERSION:
-            try:
-                with self.db:
-                    self.db.execute("BEGIN")
-                    for statement in MIGRATIONS[version]:
-                        self.db.execute(statement)
-                    version += 1
-                    self.db.execute(f"PRAGMA user_version = {int(version)}")  # a number: PRAGMA takes no parameters
-            except sqlite3.OperationalError as exc:
-                if version == 0 or not _read_only(exc):
-                    raise
-                self.read_only = True  # a read-only file in a WAL database: readable as it is
-                return
+            for statement in MIGRATIONS[version]:
+                self.db.execute(statement)
+            version += 1
+            self.db.execute(f"PRAGMA user_version = {int(version)}")  # a number: PRAGMA takes no parameters
+
+    def _transaction(self, work: Callable[[], Any]) -> None:
+        """``work`` as one write transaction, which takes the write lock (waiting up to BUSY_SECONDS)
+        before it reads: one that read first would upgrade its lock, which SQLite refuses at once
+        when another process wrote meanwhile. Still "locked" after the wait, it is tried again."""
+        for attempt in tenacity.Retrying(stop=tenacity.stop_after_attempt(LOCKED_TRIES), reraise=True,
+                                         wait=tenacity.wait_random_exponential(multiplier=0.2, max=2.0),
+                                         retry=tenacity.retry_if_exception(lambda e: cause(e).name == "locked")):
+            with attempt, self.db:
+                self.db.execute("BEGIN IMMEDIATE")
+                work()
+
+    def _write(self, statement: str, rows: Iterable[tuple], then: str = RESUME_HINT) -> None:
+        """``statement`` once for each of ``rows``, in one write transaction."""
+        try:
+            self._transaction(lambda: self.db.executemany(statement, rows))
+        except sqlite3.Error as exc:
+            raise write_error(self.path, exc, then) from None
+
+    def _query(self, statement: str, parameters: tuple = ()) -> list[sqlite3.Row]:
+        try:
+            return self.db.execute(statement, parameters).fetchall()
+        except sqlite3.Error as exc:
+            raise read_error(self.path, exc) from None
 
     def close(self) -> None:
         self.flush()
@@ -194,46 +200,44 @@ class Store:
 
     def create_run(self, run: RunInfo, config_text: dict[str, str], plugin_versions: dict[str, str],
                    experiment_ids: Sequence[str], fingerprint: dict[str, Any] | None = None) -> None:
-        with _writing(self.path, then="then run again"), self.db:
-            self.db.execute("BEGIN")
-            self.db.execute(
-                "INSERT INTO runs (run_id, status, started_at, completed_at, passed, yamleval_version, python_version,"
-                " host, pid, config_files, config_hash, config_text, git_commit, git_dirty, plugin_versions,"
-                " experiment_ids, fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (run.run_id, run.status, run.started_at, run.completed_at, run.passed, run.yamleval_version,
-                 run.python_version, run.host, os.getpid(), encode(list(run.config_files)), run.config_hash,
-                 encode(config_text), run.git_commit, run.git_dirty, encode(plugin_versions),
-                 encode(list(experiment_ids)), None if fingerprint is None else encode(fingerprint)))
+        self._write(
+            "INSERT INTO runs (run_id, status, started_at, completed_at, passed, yamleval_version, python_version,"
+            " host, pid, config_files, config_hash, config_text, git_commit, git_dirty, plugin_versions,"
+            " experiment_ids, fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(run.run_id, run.status, run.started_at, run.completed_at, run.passed, run.yamleval_version,
+              run.python_version, run.host, os.getpid(), encode(list(run.config_files)), run.config_hash,
+              encode(config_text), run.git_commit, run.git_dirty, encode(plugin_versions),
+              encode(list(experiment_ids)), None if fingerprint is None else encode(fingerprint))], then="then run again")
 
     def record_config(self, run_id: str, config_hash: str, config_text: dict[str, str],
                       plugin_versions: dict[str, str], fingerprint: dict[str, Any]) -> None:
         """The config a resumed run goes on with (``--force``): the one that scores its items."""
-        with _writing(self.path), self.db:
-            self.db.execute("UPDATE runs SET config_hash = ?, config_text = ?, plugin_versions = ?, fingerprint = ?"
-                            " WHERE run_id = ?", (config_hash, encode(config_text), encode(plugin_versions),
-                                                  encode(fingerprint), run_id))
+        self._write("UPDATE runs SET config_hash = ?, config_text = ?, plugin_versions = ?, fingerprint = ? WHERE run_id = ?",
+                    [(config_hash, encode(config_text), encode(plugin_versions), encode(fingerprint), run_id)])
 
     def replace_items(self, run_id: str, experiment_id: str, results: Sequence[ItemResult]) -> None:
         """Store these items (of ids stored already) again, as re-scored."""
-        with _writing(self.path), self.db:
-            self.db.execute("BEGIN")
-            self.db.executemany("UPDATE items SET status = ?, record = ? WHERE run_id = ? AND experiment_id = ? AND"
-                                " item_id = ?", [(r.status, encode_record(r), run_id, experiment_id,
-                                                  storable_text(r.item.id)) for r in results])
+        self._write("UPDATE items SET status = ?, record = ? WHERE run_id = ? AND experiment_id = ? AND item_id = ?",
+                    [(r.status, encode_record(r), run_id, experiment_id, storable_text(r.item.id)) for r in results])
 
     def reopen_run(self, run_id: str) -> None:
-        with _writing(self.path), self.db:
-            self.db.execute("UPDATE runs SET status = 'running', completed_at = NULL, passed = NULL, pid = ?"
-                            " WHERE run_id = ?", (os.getpid(), run_id))
+        self._write("UPDATE runs SET status = 'running', completed_at = NULL, passed = NULL, pid = ? WHERE run_id = ?",
+                    [(os.getpid(), run_id)])
 
-    def start_experiment(self, run_id: str, position: int, experiment_id: str, label: str | None,
-                         dataset_hash: str, started_at: str) -> None:
-        with _writing(self.path), self.db:
-            self.db.execute(
-                "INSERT INTO experiments (run_id, experiment_id, position, label, dataset_hash, status, started_at)"
-                " VALUES (?, ?, ?, ?, ?, 'running', ?)"
-                " ON CONFLICT (run_id, experiment_id) DO UPDATE SET status = 'running'",
-                (run_id, experiment_id, position, label, dataset_hash, started_at))
+    def start_experiment(self, run_id: str, position: int, experiment: Experiment, dataset_hash: str,
+                         started_at: str) -> None:
+        """The experiment as it starts (again, when resumed): what it runs, and its summary before
+        any item, whose scorers and criteria count its items should the run never finish it."""
+        summary = criteria.with_criteria(Aggregator({s.id: (s.name, s.threshold) for s in experiment.scorers})
+                                         .summary(0.0), experiment.pass_criteria)
+        self._write(
+            "INSERT OR REPLACE INTO experiments (run_id, experiment_id, position, label, description, tags, runner,"
+            " dataset, scorers, dataset_hash, status, started_at, summary)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?)",
+            [(run_id, experiment.id, position, experiment.label, experiment.description, encode(list(experiment.tags)),
+              experiment.runner.written(), experiment.dataset.describe(),
+              encode([s.plugin.written() for s in experiment.scorers]), dataset_hash, started_at,
+              summary_to_json(summary))])
 
     def add_item(self, run_id: str, experiment_id: str, result: ItemResult) -> None:
         """Queue one finished item; the queue is written in one transaction every
@@ -254,19 +258,13 @@ class Store:
             return
         rows, self._pending = self._pending, []
         try:
-            self._insert(rows, _INSERT_ITEM)
+            self._transaction(lambda: self.db.executemany(_INSERT_ITEM, rows))
         except sqlite3.IntegrityError as exc:  # a repeated id: keep the batch's other items, report it
             duplicate = self._duplicate(rows)
-            with _writing(self.path):
-                self._insert(rows, _INSERT_ITEM.replace("INSERT", "INSERT OR IGNORE", 1))
-            raise duplicate or _cannot_write(self.path, exc)
+            self._write(_INSERT_ITEM.replace("INSERT", "INSERT OR IGNORE", 1), rows)
+            raise duplicate or write_error(self.path, exc)
         except sqlite3.Error as exc:
-            raise _cannot_write(self.path, exc) from None
-
-    def _insert(self, rows: list[tuple], statement: str) -> None:
-        with self.db:
-            self.db.execute("BEGIN")
-            self.db.executemany(statement, rows)
+            raise write_error(self.path, exc) from None
 
     def _duplicate(self, rows: list[tuple]) -> "DuplicateItemError | None":
         """The error for the first item of ``rows`` whose id is taken: stored already, or
@@ -277,9 +275,9 @@ class Store:
             key = (run_id, experiment_id, item_id)
             earlier = first.get(key)
             if earlier is None:
-                found = self.db.execute("SELECT position FROM items WHERE run_id = ? AND experiment_id = ? AND"
-                                        " item_id = ?", key).fetchone()
-                earlier = found[0] if found else None
+                found = self._query("SELECT position FROM items WHERE run_id = ? AND experiment_id = ? AND"
+                                    " item_id = ?", key)
+                earlier = found[0][0] if found else None
             if earlier is not None:
                 return DuplicateItemError(
                     f"duplicate item id '{item_id}' in experiment '{experiment_id}': items {earlier + 1} and"
@@ -290,21 +288,16 @@ class Store:
     def finish_experiment(self, run_id: str, result: ExperimentResult) -> None:
         self.flush()
         status = "interrupted" if result.interrupted else ("aborted" if result.aborted else "completed")
-        with _writing(self.path), self.db:
-            self.db.execute(
-                "UPDATE experiments SET status = ?, passed = ?, interrupted = ?, aborted = ?, warnings = ?,"
-                " completed_at = ?, summary = ?, description = ?, tags = ?, runner = ?, dataset = ?, scorers = ?,"
-                " started_at = ? WHERE run_id = ? AND experiment_id = ?",
-                (status, result.passed, result.interrupted, result.aborted, encode(list(result.warnings)),
-                 result.completed_at, summary_to_json(result.summary), result.description, encode(list(result.tags)),
-                 result.runner, result.dataset, encode(list(result.scorers)), result.started_at, run_id,
-                 result.experiment_id))
+        self._write(
+            "UPDATE experiments SET status = ?, passed = ?, interrupted = ?, aborted = ?, warnings = ?,"
+            " completed_at = ?, summary = ?, started_at = ? WHERE run_id = ? AND experiment_id = ?",
+            [(status, result.passed, result.interrupted, result.aborted, encode(list(result.warnings)),
+              result.completed_at, summary_to_json(result.summary), result.started_at, run_id, result.experiment_id)])
 
     def finish_run(self, run_id: str, status: str, passed: bool | None, completed_at: str) -> None:
         self.flush()
-        with _writing(self.path), self.db:
-            self.db.execute("UPDATE runs SET status = ?, passed = ?, completed_at = ? WHERE run_id = ?",
-                            (status, passed, completed_at, run_id))
+        self._write("UPDATE runs SET status = ?, passed = ?, completed_at = ? WHERE run_id = ?",
+                    [(status, passed, completed_at, run_id)])
 
     # -- reading -------------------------------------------------------------------------
 
@@ -319,7 +312,7 @@ class Store:
                        config_hash=row["config_hash"], git_commit=row["git_commit"], git_dirty=_bool(row["git_dirty"]))
 
     def runs(self, limit: int = 20) -> list[RunInfo]:
-        rows = self.db.execute("SELECT * FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?", (limit,))
+        rows = self._query("SELECT * FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?", (limit,))
         return [self._run_info(row) for row in rows]
 
     def find_run(self, ref: str) -> RunInfo:
@@ -329,8 +322,8 @@ class Store:
             if not found:
                 raise UsageError(f"no runs stored in {self.path} yet")
             return found[0]
-        rows = self.db.execute("SELECT * FROM runs WHERE run_id LIKE ? ESCAPE '\\' ORDER BY started_at DESC",
-                               (ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%",)).fetchall()
+        rows = self._query("SELECT * FROM runs WHERE run_id LIKE ? ESCAPE '\\' ORDER BY started_at DESC",
+                           (ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%",))
         exact = [r for r in rows if r["run_id"] == ref]
         if exact or len(rows) == 1:
             return self._run_info((exact or rows)[0])
@@ -340,8 +333,8 @@ class Store:
 
     def run_detail(self, run_id: str, key: str) -> Any:
         """A JSON column of a run: ``config_text``, ``plugin_versions``, ``experiment_ids`` or ``fingerprint``."""
-        row = self.db.execute(_RUN_DETAILS[key], (run_id,)).fetchone()
-        return _load(row[0]) if row else None
+        rows = self._query(_RUN_DETAILS[key], (run_id,))
+        return json.loads(rows[0][0]) if rows and rows[0][0] is not None else None
 
     def experiments(self, run_id: str) -> list[StoredExperiment]:
         """The run's experiments as far as they got, in the order they run."""
@@ -349,7 +342,7 @@ class Store:
                 for row in self._experiment_rows(run_id)]
 
     def _experiment_rows(self, run_id: str) -> list[sqlite3.Row]:
-        return self.db.execute("SELECT * FROM experiments WHERE run_id = ? ORDER BY position", (run_id,)).fetchall()
+        return self._query("SELECT * FROM experiments WHERE run_id = ? ORDER BY position", (run_id,))
 
     def item_view(self, run_id: str, experiment_id: str, count: int) -> "StoredItems":
         """The experiment's stored items, read from the database each time they are iterated."""
@@ -360,16 +353,21 @@ class Store:
         return [summary_from_json(row["summary"]) for row in self._experiment_rows(run_id) if row["summary"]]
 
     def results(self, run_id: str, only: set[str] | None = None) -> list[ExperimentResult]:
-        """The stored experiments of a run (those in ``only``, if given) with their items."""
+        """The stored experiments of a run (those in ``only``, if given) with their items. An
+        experiment that never finished (its run crashed, or still runs) is counted from the
+        items stored, and marked incomplete."""
         out = []
         for row in self._experiment_rows(run_id):
-            if row["summary"] is None or (only is not None and row["experiment_id"] not in only):
+            if only is not None and row["experiment_id"] not in only:
                 continue
+            items = self.item_view(run_id, row["experiment_id"], 0)
+            incomplete = row["status"] == "running"
+            summary = (_counted(row["summary"], items) if incomplete
+                       else _with_histograms(summary_from_json(row["summary"]), items))
+            items.count = summary.completed
             out.append(ExperimentResult(
-                experiment_id=row["experiment_id"], label=row["label"], passed=bool(row["passed"]),
-                summary=_with_histograms(summary := summary_from_json(row["summary"]),
-                                         items := self.item_view(run_id, row["experiment_id"], summary.completed)),
-                items=items,
+                experiment_id=row["experiment_id"], label=row["label"], passed=bool(row["passed"]), summary=summary,
+                items=items, incomplete=incomplete,
                 started_at=row["started_at"], completed_at=row["completed_at"], interrupted=bool(row["interrupted"]),
                 warnings=tuple(json.loads(row["warnings"] or "[]")), aborted=row["aborted"],
                 description=row["description"], tags=tuple(json.loads(row["tags"] or "[]")), runner=row["runner"],
@@ -390,10 +388,12 @@ class StoredItems(ItemResults):
         return self.count
 
     def _select(self, statement: str, parameters: tuple = ()) -> Iterator[str]:
-        db = sqlite3.connect(self.uri, uri=True)
+        db = sqlite3.connect(self.uri, uri=True, timeout=BUSY_SECONDS)
         try:
             for (text,) in db.execute(statement, (self.run_id, self.experiment_id, *parameters)):
                 yield text
+        except sqlite3.Error as exc:
+            raise read_error(self.path, exc) from None
         finally:
             db.close()
 
@@ -404,11 +404,6 @@ class StoredItems(ItemResults):
         """The first ``limit`` items with one of these statuses (at most four), in dataset order."""
         wanted = (tuple(statuses) * 4)[:4]
         return [item_from_record(json.loads(text)) for text in self._select(_ITEMS_WITH_STATUS, (*wanted, limit))]
-
-
-def _read_only(exc: sqlite3.OperationalError) -> bool:
-    """Whether SQLite refused a write because the database file or its folder is read-only."""
-    return "readonly" in str(exc).replace(" ", "").replace("-", "").lower()
 
 
 def _alive(pid: int | None, host: str | None) -> bool:

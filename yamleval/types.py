@@ -204,7 +204,8 @@ class ItemList(ItemResults):
 
 @dataclass(frozen=True)
 class ExperimentResult:
-    """A finished (or interrupted) run of one experiment."""
+    """A finished (or interrupted) run of one experiment. ``incomplete``: read back from the
+    store unfinished (its run crashed, or still runs): its summary counts the items stored."""
 
     experiment_id: str
     label: str | None
@@ -221,6 +222,7 @@ class ExperimentResult:
     runner: str | None = None
     dataset: str | None = None
     scorers: tuple[str, ...] = ()
+    incomplete: bool = False
 
 
 @dataclass(frozen=True)
@@ -239,3 +241,12 @@ class RunInfo:
     config_hash: str = ""
     git_commit: str | None = None
     git_dirty: bool | None = None
+
+
+@dataclass(frozen=True)
+class StoredExperiment:
+    """An experiment of a stored run: how far it got, and the hash of the dataset it read."""
+
+    experiment_id: str
+    status: str  # running, completed, interrupted or aborted
+    dataset_hash: str | None

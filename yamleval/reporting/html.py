@@ -18,7 +18,7 @@ from typing import IO, Any, Sequence
 from yamleval import figures
 from yamleval.aggregate import BINS
 from yamleval.reporting.files import render_with
-from yamleval.reporting.text import trajectory_steps
+from yamleval.reporting.text import incomplete_note, trajectory_steps
 from yamleval.types import ExperimentResult, ItemResult, RunInfo, ScoreResult
 
 FILE_NAME = "report.html"  # in the report folder
@@ -107,6 +107,8 @@ def _histogram_svg(counts: list[int]) -> dict[str, Any]:
 def _status(result: ExperimentResult) -> str:
     if result.interrupted:
         return "interrupted"
+    if result.incomplete:
+        return "incomplete"
     return "passed" if result.passed else "failed"
 
 
@@ -160,6 +162,7 @@ def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
         "description": result.description, "tags": list(result.tags), "runner": result.runner or "—",
         "dataset": result.dataset or "—", "started_at": _when(result.started_at),
         "aborted": result.aborted, "warnings": list(result.warnings), "total": summary.completed,
+        "incomplete": incomplete_note(result) if result.incomplete else None,
         "stats": [("Pass rate", figures.percent(summary.pass_rate)), ("Mean score", figures.number(summary.mean_score)),
                   ("Avg latency", figures.ms(summary.latency_ms.mean)), ("p95 latency", figures.ms(summary.latency_ms.p95)),
                   ("Total tokens", f"{summary.tokens.total_tokens:,}"), ("Duration", figures.ms(summary.duration_ms)),
@@ -209,7 +212,9 @@ def _page(run: RunInfo, results: Sequence[ExperimentResult]) -> tuple[str, str]:
     csp = ("default-src 'none'; script-src " + csp_hash(script) + "; style-src " + csp_hash(style)
            + "; img-src data:; font-src data:; connect-src 'none'; form-action 'none'; base-uri 'none';"
            " object-src 'none'")
-    run_view = {"run_id": run.run_id, "status": _run_status(run, results), "started_at": _when(run.started_at),
+    status = _run_status(run, results)
+    run_view = {"run_id": run.run_id, "status": status, "started_at": _when(run.started_at),
+                "badge": status + (" — incomplete" if any(r.incomplete for r in results) else ""),
                 "completed_at": _when(run.completed_at), "version": run.yamleval_version or "—",
                 "python": run.python_version or "—", "host": run.host or "—",
                 "git_commit": (run.git_commit or "—") + (" (uncommitted changes)" if run.git_dirty else ""),

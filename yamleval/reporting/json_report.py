@@ -52,7 +52,7 @@ def run_dict(run: RunInfo) -> dict[str, Any]:
 def experiment_dict(result: ExperimentResult) -> dict[str, Any]:
     """An experiment's entry without its items."""
     return {"id": result.experiment_id, "label": result.label, "passed": result.passed,
-            "interrupted": result.interrupted, "aborted": result.aborted,
+            "interrupted": result.interrupted, "aborted": result.aborted, "incomplete": result.incomplete,
             "started_at": result.started_at, "completed_at": result.completed_at,
             "description": result.description, "tags": list(result.tags), "runner": result.runner,
             "dataset": result.dataset, "scorers": list(result.scorers),

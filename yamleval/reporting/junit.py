@@ -23,8 +23,8 @@ from typing import IO, Iterable, Sequence
 
 from yamleval.errors import UsageError
 from yamleval.reporting.files import render_with
-from yamleval.reporting.text import (as_text, clean_text, criterion_message, criterion_name, item_message, one_line,
-                                     score_text, trajectory_steps)
+from yamleval.reporting.text import (as_text, clean_text, criterion_message, criterion_name, incomplete_note,
+                                     item_message, one_line, score_text, trajectory_steps)
 from yamleval.types import CriterionResult, ExperimentResult, ItemResult, RunInfo
 
 FILE_NAME = "junit.xml"  # in the report folder
@@ -228,12 +228,13 @@ class _Suite:
                                            located)
             self.trailer.append(case)
             statuses.append(status)
-        if result.aborted or result.interrupted:
-            # an incomplete run fails its experiment even when every item that ran passed
-            message = f"stopped: {result.aborted}" if result.aborted else "interrupted before every item ran"
+        stop = (("aborted", f"stopped: {result.aborted}") if result.aborted else
+                ("interrupted", "interrupted before every item ran") if result.interrupted else
+                ("incomplete", f"incomplete: {incomplete_note(result)}") if result.incomplete else None)
+        if stop:  # an incomplete run fails its experiment even when every item that ran passed
+            kind, message = stop
             self.trailer.append(_case(self.classname, names("run completed"),
-                                      _element(3, "error", one_line(message, 1000),
-                                               type_="aborted" if result.aborted else "interrupted",
+                                      _element(3, "error", one_line(message, 1000), type_=kind,
                                                message=one_line(message, 1000))))  # its cause comes last
             statuses.append("error")
         if not statuses and not s.completed:  # some readers drop a suite without test cases

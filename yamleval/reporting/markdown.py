@@ -13,8 +13,8 @@ import re
 from typing import IO, Iterable, Sequence
 
 from yamleval import figures
-from yamleval.reporting.text import (as_text, clean_text, criterion_name, item_message, reveal_bidi,
-                                     throttling_text)
+from yamleval.reporting.text import (as_text, clean_text, criterion_name, incomplete_note, item_message,
+                                     reveal_bidi, throttling_text)
 from yamleval.types import ExperimentResult, ItemResult, RunInfo
 
 FILE_NAME = "summary.md"  # in the report folder
@@ -66,6 +66,8 @@ def _verdict(result: ExperimentResult) -> tuple[str, str]:
         return "❌", "stopped (dataset error)"
     if result.interrupted:
         return "⏹️", "interrupted"
+    if result.incomplete:
+        return "❌", "incomplete"
     return ("✅", "passed") if result.passed else ("❌", "failed")
 
 
@@ -75,7 +77,7 @@ def _headline(run: RunInfo, results: Sequence[ExperimentResult]) -> list[str]:
     if run.status == "interrupted":
         line = f"## ⏹️ yamleval: interrupted — {total - failed} of {total} experiments passed"
     elif run.status == "crashed":
-        line = "## ❌ yamleval: the run crashed"
+        line = "## ❌ yamleval: the run crashed — its results are incomplete"
     elif failed:
         line = f"## ❌ yamleval: {failed} of {total} experiment{'s' if total != 1 else ''} failed"
     else:
@@ -184,6 +186,8 @@ def _experiment(result: ExperimentResult, worst: list[ItemResult]) -> list[str]:
     lines = [f"### {mark} {title}: {verdict}", ""]
     if result.aborted:
         lines += [f"Stopped early: {shorten(result.aborted, 500)}", ""]
+    if result.incomplete:
+        lines += [f"Incomplete: {incomplete_note(result)}.", ""]
     lines += _statistics(result) + _criteria(result) + _items(result, worst)
     lines += [f"- warning: {shorten(w, 500)}" for w in result.warnings]
     return lines + ([""] if result.warnings else [])
