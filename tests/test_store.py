@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ElementTree
 
 import pytest
 
@@ -333,3 +335,189 @@ def test_a_repeated_item_id_past_those_a_dataset_remembers_is_caught_by_the_data
             in capsys.readouterr().err)
     with sqlite3.connect(tmp_path / ".yamleval" / "results.db") as db:
         assert db.execute("SELECT count(*) FROM items").fetchone()[0] == 5
+
+
+# -- many processes on one store -------------------------------------------------------------
+
+HEAVY = """
+    store: results.db
+    reports: {dir: out, formats: [json]}
+    experiments:
+      - id: heavy
+        concurrency: 4
+        dataset: {file: items.jsonl}
+        runner: {uses: fixture_plugins.steady:answer, with: {pad: 3000}}
+        scorers: [exact_match]
+"""
+
+
+def _steady_dataset(folder, n):
+    with open(folder / "items.jsonl", "w", encoding="utf-8") as out:
+        for i in range(n):
+            out.write(json.dumps({"id": f"q-{i}", "input": f"question {i}", "expected": f"answer {i}"}) + "\n")
+
+
+def _start_runs(folder, count, *args):
+    return [subprocess.Popen([sys.executable, "-m", "yamleval", "run", "-q", "--report-dir", f"out-{n}", *args],
+                             cwd=folder, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for n in range(count)]
+
+
+def _has_open(pid, path):
+    """Whether process ``pid`` has the file ``path`` open (read from /proc, outside the process)."""
+    try:
+        return any(os.readlink(f"/proc/{pid}/fd/{fd}") == str(path) for fd in os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return False
+
+
+def _wait_until_connected(children, db):
+    """Until every child has opened ``db`` in write-ahead logging mode (its shared-memory file is
+    open): from there, each is about to read the schema version and write."""
+    deadline = time.monotonic() + 60
+    while not all(_has_open(child.pid, f"{db}-shm") for child in children):
+        assert all(child.poll() is None for child in children), [child.communicate() for child in children]
+        assert time.monotonic() < deadline, "the runs never opened the store"
+        time.sleep(0.005)
+
+
+def _holding_the_write_lock(db):
+    """A connection of another program that holds the database's write lock until it ends."""
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("PRAGMA journal_mode=WAL")
+    holder.execute("BEGIN IMMEDIATE")
+    return holder
+
+
+def _completed_runs(db):
+    with sqlite3.connect(db) as con:
+        assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        runs = con.execute("SELECT run_id, status FROM runs").fetchall()
+        counts = [con.execute("SELECT count(*), count(DISTINCT item_id) FROM items WHERE run_id = ?", (run_id,))
+                  .fetchone() for run_id, _ in runs]
+    return [status for _, status in runs], counts
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="watches the runs' open files in /proc")
+def test_heavy_runs_started_at_once_on_a_store_that_does_not_exist_yet_all_finish(write_config, tmp_path):
+    """Six runs open a new store while it is being created (here, while another program holds
+    its write lock: every run has read that it has no tables yet), then write megabyte batches
+    side by side. The schema is created once; no run fails on the lock or on the schema."""
+    _steady_dataset(tmp_path, 1500)
+    write_config(HEAVY)
+    db = tmp_path / "results.db"
+    holder = _holding_the_write_lock(db)
+    children = _start_runs(tmp_path, 6)
+    try:
+        _wait_until_connected(children, db)
+    finally:
+        holder.rollback()
+        holder.close()
+    for child in children:
+        _, stderr = child.communicate(timeout=300)
+        assert child.returncode == 1 and "error:" not in stderr, (child.returncode, stderr)  # failing items: exit 1
+    assert _completed_runs(db) == (["completed"] * 6, [(1500, 1500)] * 6)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="watches the run's open files in /proc")
+def test_a_run_waits_for_a_write_lock_another_process_holds_for_several_seconds(write_config, tmp_path):
+    _steady_dataset(tmp_path, 50)
+    write_config(HEAVY)
+    db = tmp_path / "results.db"
+    assert run_cli("run", "-q", cwd=tmp_path).returncode == 1
+    holder = _holding_the_write_lock(db)
+    [child] = _start_runs(tmp_path, 1)
+    try:
+        _wait_until_connected([child], db)
+        time.sleep(6)  # the lock is held longer than SQLite's usual wait of five seconds
+        assert child.poll() is None, "the run waits for the lock"
+    finally:
+        holder.rollback()
+        holder.close()
+    _, stderr = child.communicate(timeout=120)
+    assert child.returncode == 1 and "error:" not in stderr, stderr
+    assert _completed_runs(db) == (["completed"] * 2, [(50, 50)] * 2)
+
+
+# -- a run that crashed ----------------------------------------------------------------------
+
+CRASHING = """
+    store: results.db
+    reports: {dir: out}
+    experiments:
+      - id: first
+        dataset: {file: items.jsonl, limit: 20}
+        runner: fixture_plugins.steady:answer
+        scorers: [exact_match]
+      - id: second
+        concurrency: 2
+        dataset: {file: items.jsonl}
+        runner: {uses: fixture_plugins.steady:answer, with: {seconds: 0.01}}
+        scorers: [exact_match, {uses: levenshtein, threshold: 0.8}]
+        pass_criteria: [{type: pass_rate, min: 0.5}]
+"""
+
+
+def _crashed_in_second_experiment(tmp_path):
+    """A run killed once some items of its second experiment are stored; how many are."""
+    _steady_dataset(tmp_path, 1000)
+    child = subprocess.Popen([sys.executable, "-m", "yamleval", "run", "-q"], cwd=tmp_path, env=cli_env(),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def stored() -> int:
+        try:
+            with sqlite3.connect(f"file:{tmp_path / 'results.db'}?mode=ro", uri=True) as con:
+                return con.execute("SELECT count(*) FROM items WHERE experiment_id = 'second'").fetchone()[0]
+        except sqlite3.Error:  # not created yet
+            return 0
+
+    deadline = time.monotonic() + 60
+    while not stored() and time.monotonic() < deadline:
+        assert child.poll() is None, "the run ends only when killed"
+        time.sleep(0.01)
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=10)
+    count = stored()
+    assert 0 < count < 1000
+    return count
+
+
+def test_the_reports_of_a_crashed_run_show_what_is_stored_marked_incomplete(write_config, tmp_path):
+    write_config(CRASHING)
+    n = _crashed_in_second_experiment(tmp_path)
+    note = f"the run stopped before this experiment finished; these figures count the {n:,} items stored"
+    done = run_cli("report", "latest", "--store", "results.db", "--report-dir", "again", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    again = tmp_path / "again"
+
+    report = json.loads((again / "results.json").read_text(encoding="utf-8"))
+    assert report["status"] == "crashed"
+    first, second = report["experiments"]
+    assert (first["id"], first["incomplete"], second["id"], second["incomplete"]) == ("first", False, "second", True)
+    assert second["passed"] is False and len(second["items"]) == n
+    assert (second["summary"]["total"], second["summary"]["completed"]) == (n, n)
+    assert set(second["summary"]["scorers"]) == {"exact_match", "levenshtein"}
+    assert second["summary"]["scorers"]["levenshtein"]["threshold"] == 0.8
+    [criterion] = second["summary"]["criteria"]
+    assert criterion["type"] == "pass_rate" and criterion["actual"] == second["summary"]["pass_rate"]
+
+    summary = (again / "summary.md").read_text(encoding="utf-8")
+    assert summary.startswith("## ❌ yamleval: the run crashed — its results are incomplete\n")
+    assert "### ❌ first: failed\n" in summary
+    assert f"### ❌ second: incomplete\n\nIncomplete: {note}.\n\n| items |" in summary
+    assert f"\n| {n} | {second['summary']['passed']} | " in summary
+
+    suites = {suite.get("name"): suite for suite in ElementTree.parse(again / "junit.xml").getroot()}
+    assert list(suites) == ["first", "second"]
+    assert suites["second"].get("tests") == str(n + 2)  # the items, the criterion, and the run not completed
+    [stopped] = [case for case in suites["second"] if case.get("name") == "run completed"]
+    assert [(e.tag, e.get("type"), e.get("message")) for e in stopped] == [("error", "incomplete", f"incomplete: {note}")]
+
+    page = (again / "report.html").read_text(encoding="utf-8")
+    assert '<span class="badge badge-crashed">CRASHED — INCOMPLETE</span>' in page
+    assert '<span class="badge badge-incomplete">INCOMPLETE</span>' in page
+    assert f'<p class="notice notice-error"><strong>Incomplete:</strong> {note}.</p>' in page
+    assert "This run has no experiments" not in page
+
+    shown = run_cli("show", "--store", "results.db", cwd=tmp_path)
+    assert shown.returncode == 0 and f"  INCOMPLETE: {note}\n" in shown.stdout
