@@ -351,14 +351,8 @@ HEAVY = """
 """
 
 
-def _steady_dataset(folder, n):
-    with open(folder / "items.jsonl", "w", encoding="utf-8") as out:
-        for i in range(n):
-            out.write(json.dumps({"id": f"q-{i}", "input": f"question {i}", "expected": f"answer {i}"}) + "\n")
-
-
-def _start_runs(folder, count, *args):
-    return [subprocess.Popen([sys.executable, "-m", "yamleval", "run", "-q", "--report-dir", f"out-{n}", *args],
+def _start_runs(folder, count):
+    return [subprocess.Popen([sys.executable, "-m", "yamleval", "run", "-q", "--report-dir", f"out-{n}"],
                              cwd=folder, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for n in range(count)]
 
@@ -403,7 +397,7 @@ def test_heavy_runs_started_at_once_on_a_store_that_does_not_exist_yet_all_finis
     """Six runs open a new store while it is being created (here, while another program holds
     its write lock: every run has read that it has no tables yet), then write megabyte batches
     side by side. The schema is created once; no run fails on the lock or on the schema."""
-    _steady_dataset(tmp_path, 1500)
+    _dataset(tmp_path, 1500)
     write_config(HEAVY)
     db = tmp_path / "results.db"
     holder = _holding_the_write_lock(db)
@@ -421,7 +415,7 @@ def test_heavy_runs_started_at_once_on_a_store_that_does_not_exist_yet_all_finis
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="watches the run's open files in /proc")
 def test_a_run_waits_for_a_write_lock_another_process_holds_for_several_seconds(write_config, tmp_path):
-    _steady_dataset(tmp_path, 50)
+    _dataset(tmp_path, 50)
     write_config(HEAVY)
     db = tmp_path / "results.db"
     assert run_cli("run", "-q", cwd=tmp_path).returncode == 1
@@ -460,7 +454,7 @@ CRASHING = """
 
 def _crashed_in_second_experiment(tmp_path):
     """A run killed once some items of its second experiment are stored; how many are."""
-    _steady_dataset(tmp_path, 1000)
+    _dataset(tmp_path, 1000)
     child = subprocess.Popen([sys.executable, "-m", "yamleval", "run", "-q"], cwd=tmp_path, env=cli_env(),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 

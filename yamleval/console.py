@@ -105,13 +105,6 @@ def summary_text(result: ExperimentResult) -> str:
             lines.append(f"    … and {more} more (see the report)")
     for warning in result.warnings:
         lines.append(f"  warning: {terminal_line(warning)}")
-    if result.aborted:
-        verdict = "STOPPED (dataset error)"
-    elif result.interrupted:
-        verdict = "INTERRUPTED"
-    elif result.incomplete:
-        verdict = f"INCOMPLETE: {incomplete_note(result)}"
-    else:
-        verdict = "PASSED" if result.passed else "FAILED"
-    lines.append(f"  {verdict}")
+    words = {"aborted": "STOPPED (dataset error)", "incomplete": f"INCOMPLETE: {incomplete_note(result)}"}
+    lines.append(f"  {words.get(result.outcome, result.outcome.upper())}")
     return "\n".join(lines)

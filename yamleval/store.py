@@ -23,15 +23,14 @@ from yamleval.aggregate import Aggregator, histograms
 from yamleval.config.model import Experiment
 from yamleval.errors import UsageError
 from yamleval.records import encode, encode_record, item_from_record, storable_text, summary_from_json, summary_to_json
-from yamleval.store_errors import FOREIGN, RESUME_HINT, DuplicateItemError, cannot, cause, read_error, write_error
-from yamleval.store_errors import StoreWriteError  # noqa: F401  (what a run stops on, imported from here)
+from yamleval.store_errors import FOREIGN, RESUME_HINT, DuplicateItemError, StoreWriteError, cannot, cause
 from yamleval.types import ExperimentResult, ItemResult, ItemResults, RunInfo, StoredExperiment, Summary
 
 SCHEMA_VERSION = 3
 FLUSH_ITEMS = 500
 FLUSH_SECONDS = 1.0
-BUSY_SECONDS = 60.0  # how long a statement waits for another process's lock
-LOCKED_TRIES = 3  # a write transaction still refused "database is locked" after that wait is tried again
+BUSY_SECONDS = 10.0  # how long a statement waits for another process's lock (Ctrl-C waits as long)
+LOCKED_TRIES = 6  # tries of a write transaction still refused "database is locked" after that wait
 
 _SCHEMA = [
     """CREATE TABLE runs (
@@ -74,10 +73,6 @@ _ITEMS_WITH_STATUS = ("SELECT record FROM items WHERE run_id = ? AND experiment_
                       " ORDER BY position LIMIT ?")
 _INSERT_ITEM = ("INSERT INTO items (run_id, experiment_id, item_id, position, status, record)"
                 " VALUES (?, ?, ?, ?, ?, ?)")
-
-
-def _bool(value: int | None) -> bool | None:
-    return None if value is None else bool(value)
 
 
 def _with_histograms(summary: Summary, items: "StoredItems") -> Summary:
@@ -139,13 +134,10 @@ class Store:
             db.row_factory = sqlite3.Row
         return db
 
-    def _version(self) -> int:
-        return self.db.execute("PRAGMA user_version").fetchone()[0]
-
     def _migrate(self) -> None:
         """Bring the schema up to this version: under the write lock, where the version is read
         again, so that processes opening a new database at once create its tables only once."""
-        version = self._version()
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise UsageError(f"{self.path} was written by a newer yamleval (schema {version}); upgrade yamleval")
         if version == SCHEMA_VERSION or (self.read_only and version > 0):
@@ -158,7 +150,7 @@ class Store:
             self.read_only = True  # a read-only file in a WAL database: readable as it is
 
     def _upgrade(self) -> None:
-        version = self._version()
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
         tables = [row[0] for row in self.db.execute("SELECT name FROM sqlite_master")] if version == 0 else []
         if tables:  # another program's database: yamleval's tables have no place in it
             raise sqlite3.DatabaseError(f"{FOREIGN}: {', '.join(tables[:5])}")
@@ -184,13 +176,13 @@ class Store:
         try:
             self._transaction(lambda: self.db.executemany(statement, rows))
         except sqlite3.Error as exc:
-            raise write_error(self.path, exc, then) from None
+            raise StoreWriteError(cannot("write", self.path, exc, then)) from None
 
     def _query(self, statement: str, parameters: tuple = ()) -> list[sqlite3.Row]:
         try:
             return self.db.execute(statement, parameters).fetchall()
         except sqlite3.Error as exc:
-            raise read_error(self.path, exc) from None
+            raise UsageError(cannot("read", self.path, exc, "")) from None
 
     def close(self) -> None:
         self.flush()
@@ -262,9 +254,9 @@ class Store:
         except sqlite3.IntegrityError as exc:  # a repeated id: keep the batch's other items, report it
             duplicate = self._duplicate(rows)
             self._write(_INSERT_ITEM.replace("INSERT", "INSERT OR IGNORE", 1), rows)
-            raise duplicate or write_error(self.path, exc)
+            raise duplicate or StoreWriteError(cannot("write", self.path, exc, RESUME_HINT))
         except sqlite3.Error as exc:
-            raise write_error(self.path, exc) from None
+            raise StoreWriteError(cannot("write", self.path, exc, RESUME_HINT)) from None
 
     def _duplicate(self, rows: list[tuple]) -> "DuplicateItemError | None":
         """The error for the first item of ``rows`` whose id is taken: stored already, or
@@ -305,11 +297,11 @@ class Store:
         status = row["status"]
         if status == "running" and not _alive(row["pid"], row["host"]):
             status = "crashed"
-        return RunInfo(run_id=row["run_id"], status=status, started_at=row["started_at"],
-                       completed_at=row["completed_at"], passed=_bool(row["passed"]),
-                       yamleval_version=row["yamleval_version"], python_version=row["python_version"],
-                       host=row["host"], config_files=tuple(json.loads(row["config_files"])),
-                       config_hash=row["config_hash"], git_commit=row["git_commit"], git_dirty=_bool(row["git_dirty"]))
+        passed, dirty = (None if row[key] is None else bool(row[key]) for key in ("passed", "git_dirty"))
+        return RunInfo(run_id=row["run_id"], status=status, started_at=row["started_at"], passed=passed,
+                       completed_at=row["completed_at"], yamleval_version=row["yamleval_version"], host=row["host"],
+                       python_version=row["python_version"], config_files=tuple(json.loads(row["config_files"])),
+                       config_hash=row["config_hash"], git_commit=row["git_commit"], git_dirty=dirty)
 
     def runs(self, limit: int = 20) -> list[RunInfo]:
         rows = self._query("SELECT * FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?", (limit,))
@@ -393,7 +385,7 @@ class StoredItems(ItemResults):
             for (text,) in db.execute(statement, (self.run_id, self.experiment_id, *parameters)):
                 yield text
         except sqlite3.Error as exc:
-            raise read_error(self.path, exc) from None
+            raise UsageError(cannot("read", self.path, exc, "")) from None
         finally:
             db.close()
 

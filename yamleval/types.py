@@ -224,6 +224,12 @@ class ExperimentResult:
     scorers: tuple[str, ...] = ()
     incomplete: bool = False
 
+    @property
+    def outcome(self) -> str:
+        """How it ended, the first that holds: aborted, interrupted, incomplete, passed or failed."""
+        return ("aborted" if self.aborted else "interrupted" if self.interrupted else "incomplete" if self.incomplete
+                else "passed" if self.passed else "failed")
+
 
 @dataclass(frozen=True)
 class RunInfo:

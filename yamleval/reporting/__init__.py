@@ -8,13 +8,12 @@ import os
 from typing import Sequence
 
 from yamleval import plugins
-from yamleval.errors import UsageError, YamlevalError, describe_exception, display_path
+from yamleval.errors import UsageError, display_path
 from yamleval.reporting.files import NamedFile, atomic_output
 from yamleval.types import ExperimentResult, RunInfo
 
 # format -> entry point (group yamleval.reports) of its module: a ``Writer`` and the ``FILE_NAME`` it writes
 FORMATS = plugins.entry_points("reports")
-ALL_FORMATS = tuple(FORMATS)
 
 
 def write_reports(directory: str, formats: Sequence[str], run: RunInfo,
@@ -36,15 +35,6 @@ def write_reports(directory: str, formats: Sequence[str], run: RunInfo,
     except OSError as exc:
         raise _unwritable(exc.filename or directory, exc, run.run_id) from None
     return paths
-
-
-def describe_failure(exc: BaseException, run_id: str) -> str:
-    """Why a report could not be written, in a line: the message of the UsageError it makes."""
-    if isinstance(exc, YamlevalError):
-        return exc.message
-    if isinstance(exc, OSError):
-        return _unwritable(exc.filename or "the report folder", exc, run_id).message
-    return f"writing the reports failed: {describe_exception(exc)}"
 
 
 def _stream(writers: list, results: Sequence[ExperimentResult]) -> None:

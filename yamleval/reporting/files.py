@@ -70,8 +70,6 @@ def _remove_abandoned(path: str) -> None:
                 os.remove(os.path.join(folder, name))
 
 
-
-
 def render_with(writer: Callable[[IO[str], Any, Sequence[Any]], Any], run: Any, results: Iterable[Any]) -> str:
     """A whole report as text: a format's ``Writer`` fed every item of ``results`` in one pass."""
     out = io.StringIO()

@@ -104,14 +104,6 @@ def _histogram_svg(counts: list[int]) -> dict[str, Any]:
     return {"bars": bars, "label": "score histogram: " + ", ".join(map(str, counts))}
 
 
-def _status(result: ExperimentResult) -> str:
-    if result.interrupted:
-        return "interrupted"
-    if result.incomplete:
-        return "incomplete"
-    return "passed" if result.passed else "failed"
-
-
 def _run_status(run: RunInfo, results: Sequence[ExperimentResult]) -> str:
     if run.status in ("interrupted", "crashed", "running"):
         return run.status
@@ -158,7 +150,7 @@ def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
                 for c in summary.criteria]
     view = {
         "anchor": f"exp-{number}", "number": number, "id": result.experiment_id,
-        "label": result.label or result.experiment_id, "status": _status(result),
+        "label": result.label or result.experiment_id, "status": result.outcome,
         "description": result.description, "tags": list(result.tags), "runner": result.runner or "—",
         "dataset": result.dataset or "—", "started_at": _when(result.started_at),
         "aborted": result.aborted, "warnings": list(result.warnings), "total": summary.completed,

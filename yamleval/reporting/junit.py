@@ -228,14 +228,12 @@ class _Suite:
                                            located)
             self.trailer.append(case)
             statuses.append(status)
-        stop = (("aborted", f"stopped: {result.aborted}") if result.aborted else
-                ("interrupted", "interrupted before every item ran") if result.interrupted else
-                ("incomplete", f"incomplete: {incomplete_note(result)}") if result.incomplete else None)
+        stop = {"aborted": f"stopped: {result.aborted}", "interrupted": "interrupted before every item ran",
+                "incomplete": f"incomplete: {incomplete_note(result)}"}.get(result.outcome)
         if stop:  # an incomplete run fails its experiment even when every item that ran passed
-            kind, message = stop
             self.trailer.append(_case(self.classname, names("run completed"),
-                                      _element(3, "error", one_line(message, 1000), type_=kind,
-                                               message=one_line(message, 1000))))  # its cause comes last
+                                      _element(3, "error", one_line(stop, 1000), type_=result.outcome,
+                                               message=one_line(stop, 1000))))  # its cause comes last
             statuses.append("error")
         if not statuses and not s.completed:  # some readers drop a suite without test cases
             self.trailer.append(_case(self.classname, names("no items"),

@@ -55,20 +55,8 @@ def shorten(value: object, limit: int = CELL_LIMIT) -> str:
     return escape(reveal_bidi(text))
 
 
-
-
-
-
-
-
-def _verdict(result: ExperimentResult) -> tuple[str, str]:
-    if result.aborted:
-        return "❌", "stopped (dataset error)"
-    if result.interrupted:
-        return "⏹️", "interrupted"
-    if result.incomplete:
-        return "❌", "incomplete"
-    return ("✅", "passed") if result.passed else ("❌", "failed")
+_VERDICTS = {"aborted": ("❌", "stopped (dataset error)"), "interrupted": ("⏹️", "interrupted"),
+             "incomplete": ("❌", "incomplete"), "passed": ("✅", "passed"), "failed": ("❌", "failed")}
 
 
 def _headline(run: RunInfo, results: Sequence[ExperimentResult]) -> list[str]:
@@ -131,10 +119,9 @@ def _worst_key(result: ItemResult) -> tuple[int, float, int] | None:
 
 
 class _WorstItems:
-    """One experiment's ``limit`` worst items, kept in a heap as items stream by (nothing is
-    written until the end, so ``out`` is not used)."""
+    """One experiment's ``limit`` worst items, kept in a heap as items stream by."""
 
-    def __init__(self, out: IO[str] | None = None, limit: int = WORST_ITEMS):
+    def __init__(self, limit: int = WORST_ITEMS):
         self.limit = limit
         self.heap: list[tuple] = []  # the negated key on top: the best of the kept items
 
@@ -147,9 +134,6 @@ class _WorstItems:
             heapq.heappush(self.heap, entry)
         elif entry[0] > self.heap[0][0]:
             heapq.heapreplace(self.heap, entry)
-
-    def flush(self) -> None:
-        pass
 
     def items(self) -> list[ItemResult]:
         return [result for _, result in sorted(self.heap, key=lambda entry: entry[0], reverse=True)]
@@ -181,7 +165,7 @@ def _items(result: ExperimentResult, shown: list[ItemResult]) -> list[str]:
 
 
 def _experiment(result: ExperimentResult, worst: list[ItemResult]) -> list[str]:
-    mark, verdict = _verdict(result)
+    mark, verdict = _VERDICTS[result.outcome]
     title = escape(result.experiment_id) + (f" — {shorten(result.label, 200)}" if result.label else "")
     lines = [f"### {mark} {title}: {verdict}", ""]
     if result.aborted:
