@@ -11,7 +11,7 @@ import heapq
 import itertools
 import math
 from array import array
-from typing import Iterable, Mapping
+from typing import Mapping
 
 from yamleval.types import ItemResult, LatencySummary, ScorerSummary, Summary, Usage
 
@@ -22,16 +22,6 @@ RUN = 65536  # numbers kept as they come before they are folded (sums) or sorted
 def score_bin(value: float) -> int:
     """The histogram bin of a score: ``BINS`` over [0, 1], anything outside in the first or last."""
     return 0 if value <= 0 else BINS - 1 if value >= 1 else int(value * BINS)
-
-
-def histograms(items: Iterable[ItemResult], scorer_ids: Iterable[str]) -> dict[str, tuple[int, ...]]:
-    """The score histograms of ``scorer_ids`` counted from the items, as the aggregator counts them."""
-    bins = {sid: [0] * BINS for sid in scorer_ids}
-    for item in items:
-        for sid, score in item.scores.items():
-            if sid in bins and score.status == "success" and score.score is not None:
-                bins[sid][score_bin(score.score)] += 1
-    return {sid: tuple(counts) for sid, counts in bins.items()}
 
 
 def exact_parts(values) -> list[float]:

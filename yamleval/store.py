@@ -1,10 +1,8 @@
 """The results database: every run, experiment, item and score, written as items finish.
 
-SQLite in WAL mode by default. Every statement is plain, parameterised SQL kept in this
-module, so another database can serve the same schema later. Values that are JSON in
-the reports (inputs, outputs, scores, summaries) are stored as JSON text, whole.
-Many processes may share one database: each write transaction waits for the write lock, a
-bounded time, before it reads anything. ``yamleval.store_errors`` words every failure.
+SQLite in WAL mode by default, shared by any number of processes. Every statement is plain,
+parameterised SQL kept in this module, so another database can serve the same schema later.
+JSON values (inputs, outputs, scores, summaries) are stored whole; ``store_errors`` words failures.
 """
 from __future__ import annotations
 
@@ -19,7 +17,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import tenacity
 
 from yamleval import criteria
-from yamleval.aggregate import Aggregator, histograms
+from yamleval.aggregate import Aggregator
 from yamleval.config.model import Experiment
 from yamleval.errors import UsageError
 from yamleval.records import encode, encode_record, item_from_record, storable_text, summary_from_json, summary_to_json
@@ -75,26 +73,23 @@ _INSERT_ITEM = ("INSERT INTO items (run_id, experiment_id, item_id, position, st
                 " VALUES (?, ?, ?, ?, ?, ?)")
 
 
-def _with_histograms(summary: Summary, items: "StoredItems") -> Summary:
-    """A summary stored before score histograms were kept, with them counted from its items."""
-    missing = [sid for sid, scorer in summary.scorers.items() if scorer.histogram is None]
-    if not missing or not summary.completed:
-        return summary
-    counted = histograms(items, missing)
-    return dataclasses.replace(summary, scorers={
-        sid: dataclasses.replace(scorer, histogram=counted[sid]) if sid in counted else scorer
-        for sid, scorer in summary.scorers.items()})
-
-
-def _counted(started: str | None, items: "StoredItems") -> Summary:
-    """The summary of an experiment that never finished, counted from its stored items with the scorers
-    and criteria it started with (or, stored by a yamleval that kept none, the scorers its items name)."""
-    summary = summary_from_json(started) if started else None
+def _counted(summary: Summary | None, items: "StoredItems") -> Summary:
+    """The summary of an experiment's stored items with the scorers and criteria of ``summary``
+    (for one that never finished: as it started; without one, the scorers its items name)."""
     aggregator = Aggregator({sid: (s.name, s.threshold) for sid, s in summary.scorers.items()} if summary else
                             {sid: (sid, s.threshold) for item in items for sid, s in item.scores.items()})
     for item in items:
         aggregator.add(item)
     return criteria.with_criteria(aggregator.summary(0.0), summary.criteria if summary else ())
+
+
+def _with_histograms(summary: Summary, items: "StoredItems") -> Summary:
+    """A summary stored before score histograms were kept, with them counted from its items."""
+    if not summary.completed or all(s.histogram is not None for s in summary.scorers.values()):
+        return summary
+    counted = _counted(summary, items).scorers
+    return dataclasses.replace(summary, scorers={sid: dataclasses.replace(s, histogram=counted[sid].histogram)
+                                                 if s.histogram is None else s for sid, s in summary.scorers.items()})
 
 
 class Store:
@@ -124,8 +119,7 @@ class Store:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.OperationalError as exc:
-            log = path + "-wal"
-            if cause(exc).name != "read-only" or (os.path.exists(log) and os.path.getsize(log) > 0):
+            if cause(exc).name != "read-only" or (os.path.exists(log := path + "-wal") and os.path.getsize(log) > 0):
                 raise
             db.close()
             self.read_only = True
@@ -161,9 +155,8 @@ class Store:
             self.db.execute(f"PRAGMA user_version = {int(version)}")  # a number: PRAGMA takes no parameters
 
     def _transaction(self, work: Callable[[], Any]) -> None:
-        """``work`` as one write transaction, which takes the write lock (waiting up to BUSY_SECONDS)
-        before it reads: one that read first would upgrade its lock, which SQLite refuses at once
-        when another process wrote meanwhile. Still "locked" after the wait, it is tried again."""
+        """``work`` as one write transaction that takes the write lock before it reads (a lock upgraded
+        later fails at once if another process wrote meanwhile); still "locked" after BUSY_SECONDS, again."""
         for attempt in tenacity.Retrying(stop=tenacity.stop_after_attempt(LOCKED_TRIES), reraise=True,
                                          wait=tenacity.wait_random_exponential(multiplier=0.2, max=2.0),
                                          retry=tenacity.retry_if_exception(lambda e: cause(e).name == "locked")):
@@ -199,13 +192,15 @@ class Store:
             [(run.run_id, run.status, run.started_at, run.completed_at, run.passed, run.yamleval_version,
               run.python_version, run.host, os.getpid(), encode(list(run.config_files)), run.config_hash,
               encode(config_text), run.git_commit, run.git_dirty, encode(plugin_versions),
-              encode(list(experiment_ids)), None if fingerprint is None else encode(fingerprint))], then="then run again")
+              encode(list(experiment_ids)), None if fingerprint is None else encode(fingerprint))],
+            then="then run again")
 
     def record_config(self, run_id: str, config_hash: str, config_text: dict[str, str],
                       plugin_versions: dict[str, str], fingerprint: dict[str, Any]) -> None:
         """The config a resumed run goes on with (``--force``): the one that scores its items."""
-        self._write("UPDATE runs SET config_hash = ?, config_text = ?, plugin_versions = ?, fingerprint = ? WHERE run_id = ?",
-                    [(config_hash, encode(config_text), encode(plugin_versions), encode(fingerprint), run_id)])
+        self._write("UPDATE runs SET config_hash = ?, config_text = ?, plugin_versions = ?, fingerprint = ?"
+                    " WHERE run_id = ?", [(config_hash, encode(config_text), encode(plugin_versions),
+                                           encode(fingerprint), run_id)])
 
     def replace_items(self, run_id: str, experiment_id: str, results: Sequence[ItemResult]) -> None:
         """Store these items (of ids stored already) again, as re-scored."""
@@ -345,17 +340,16 @@ class Store:
         return [summary_from_json(row["summary"]) for row in self._experiment_rows(run_id) if row["summary"]]
 
     def results(self, run_id: str, only: set[str] | None = None) -> list[ExperimentResult]:
-        """The stored experiments of a run (those in ``only``, if given) with their items. An
-        experiment that never finished (its run crashed, or still runs) is counted from the
-        items stored, and marked incomplete."""
+        """The stored experiments of a run (those in ``only``, if given) with their items; one that
+        never finished (its run crashed, or still runs) is counted from its items, marked incomplete."""
         out = []
         for row in self._experiment_rows(run_id):
             if only is not None and row["experiment_id"] not in only:
                 continue
             items = self.item_view(run_id, row["experiment_id"], 0)
             incomplete = row["status"] == "running"
-            summary = (_counted(row["summary"], items) if incomplete
-                       else _with_histograms(summary_from_json(row["summary"]), items))
+            stored = summary_from_json(row["summary"]) if row["summary"] else None
+            summary = _counted(stored, items) if incomplete else _with_histograms(stored, items)
             items.count = summary.completed
             out.append(ExperimentResult(
                 experiment_id=row["experiment_id"], label=row["label"], passed=bool(row["passed"]), summary=summary,

@@ -1,8 +1,5 @@
-"""What went wrong with the results database, in one line that says why and what to do.
-
-SQLite names what failed in a few fixed words ("database or disk is full", "database is
-locked"); ``cause`` knows each cause by them, and every store error is worded from it.
-"""
+"""What went wrong with the results database, in one line that says why and what to do: each
+cause is known by SQLite's own words ("database or disk is full", "database is locked")."""
 from __future__ import annotations
 
 from typing import NamedTuple
