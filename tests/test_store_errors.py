@@ -122,8 +122,8 @@ def _no_tables(db):
               " again"),
     (_too_big, "a value is too big to store (SQLite keeps at most a billion bytes in one) (string or blob too big);"
                " make the runner return less"),
-    (_not_sqlite, "it is not an SQLite database (another kind of file, or its header is damaged) (file is not a"
-                  " database); give another file with --store or `store:`"),
+    (_not_sqlite, "it is not a yamleval results database (file is not a database); give another file with --store"
+                  " or `store:`"),
     (_no_tables, "it is not a yamleval results database (no such table: runs); give another file with --store or"
                  " `store:`"),
 ])
@@ -141,5 +141,5 @@ def test_a_file_that_is_not_a_database_cannot_be_opened_as_a_store(tmp_path):
     (tmp_path / "notes.db").write_text("not a database at all, just some text that fills a page" * 20)
     with pytest.raises(UsageError) as refused:
         Store(str(tmp_path / "notes.db"))
-    assert refused.value.message.startswith(f"cannot open the results database {tmp_path / 'notes.db'}: it is not an"
-                                            " SQLite database")
+    assert refused.value.message.startswith(f"cannot open the results database {tmp_path / 'notes.db'}: it is not a"
+                                            " yamleval results database (file is not a database)")

@@ -97,8 +97,7 @@ class Store:
 
     def __init__(self, path: str):
         self.path = path
-        folder = os.path.dirname(os.path.abspath(path))
-        os.makedirs(folder, exist_ok=True)
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         try:
             self.db = self._connect(path)
             self._migrate()
@@ -119,7 +118,7 @@ class Store:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.OperationalError as exc:
-            if cause(exc).name != "read-only" or (os.path.exists(log := path + "-wal") and os.path.getsize(log) > 0):
+            if cause(exc) != "read-only" or (os.path.exists(log := path + "-wal") and os.path.getsize(log) > 0):
                 raise
             db.close()
             self.read_only = True
@@ -139,7 +138,7 @@ class Store:
         try:
             self._transaction(self._upgrade)
         except sqlite3.OperationalError as exc:
-            if version == 0 or cause(exc).name != "read-only":
+            if version == 0 or cause(exc) != "read-only":
                 raise
             self.read_only = True  # a read-only file in a WAL database: readable as it is
 
@@ -159,7 +158,7 @@ class Store:
         later fails at once if another process wrote meanwhile); still "locked" after BUSY_SECONDS, again."""
         for attempt in tenacity.Retrying(stop=tenacity.stop_after_attempt(LOCKED_TRIES), reraise=True,
                                          wait=tenacity.wait_random_exponential(multiplier=0.2, max=2.0),
-                                         retry=tenacity.retry_if_exception(lambda e: cause(e).name == "locked")):
+                                         retry=tenacity.retry_if_exception(lambda e: cause(e) == "locked")):
             with attempt, self.db:
                 self.db.execute("BEGIN IMMEDIATE")
                 work()

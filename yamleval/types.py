@@ -204,8 +204,7 @@ class ItemList(ItemResults):
 
 @dataclass(frozen=True)
 class ExperimentResult:
-    """A finished (or interrupted) run of one experiment. ``incomplete``: read back from the
-    store unfinished (its run crashed, or still runs): its summary counts the items stored."""
+    """A finished (or interrupted) run of one experiment."""
 
     experiment_id: str
     label: str | None
@@ -222,7 +221,7 @@ class ExperimentResult:
     runner: str | None = None
     dataset: str | None = None
     scorers: tuple[str, ...] = ()
-    incomplete: bool = False
+    incomplete: bool = False  # read back unfinished (its run crashed): the summary counts the items stored
 
     @property
     def outcome(self) -> str:

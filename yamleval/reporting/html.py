@@ -18,7 +18,7 @@ from typing import IO, Any, Sequence
 from yamleval import figures
 from yamleval.aggregate import BINS
 from yamleval.reporting.files import render_with
-from yamleval.reporting.text import incomplete_note, trajectory_steps
+from yamleval.reporting.text import INCOMPLETE, trajectory_steps
 from yamleval.types import ExperimentResult, ItemResult, RunInfo, ScoreResult
 
 FILE_NAME = "report.html"  # in the report folder
@@ -154,7 +154,7 @@ def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
         "description": result.description, "tags": list(result.tags), "runner": result.runner or "—",
         "dataset": result.dataset or "—", "started_at": _when(result.started_at),
         "aborted": result.aborted, "warnings": list(result.warnings), "total": summary.completed,
-        "incomplete": incomplete_note(result) if result.incomplete else None,
+        "incomplete": INCOMPLETE if result.incomplete else None,
         "stats": [("Pass rate", figures.percent(summary.pass_rate)), ("Mean score", figures.number(summary.mean_score)),
                   ("Avg latency", figures.ms(summary.latency_ms.mean)), ("p95 latency", figures.ms(summary.latency_ms.p95)),
                   ("Total tokens", f"{summary.tokens.total_tokens:,}"), ("Duration", figures.ms(summary.duration_ms)),
@@ -204,11 +204,10 @@ def _page(run: RunInfo, results: Sequence[ExperimentResult]) -> tuple[str, str]:
     csp = ("default-src 'none'; script-src " + csp_hash(script) + "; style-src " + csp_hash(style)
            + "; img-src data:; font-src data:; connect-src 'none'; form-action 'none'; base-uri 'none';"
            " object-src 'none'")
-    status = _run_status(run, results)
-    run_view = {"run_id": run.run_id, "status": status, "started_at": _when(run.started_at),
+    run_view = {"run_id": run.run_id, "status": (status := _run_status(run, results)),
                 "badge": status + (" — incomplete" if any(r.incomplete for r in results) else ""),
-                "completed_at": _when(run.completed_at), "version": run.yamleval_version or "—",
-                "python": run.python_version or "—", "host": run.host or "—",
+                "started_at": _when(run.started_at), "completed_at": _when(run.completed_at),
+                "version": run.yamleval_version or "—", "python": run.python_version or "—", "host": run.host or "—",
                 "git_commit": (run.git_commit or "—") + (" (uncommitted changes)" if run.git_dirty else ""),
                 "config_files": list(run.config_files), "config_hash": run.config_hash or "—"}
     page = _template().render(

@@ -13,8 +13,8 @@ import re
 from typing import IO, Iterable, Sequence
 
 from yamleval import figures
-from yamleval.reporting.text import (as_text, clean_text, criterion_name, incomplete_note, item_message,
-                                     reveal_bidi, throttling_text)
+from yamleval.reporting.text import (INCOMPLETE, as_text, clean_text, criterion_name, item_message, reveal_bidi,
+                                     throttling_text)
 from yamleval.types import ExperimentResult, ItemResult, RunInfo
 
 FILE_NAME = "summary.md"  # in the report folder
@@ -171,7 +171,7 @@ def _experiment(result: ExperimentResult, worst: list[ItemResult]) -> list[str]:
     if result.aborted:
         lines += [f"Stopped early: {shorten(result.aborted, 500)}", ""]
     if result.incomplete:
-        lines += [f"Incomplete: {incomplete_note(result)}.", ""]
+        lines += [f"Incomplete: {INCOMPLETE}.", ""]
     lines += _statistics(result) + _criteria(result) + _items(result, worst)
     lines += [f"- warning: {shorten(w, 500)}" for w in result.warnings]
     return lines + ([""] if result.warnings else [])

@@ -9,11 +9,12 @@ from typing import Any
 
 from yamleval import figures
 from yamleval.trace import read_trace
-from yamleval.types import CriterionResult, ExperimentResult, ItemResult, Throttling
+from yamleval.types import CriterionResult, ItemResult, Throttling
 
 TEXT_LIMIT = 64 * 1024  # bytes of UTF-8 per text; libxml2-based readers refuse nodes over 10 MB
 MESSAGE_LIMIT = 200  # the one-line message attribute
 TRUNCATED = "… (truncated)"
+INCOMPLETE = "the run stopped before this experiment finished; these figures count only the items stored"
 
 # CSI (colours, cursor moves), OSC (titles, hyperlinks) and two-byte escapes
 _ANSI = r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]"
@@ -119,13 +120,6 @@ def throttling_text(throttling: Throttling) -> str | None:
         return None
     return (f"{throttling.throttled} of {throttling.calls} calls refused (429/503), "
             f"{throttling.waited_seconds:.1f} s waited in all")
-
-
-def incomplete_note(result: ExperimentResult) -> str:
-    """What every report says of an experiment its run never finished."""
-    n = result.summary.completed
-    return (f"the run stopped before this experiment finished; these figures count the {n:,}"
-            f" item{'s' * (n != 1)} stored")
 
 
 def criterion_name(criterion: CriterionResult) -> str:
