@@ -1,22 +1,20 @@
 """Run items on a pool of ``concurrency`` local threads, with per-item timeouts and cancellation.
 
-The calling thread reads the dataset and hands items to the workers, never more at once
-than there are free seats, so at most ``concurrency`` items are in flight and the dataset
-is read only as fast as items finish. A watchdog gives up on an item that runs past its
-timeout: it records the item as an error, frees its seat and starts a worker in place of
-the stuck one (Python cannot stop a thread: the stuck call ends on its own, and is ignored).
-So every run ends, even when every call hangs, in about items × timeout / concurrency.
+Each worker takes the next item from the dataset, runs it and records its result, until
+the dataset ends: at most ``concurrency`` items are in flight, and the dataset is read only
+as fast as items finish. A watchdog gives up on an item that runs past its timeout: it
+records the item as an error and starts a worker in place of the stuck one (Python cannot
+stop a thread: the stuck call ends on its own, and is ignored). So every run ends, even
+when every call hangs, in about items × timeout / concurrency.
 """
 from __future__ import annotations
 
-import queue
 import threading
 import time
 from typing import Callable, Iterator
 
 from yamleval.types import Item, ItemResult
 
-_END = object()  # in the item queue: no more items (each worker puts it back for the next)
 POLL_SECONDS = 0.05  # how often a waiting thread looks at stop and abandon, and the watchdog at the time
 
 
@@ -55,72 +53,72 @@ class LocalExecutor:
         self.concurrency = max(1, int(concurrency))
         self.timeout = timeout
         self.thread_exit = thread_exit
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()  # over the running items, the record and the count of workers
         self.failure: BaseException | None = None
-        self._seats = threading.Semaphore(self.concurrency)
+        self._reading = threading.Lock()  # over the dataset: one worker reads at a time
+        self._taking = True  # whether workers take more items
         self._running: set[Slot] = set()
-        self._todo: queue.SimpleQueue = queue.SimpleQueue()
+        self._workers = 0  # those that will take items again (not stuck in an item given up on)
+        self._all_ended = threading.Event()
 
     def run(self, items: Iterator[Item], process: RunItem, record: Callable[[ItemResult], None], lost: LostResult,
             stop: threading.Event | None = None, abandon: threading.Event | None = None) -> None:
         """Run every item; return when all have been recorded. ``stop`` set: start no new
         items, wait for those running. ``abandon`` set: stop waiting for them; they are dropped."""
-        self._process, self._record, self._lost = process, record, lost
-        stopping = stop or threading.Event()
-        abandoning = abandon or threading.Event()
+        self._items, self._process, self._record, self._lost = items, process, record, lost
+        self._workers = self.concurrency
         for _ in range(self.concurrency):
             self._start_worker()
         ended = threading.Event()
         if self.timeout:
             threading.Thread(target=self._watch, args=(ended,), name="yamleval-watchdog", daemon=True).start()
         try:
-            self._feed(items, stopping, abandoning)
-            # every seat back: each item recorded (finished, timed out, or given up here)
-            for _ in range(self.concurrency):
-                while not self._seats.acquire(timeout=POLL_SECONDS):
-                    if abandoning.is_set():
-                        self._drop_running()
+            while not self._all_ended.wait(POLL_SECONDS):
+                if (stop is not None and stop.is_set()) or (abandon is not None and abandon.is_set()):
+                    self._taking = False  # an item not started is not run: a resumed run starts it
+                if abandon is not None and abandon.is_set():
+                    self._drop_running()
         finally:
+            self._taking = False
             ended.set()
-            self._todo.put(_END)
-
-    def _feed(self, items: Iterator[Item], stop: threading.Event, abandon: threading.Event) -> None:
-        while not (stop.is_set() or abandon.is_set()):
-            try:
-                item = next(items)
-            except StopIteration:
-                return
-            except Exception as exc:  # a broken dataset row or plugin: stop reading; what was read runs
-                self.failure = exc
-                return
-            while not self._seats.acquire(timeout=POLL_SECONDS):
-                if stop.is_set() or abandon.is_set():
-                    return  # this item is not started: a resumed run starts it
-            self._todo.put(item)
 
     def _start_worker(self) -> None:
         threading.Thread(target=self._work, name="yamleval-worker", daemon=True).start()
 
+    def _next(self) -> Slot | None:
+        """A slot for the next item, or None at the end (of the dataset, or of taking items)."""
+        with self._reading:
+            if not self._taking:
+                return None
+            try:
+                item = next(self._items)
+            except StopIteration:
+                self._taking = False
+                return None
+            except Exception as exc:  # a broken dataset row or plugin: stop reading; what was read runs
+                self.failure, self._taking = exc, False
+                return None
+            slot = Slot(item)
+            with self.lock:
+                self._running.add(slot)
+            return slot
+
     def _work(self) -> None:
         try:
-            while True:
-                item = self._todo.get()
-                if item is _END:
-                    self._todo.put(_END)
-                    return
-                slot = Slot(item)
-                with self.lock:
-                    self._running.add(slot)
-                result = self._process(item, slot)
+            while (slot := self._next()) is not None:
+                result = self._process(slot.item, slot)
                 elapsed = time.monotonic() - slot.started
                 with self.lock:
                     if slot.given_up:  # recorded already (or dropped); a worker took this one's place
                         return
                     self._running.discard(slot)
                     if self.timeout and elapsed >= self.timeout:  # late, though the watchdog had not seen it yet
-                        result = self._lost(item, self._timed_out(slot), elapsed * 1000.0)
+                        result = self._lost(slot.item, self._timed_out(slot), elapsed * 1000.0)
                     self._record(result)
-                self._seats.release()
+            with self.lock:
+                self._workers -= 1
+                if self._workers == 0:
+                    self._all_ended.set()
         finally:
             if self.thread_exit is not None:
                 self.thread_exit()
@@ -146,8 +144,8 @@ class LocalExecutor:
             self._give_up(slot, record=False)
 
     def _give_up(self, slot: Slot, record: bool) -> None:
-        """Stop waiting for ``slot``'s item (recording it as timed out, if ``record``), free
-        its seat and put a new worker in its place."""
+        """Stop waiting for ``slot``'s item (recording it as timed out, if ``record``) and put
+        a new worker in place of the one stuck in it."""
         with self.lock:
             if slot.given_up or slot not in self._running:
                 return  # it finished meanwhile
@@ -156,4 +154,3 @@ class LocalExecutor:
             if record:
                 self._record(self._lost(slot.item, self._timed_out(slot), (time.monotonic() - slot.started) * 1000.0))
         self._start_worker()
-        self._seats.release()
