@@ -451,8 +451,8 @@ def test_a_run_whose_every_call_hangs_ends_with_every_item_an_error(write_config
     assert result.summary.duration_ms / 1000 < 100 * 0.2 / 4 * 3, "about 5 s: the items' timeouts, four at a time"
 
 
-def test_a_hang_among_instant_items_loses_none_of_the_items_handed_out_with_it(write_config):
-    """Instant items travel to workers in chunks; the rest of a timed-out item's chunk still runs."""
+def test_a_hang_among_instant_items_loses_none_of_the_others(write_config):
+    """A worker stuck in a timed-out item is replaced; every other item still runs, in order."""
     inputs = ["hang" if i in (700, 1500) else f"x{i}" for i in range(2000)]
     result = run(write_config, """
         experiments:
