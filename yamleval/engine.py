@@ -178,7 +178,7 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
     items = _unfinished(dataset, done, experiment.id) if done else iter(dataset)
     started_at, started, calls = _now(), time.perf_counter(), throttle.snapshot()
     executor.run(items, _ItemProcessor(prepared), record, error_result, stop=stop, abandon=abandon)
-    with executor.lock:
+    with executor.recording:
         finished = ItemList(sorted(results, key=lambda r: r.item.index))
         summary = aggregator.summary((time.perf_counter() - started) * 1000.0, dataset.total)
     # the endpoints' counters since the start: this experiment's, as experiments run one at a time

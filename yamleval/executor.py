@@ -1,14 +1,21 @@
 """Run items on a pool of ``concurrency`` local threads, with per-item timeouts and cancellation.
 
-Each worker takes the next item from the dataset, runs it and records its result, until
-the dataset ends: at most ``concurrency`` items are in flight, and the dataset is read only
-as fast as items finish. A watchdog gives up on an item that runs past its timeout: it
+Each worker takes the next item, runs it and records its result, until the dataset ends:
+at most ``concurrency`` items are in flight, and the dataset is read only as fast as items
+finish (a few items ahead). A watchdog gives up on an item that runs past its timeout: it
 records the item as an error and starts a worker in place of the stuck one (Python cannot
 stop a thread: the stuck call ends on its own, and is ignored). So every run ends, even
 when every call hangs, in about items × timeout / concurrency.
+
+No worker ever waits for a lock to take an item or record a result: items are taken from
+a queue read ahead, results are put on a queue that whichever worker is free records (one
+at a time). A thread waiting for a lock held by a thread that waits for the interpreter
+costs two thread switches per item; with fast items (answers from a cache, heavy scorers)
+that is most of a run's time.
 """
 from __future__ import annotations
 
+import collections
 import threading
 import time
 from typing import Callable, Iterator
@@ -26,7 +33,6 @@ class Slot:
         self.item = item
         self.started = time.monotonic()
         self.phases = [("runner", self.started)]
-        self.given_up = False  # recorded as lost, or dropped: its worker's result is ignored
 
     def enter(self, phase: str) -> None:
         self.phases.append((phase, time.monotonic()))
@@ -42,7 +48,7 @@ LostResult = Callable[[Item, str, float], ItemResult]
 class LocalExecutor:
     """Items from an iterator through ``process`` on ``concurrency`` threads.
 
-    ``record`` is called once per item, under ``lock``, in completion order.
+    ``record`` is called once per item, one call at a time, in completion order.
     ``lost(item, why, elapsed_ms)`` makes the error result of an item that timed out. An
     item abandoned (``abandon``) is no result at all: it is not recorded, so a resumed run
     runs it. A failure reading the dataset stops reading; it is kept in ``failure``.
@@ -53,11 +59,16 @@ class LocalExecutor:
         self.concurrency = max(1, int(concurrency))
         self.timeout = timeout
         self.thread_exit = thread_exit
-        self.lock = threading.Lock()  # over the running items, the record and the count of workers
         self.failure: BaseException | None = None
-        self._reading = threading.Lock()  # over the dataset: one worker reads at a time
+        self._reading = threading.Lock()  # over the dataset: one thread reads at a time
+        self._ahead: collections.deque[Item] = collections.deque()  # read, not started
+        self._exhausted = False  # nothing more to read: the end, or a failure
         self._taking = True  # whether workers take more items
-        self._running: set[Slot] = set()
+        self._closed = False  # the run has ended: nothing more is recorded
+        self._running: dict[Slot, None] = {}  # who removes a slot from here records its item
+        self._finished: collections.deque[ItemResult] = collections.deque()  # to record
+        self.recording = threading.Lock()  # held by the one thread recording
+        self._counting = threading.Lock()
         self._workers = 0  # those that will take items again (not stuck in an item given up on)
         self._all_ended = threading.Event()
 
@@ -77,45 +88,58 @@ class LocalExecutor:
                 if (stop is not None and stop.is_set()) or (abandon is not None and abandon.is_set()):
                     self._taking = False  # an item not started is not run: a resumed run starts it
                 if abandon is not None and abandon.is_set():
-                    self._drop_running()
+                    self._running.clear()  # their results are dropped
+                    break
         finally:
             self._taking = False
             ended.set()
+            with self.recording:  # whatever a worker left to record
+                self._record_finished()
+                self._closed = True
 
     def _start_worker(self) -> None:
         threading.Thread(target=self._work, name="yamleval-worker", daemon=True).start()
 
     def _next(self) -> Slot | None:
         """A slot for the next item, or None at the end (of the dataset, or of taking items)."""
-        with self._reading:
-            if not self._taking:
-                return None
+        while self._taking:
             try:
-                item = next(self._items)
-            except StopIteration:
-                self._taking = False
-                return None
-            except Exception as exc:  # a broken dataset row or plugin: stop reading; what was read runs
-                self.failure, self._taking = exc, False
-                return None
+                item = self._ahead.popleft()
+            except IndexError:
+                if self._exhausted:
+                    return None
+                self._read_ahead()
+                continue
             slot = Slot(item)
-            with self.lock:
-                self._running.add(slot)
+            self._running[slot] = None
             return slot
+        return None
+
+    def _read_ahead(self) -> None:
+        """Read up to ``concurrency`` more items, one thread at a time."""
+        with self._reading:
+            if self._ahead or self._exhausted:
+                return  # another thread has read meanwhile
+            try:
+                for _ in range(self.concurrency):
+                    self._ahead.append(next(self._items))
+            except StopIteration:
+                self._exhausted = True
+            except Exception as exc:  # a broken dataset row or plugin: stop reading; what was read runs
+                self.failure, self._exhausted = exc, True
 
     def _work(self) -> None:
         try:
             while (slot := self._next()) is not None:
                 result = self._process(slot.item, slot)
                 elapsed = time.monotonic() - slot.started
-                with self.lock:
-                    if slot.given_up:  # recorded already (or dropped); a worker took this one's place
-                        return
-                    self._running.discard(slot)
-                    if self.timeout and elapsed >= self.timeout:  # late, though the watchdog had not seen it yet
-                        result = self._lost(slot.item, self._timed_out(slot), elapsed * 1000.0)
-                    self._record(result)
-            with self.lock:
+                if self._running.pop(slot, False) is False:
+                    return  # given up on (recorded already, or dropped): a worker took this one's place
+                if self.timeout and elapsed >= self.timeout:  # late, though the watchdog had not seen it yet
+                    result = self._lost(slot.item, self._timed_out(slot), elapsed * 1000.0)
+                self._finished.append(result)
+                self._record_when_free()
+            with self._counting:
                 self._workers -= 1
                 if self._workers == 0:
                     self._all_ended.set()
@@ -123,34 +147,30 @@ class LocalExecutor:
             if self.thread_exit is not None:
                 self.thread_exit()
 
+    def _record_when_free(self) -> None:
+        """Record the finished results, unless another thread is recording: it records them."""
+        while self._finished and self.recording.acquire(blocking=False):
+            try:
+                self._record_finished()
+            finally:
+                self.recording.release()
+
+    def _record_finished(self) -> None:
+        while self._finished and not self._closed:
+            self._record(self._finished.popleft())
+
     def _watch(self, ended: threading.Event) -> None:
         """Until the run ends: give up on the items past their timeout."""
         while not ended.wait(min(POLL_SECONDS, self.timeout / 10)):
             now = time.monotonic()
-            with self.lock:
-                late = [slot for slot in self._running if now - slot.started >= self.timeout]
-            for slot in late:
-                self._give_up(slot, record=True)
+            for slot in [slot for slot in list(self._running) if now - slot.started >= self.timeout]:
+                if self._running.pop(slot, False) is not False:  # else it finished meanwhile
+                    self._finished.append(self._lost(slot.item, self._timed_out(slot),
+                                                     (time.monotonic() - slot.started) * 1000.0))
+                    self._start_worker()
+            self._record_when_free()
 
     def _timed_out(self, slot: Slot) -> str:
         phase = slot.phase_at(slot.started + self.timeout)
         where = "in the runner" if phase == "runner" else f"while {phase}"
         return f"timed out after {self.timeout:g}s ({where})"
-
-    def _drop_running(self) -> None:
-        with self.lock:
-            running = list(self._running)
-        for slot in running:
-            self._give_up(slot, record=False)
-
-    def _give_up(self, slot: Slot, record: bool) -> None:
-        """Stop waiting for ``slot``'s item (recording it as timed out, if ``record``) and put
-        a new worker in place of the one stuck in it."""
-        with self.lock:
-            if slot.given_up or slot not in self._running:
-                return  # it finished meanwhile
-            slot.given_up = True
-            self._running.discard(slot)
-            if record:
-                self._record(self._lost(slot.item, self._timed_out(slot), (time.monotonic() - slot.started) * 1000.0))
-        self._start_worker()
