@@ -1,6 +1,7 @@
 """The item record: the fast encoder writes exactly what the plain one does, and it reads back."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -47,3 +48,12 @@ def test_where_an_item_and_a_criterion_were_read_is_kept_and_old_records_still_r
     old = json.loads(summary_to_json(summary))
     old["criteria"] = [c[:7] for c in old["criteria"]]  # as written before criteria kept their line
     assert [c.source for c in summary_from_json(json.dumps(old)).criteria] == [None, None]
+
+
+def test_a_record_read_back_is_written_as_read_and_a_changed_result_anew():
+    text = encode_record(CASES[0]).replace('"output": "x"', '"output":  "x"')  # as some earlier writer spaced it
+    back = item_from_record(json.loads(text), text)
+    assert encode_record(back) == text, "a report copies the stored text"
+    changed = dataclasses.replace(back, status="failed")
+    assert json.loads(encode_record(changed))["status"] == "failed"
+    assert back == item_from_record(json.loads(text)), "the text is no part of the result's value"

@@ -113,9 +113,10 @@ def item_record(result: ItemResult) -> dict[str, Any]:
     return out
 
 
-def item_from_record(d: dict[str, Any]) -> ItemResult:
-    """The item a record holds. Arguments go by position (the fields' order in ``types``):
-    a report reads back every item of a run, and keywords cost a third more."""
+def item_from_record(d: dict[str, Any], text: str | None = None) -> ItemResult:
+    """The item a record holds (``text``: the record's text, kept on the result). Arguments go
+    by position (the fields' order in ``types``): a report reads back every item of a run, and
+    keywords cost a third more."""
     get = d.get
     item = Item(d["id"], d["index"], d["input"], d["expected"], get("context"), get("assertions"), get("metadata"),
                 get("label"), get("source"))
@@ -128,12 +129,17 @@ def item_from_record(d: dict[str, Any]) -> ItemResult:
                                       None if "error" in s else s["reason"], s.get("error"), s.get("metadata"),
                                       _usage(s.get("tokens")))
     tokens = get("tokens")
-    return ItemResult(item, d["status"], d["output"], d["error"], d["latency_ms"],
-                      None if tokens is None else _usage(tokens), scores, get("output_metadata"), get("trace"))
+    result = ItemResult(item, d["status"], d["output"], d["error"], d["latency_ms"],
+                        None if tokens is None else _usage(tokens), scores, get("output_metadata"), get("trace"))
+    if text is not None:
+        object.__setattr__(result, "record", text)
+    return result
 
 
 def encode_record(result: ItemResult) -> str:
     """The item's record as the store keeps it and ``results.json`` shows it."""
+    if result.record is not None:
+        return result.record
     return storable_text(encode(item_record(result)))
 
 

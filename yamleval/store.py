@@ -383,12 +383,12 @@ class StoredItems(ItemResults):
             db.close()
 
     def __iter__(self) -> Iterator[ItemResult]:
-        return (item_from_record(json.loads(text)) for text in self._select(_ITEMS))
+        return (item_from_record(json.loads(text), text) for text in self._select(_ITEMS))
 
     def with_status(self, statuses: Sequence[str], limit: int) -> list[ItemResult]:
         """The first ``limit`` items with one of these statuses (at most four), in dataset order."""
         wanted = (tuple(statuses) * 4)[:4]
-        return [item_from_record(json.loads(text)) for text in self._select(_ITEMS_WITH_STATUS, (*wanted, limit))]
+        return [item_from_record(json.loads(text), text) for text in self._select(_ITEMS_WITH_STATUS, (*wanted, limit))]
 
 
 def _alive(pid: int | None, host: str | None) -> bool:

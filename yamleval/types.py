@@ -95,6 +95,9 @@ class ItemResult:
     scores: Mapping[str, ScoreResult] = field(default_factory=dict)
     metadata: Mapping[str, Any] | None = None
     trace: list[Any] | None = None
+    # the item's record as the store keeps it, when read from there (a report copies it);
+    # not copied by dataclasses.replace, so a changed result is encoded anew
+    record: str | None = field(default=None, init=False, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
