@@ -138,7 +138,8 @@ def _bind_all(experiment: Experiment, instantiate: bool):
             target = plugins.resolve(plugin, kind, context)
         except ConfigError as exc:
             errors.append(exc)
-            unresolved += [scorer] if scorer else []
+            if scorer is not None:
+                unresolved.append(scorer)
             continue
         try:
             bound = calls.bind(plugin, target, kind, reserved, context, instantiate)
