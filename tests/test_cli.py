@@ -109,6 +109,18 @@ def test_validate(write_config, tmp_path):
     assert not (tmp_path / "reports").exists()
 
 
+@pytest.mark.parametrize("command, usage, default", [
+    ("show", "yamleval show [OPTIONS] [RUN]", "or `latest` (the default)"),
+    ("report", "yamleval report [OPTIONS] [RUN]", "or `latest` (the default)"),
+    ("compare", "yamleval compare [OPTIONS] BASE [CANDIDATE]", "CANDIDATE is `latest` when it is not given"),
+])
+def test_help_shows_a_run_that_defaults_to_latest_as_optional(tmp_path, command, usage, default):
+    done = run_cli(command, "--help", cwd=tmp_path)
+    assert done.returncode == 0
+    assert done.stdout.splitlines()[0] == f"Usage: {usage}"
+    assert default in " ".join(done.stdout.split())
+
+
 def test_schema_prints_the_shipped_schema(tmp_path):
     done = run_cli("schema", cwd=tmp_path)
     assert done.returncode == 0

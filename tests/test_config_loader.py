@@ -126,6 +126,24 @@ def test_env_vars_and_defaults(write_config):
     assert "environment variable WHO is not set" in caught.value.format_message()
 
 
+def test_an_empty_variable_is_an_error_only_where_a_value_is_needed(write_config):
+    """A key, URL or header cannot be empty (a CI job without its secrets has them set to ""),
+    other settings can; a default written beside the reference stands in for an empty value."""
+    path = write_config("""
+        experiments:
+          - id: e
+            dataset: {url: "${HOST:-http://127.0.0.1:9}/items", headers: {Token: "${EMPTY}"}}
+            runner: {uses: echo, with: {output: "[${EMPTY}]"}}
+    """)
+    with pytest.raises(ConfigError) as caught:
+        load_project([path], environ={"HOST": "", "EMPTY": ""})
+    assert caught.value.exit_code == 2
+    assert caught.value.format_message().splitlines()[0].endswith(
+        "$.experiments[0].dataset.headers.Token: error: environment variable EMPTY is set but empty "
+        "(a key, URL or header value cannot be empty; in CI, a pull request from a fork gets no secrets)")
+    assert "output" not in caught.value.format_message()
+
+
 def test_secrets_never_reach_the_report_or_messages(write_config, tmp_path):
     secret = "sk-very-secret-value"
     write_config("""

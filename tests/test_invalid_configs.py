@@ -30,12 +30,15 @@ CASES = sorted(p.name for p in CASES_DIR.glob("*.yaml"))
 UPDATE = os.environ.get("YAMLEVAL_UPDATE_GOLDEN") == "1"
 # Variables the cases refer to; they must be unset for the cases to fail as expected.
 CASE_VARIABLES = ("YAMLEVAL_CASE_", "GREETING")
+# These are set but empty, as in a CI job that did not get its secrets.
+EMPTY_VARIABLES = ("YAMLEVAL_CASE_EMPTY_URL", "YAMLEVAL_CASE_EMPTY_KEY")
 FIRST_LINE = re.compile(r"^(?P<file>[^:\n]+):\d+(:\d+)?: (\$\S*: )?error: ")
 
 
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(CASE_VARIABLES)}
     env.pop("PYTHONPATH", None)  # plugin modules come from the case folder only
+    env.update(dict.fromkeys(EMPTY_VARIABLES, ""))
     env["NO_COLOR"] = "1"
     return env
 

@@ -108,14 +108,14 @@ class BoundCall:
         return result
 
 
-def bind(spec: PluginSpec, kind: str, reserved: tuple[str, ...], context: str | None = None,
+def bind(spec: PluginSpec, target: Any, kind: str, reserved: tuple[str, ...], context: str | None = None,
          instantiate: bool = True) -> BoundCall | None:
-    """Resolve ``spec``, check its ``with:`` keys, compile its templates; raise ConfigErrors.
+    """Check the ``with:`` keys of ``spec`` against ``target`` (what ``plugins.resolve`` found for
+    it), compile its templates; raise ConfigErrors.
 
     With ``instantiate=False`` (for ``validate``) a class plugin is checked but not created,
     and None is returned for it.
     """
-    target = plugins.resolve(spec, kind, context)
     constructor, function = plugins.unwrap_class(target)
     if not callable(function):
         raise spec.error(f"'{spec.uses}' is a {type(function).__name__}, not a function or class",

@@ -7,12 +7,13 @@ importable only while they bind; a run is made inside ``importable`` by its call
 from __future__ import annotations
 
 import contextlib
+import difflib
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from yamleval import calls, plugins
-from yamleval.config.model import DatasetSpec, Experiment, PluginSpec
+from yamleval.config.model import DatasetSpec, Experiment, PluginSpec, ScorerSpec
 from yamleval.datasets import Dataset, open_dataset
 from yamleval.errors import ConfigError, raise_all
 from yamleval.redaction import Secrets
@@ -97,18 +98,51 @@ def _check_model_names(spec: PluginSpec, bound: calls.BoundCall | None, models: 
     return [spec.error(problem, sub=("with", "model"), context=context)] if problem else []
 
 
+def _check_criteria(experiment: Experiment, unresolved: list[ScorerSpec]) -> list[ConfigError]:
+    """A criterion's ``scorer:`` must be a scorer id of its experiment. A scorer whose ``uses:``
+    names nothing has an id taken from a misspelt name: it is never offered as the fix, and a
+    criterion naming something close to it is left to that scorer's own error (``uses:
+    levenstein`` with ``scorer: levenshtein``: fixing the reference fixes both)."""
+    ids = [spec.id for spec in experiment.scorers]
+    doubtful = [spec.id for spec in unresolved if not spec.explicit_id]
+    offered = [i for i in dict.fromkeys(ids) if i not in doubtful]
+    errors = []
+    for index, criterion in enumerate(experiment.pass_criteria):
+        name = criterion.scorer
+        if name is None or name in ids or difflib.get_close_matches(name, doubtful, n=1, cutoff=0.5):
+            continue
+        close = difflib.get_close_matches(name, offered, n=1, cutoff=0.5)
+        if close:
+            hint = f"did you mean '{close[0]}'?"
+        elif offered:
+            hint = f"scorer ids here: {', '.join(offered)}"
+        else:
+            hint = None if ids else "this experiment has no scorers"
+        errors.append(experiment.source.error(experiment.path + ("pass_criteria", index, "scorer"),
+                                              f"no scorer with the id '{name}' in this experiment", hint=hint,
+                                              context=experiment.context()))
+    return errors
+
+
 def _bind_all(experiment: Experiment, instantiate: bool):
     """The bound runner (None if it failed), the bound scorers, the models and every error met."""
     errors: list[ConfigError] = []
     models = _models(experiment)
     runner = None
-    scorers = []
+    scorers, unresolved = [], []
     plugins_to_bind = [(experiment.runner, "runners", calls.RUNNER_CONTEXT, None)]
     plugins_to_bind += [(spec.plugin, "scorers", calls.SCORER_CONTEXT, spec) for spec in experiment.scorers]
     for plugin, kind, reserved, scorer in plugins_to_bind:
         context = experiment.context(scorer.id if scorer else None)
         try:
-            bound = calls.bind(plugin, kind, reserved, context, instantiate)
+            target = plugins.resolve(plugin, kind, context)
+        except ConfigError as exc:
+            errors.append(exc)
+            if scorer is not None:
+                unresolved.append(scorer)
+            continue
+        try:
+            bound = calls.bind(plugin, target, kind, reserved, context, instantiate)
         except ConfigError as exc:
             errors.extend(getattr(exc, "errors", [exc]))
             continue
@@ -117,6 +151,7 @@ def _bind_all(experiment: Experiment, instantiate: bool):
             runner = bound
         else:
             scorers.append(Scorer(scorer, bound))
+    errors.extend(_check_criteria(experiment, unresolved))
     return runner, scorers, models, errors
 
 

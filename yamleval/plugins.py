@@ -198,6 +198,16 @@ def signature_of(func: Callable, reserved: Iterable[str]) -> Signature:
     return Signature(tuple(wanted), tuple(options), tuple(required), any_keyword, is_async)
 
 
+def accepted_hint(key: str, options: Iterable[str]) -> str:
+    """For an argument a plugin does not take: the nearest one it does, then all of them."""
+    options = list(options)
+    if not options:
+        return "it accepts no arguments"
+    close = difflib.get_close_matches(key, options, n=1, cutoff=0.6)
+    listed = f"accepts: {', '.join(options)}"
+    return f"did you mean '{close[0]}'? It {listed}" if close else f"it {listed}"
+
+
 def check_arguments(spec: PluginSpec, sig: Signature, given: Iterable[str], kind: str,
                     context: str | None = None) -> list[ConfigError]:
     """Errors for ``with:`` keys the plugin does not take, and for required ones missing."""
@@ -205,9 +215,7 @@ def check_arguments(spec: PluginSpec, sig: Signature, given: Iterable[str], kind
     given = list(given)
     for key in given:
         if key not in sig.options and not sig.any_keyword:
-            close = difflib.get_close_matches(key, list(sig.options), n=1, cutoff=0.6)
-            hint = f"did you mean '{close[0]}'?" if close else (
-                f"it takes: {', '.join(sig.options)}" if sig.options else "it takes no arguments")
+            hint = accepted_hint(key, sig.options)
             errors.append(spec.error(f"unexpected argument '{key}' for {kind[:-1]} '{spec.uses}'",
                                      sub=("with", key), key=True, hint=hint, context=context))
     has_with = (spec.path + ("with",)) in spec.source.values

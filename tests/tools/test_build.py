@@ -72,7 +72,10 @@ def test_explicit_parameters_win(tmp_path):
     (["shell"], "tools[0]: unknown tool 'shell' (built-in tools: calculator, file_ops, python_exec, "
                 "web_fetch, web_search; or use package.module:function)"),
     (["calculator", {"uses": "python_exec", "with": {"timout": 3}}],
-     "tools[1]: unknown option 'timout' in `with:` (did you mean 'timeout'?)"),
+     "tools[1]: unknown option 'timout' in `with:` (did you mean 'timeout'? It accepts: code, timeout, "
+     "memory_mb, max_output, max_file_mb)"),
+    ([{"uses": "calculator", "with": {"digits": 3}}],
+     "tools[0]: unknown option 'digits' in `with:` (it accepts: expression)"),
     ([{"uses": "calculator", "use": 1}], "tools[0]: unknown key 'use' (did you mean 'uses'?)"),
     ([{"name": "x"}], "tools[0]: a tool needs `uses:`"),
     ([3], "tools[0]: a tool is a name or a mapping with `uses:`, not int"),

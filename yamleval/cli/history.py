@@ -60,10 +60,12 @@ def runs(store_file, limit):
 
 
 @cli.command()
-@click.argument("run_ref", metavar="RUN", default="latest")
+@click.argument("run_ref", metavar="[RUN]", default="latest")
 @STORE_OPTION
 def show(run_ref, store_file):
-    """The summary of a stored RUN (id, unique prefix or `latest`) and its failing items."""
+    """The summary of a stored RUN and its failing items.
+
+    RUN is a run id, a unique prefix of one, or `latest` (the default)."""
     from yamleval.console import summary_text
 
     store = _open(store_file)
@@ -76,14 +78,16 @@ def show(run_ref, store_file):
 
 
 @cli.command()
-@click.argument("run_ref", metavar="RUN", default="latest")
+@click.argument("run_ref", metavar="[RUN]", default="latest")
 @STORE_OPTION
 @click.option("--format", "formats", default="html,junit,json,markdown", show_default=True,
               help="Comma-separated: html, junit, json, markdown.")
 @click.option("--report-dir", default="reports", show_default=True, type=click.Path(file_okay=False))
 @JUNIT_FAMILY_OPTION
 def report(run_ref, store_file, formats, report_dir, junit_family):
-    """Render the reports of a stored RUN again (id, unique prefix or `latest`)."""
+    """Render the reports of a stored RUN again.
+
+    RUN is a run id, a unique prefix of one, or `latest` (the default)."""
     from yamleval.config.loader import with_junit_family
     from yamleval.errors import UsageError
     from yamleval.reporting import FORMATS, write_reports
@@ -101,13 +105,16 @@ def report(run_ref, store_file, formats, report_dir, junit_family):
 
 @cli.command()
 @click.argument("base_ref", metavar="BASE")
-@click.argument("candidate_ref", metavar="CANDIDATE", default="latest")
+@click.argument("candidate_ref", metavar="[CANDIDATE]", default="latest")
 @STORE_OPTION
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
 @click.option("--fail-on-regression", is_flag=True,
               help="Exit 1 when any item got worse (e.g. passed → failed) or the candidate run did not complete.")
 def compare(base_ref, candidate_ref, store_file, fmt, fail_on_regression):
-    """Compare two stored runs item by item: flips, score deltas, added and removed items."""
+    """Compare two stored runs item by item: flips, score deltas, added and removed items.
+
+    BASE and CANDIDATE are each a run id, a unique prefix of one, or `latest`; CANDIDATE is
+    `latest` when it is not given."""
     from yamleval import compare as comparing
 
     store = _open(store_file)

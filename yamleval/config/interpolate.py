@@ -4,7 +4,8 @@ Only the expanded copy is used to run; the stored and reported config keeps the
 original text. Every value taken from the environment is noted in the ``secrets`` given,
 so that what a run of that config writes can be cleaned of it (``yamleval.redaction``):
 a server or a program may repeat a key in an error, a reply or a trace. ``$${`` is a
-literal ``${``.
+literal ``${``. A variable set to the empty string is an error where a key, a URL or a
+header value is expected.
 """
 from __future__ import annotations
 
@@ -17,6 +18,10 @@ from yamleval.errors import ConfigError
 _REFERENCE = re.compile(r"\$\$\{|\$\{([^}]*)\}|\$\{")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _SYNTAX_HINT = "write ${NAME} or ${NAME:-default}; $${ is a literal ${"
+
+# Settings an empty value never suits: there an empty variable is a secret the job did not get
+# (GitHub Actions runs a pull request from a fork without the repository's secrets), not a value.
+_NOT_EMPTY = ("api_key", "base_url", "url")
 
 # Shorter values ("1", "true", "gpt-4") are no credentials, and replacing them in model text
 # would garble it.
@@ -32,9 +37,23 @@ class ReferenceSyntaxError(ValueError):
         self.hint = hint
 
 
-def expand_text(text: str, environ: Mapping[str, str], secrets: dict[str, str]) -> str:
+class EmptyVariable(LookupError):
+    """A variable that is set but empty where a value is needed; ``name`` says which."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
+
+
+def _needs_value(at: tuple) -> bool:
+    """Whether the setting at ``at`` is a key, an address or a header value, which cannot be empty."""
+    return bool(at) and (at[-1] in _NOT_EMPTY or at[-2:-1] == ("headers",))
+
+
+def expand_text(text: str, environ: Mapping[str, str], secrets: dict[str, str], required: bool = False) -> str:
     """Expand the references in one string, noting each value taken in ``secrets`` (value ->
-    ``${NAME}``); raise ``KeyError(name)`` or ``ReferenceSyntaxError``."""
+    ``${NAME}``); raise ``KeyError(name)`` or ``ReferenceSyntaxError``, and with ``required``
+    ``EmptyVariable`` for a variable set to the empty string (a default written is used)."""
     def replace(match: re.Match) -> str:
         if match.group(0) == "$${":
             return "${"
@@ -53,6 +72,8 @@ def expand_text(text: str, environ: Mapping[str, str], secrets: dict[str, str]) 
             if sep:
                 return default
             raise KeyError(name)
+        if required and value == "":
+            raise EmptyVariable(name)
         if len(value) >= MIN_SECRET_LENGTH:
             secrets.setdefault(value, "${" + name + "}")
         return value
@@ -71,11 +92,15 @@ def expand(data: Any, source: SourceMap, environ: Mapping[str, str],
             if "$" not in value:
                 return value
             try:
-                return expand_text(value, environ, secrets)
+                return expand_text(value, environ, secrets, _needs_value(at))
             except KeyError as exc:
                 errors.append(source.error(at, f"environment variable {exc.args[0]} is not set",
                                            hint=f"set it, or give a default: ${{{exc.args[0]}:-value}}",
                                            find=f"${{{exc.args[0]}}}"))
+            except EmptyVariable as exc:
+                errors.append(source.error(at, f"environment variable {exc.name} is set but empty",
+                                           hint="a key, URL or header value cannot be empty; in CI, a pull "
+                                                "request from a fork gets no secrets", find=f"${{{exc.name}}}"))
             except ReferenceSyntaxError as exc:
                 errors.append(source.error(at, str(exc), hint=exc.hint, find=exc.text))
             return value

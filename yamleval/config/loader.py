@@ -172,21 +172,12 @@ def _check_ids(experiments: list[Experiment]) -> list[ConfigError]:
             if scorer.id in scorer_ids:
                 first = exp.scorers[scorer_ids[scorer.id]].plugin
                 line = first.source.locate(first.path).line
-                explicit = (scorer.plugin.path + ("id",)) in scorer.plugin.source.values
                 errors.append(scorer.plugin.error(
-                    f"duplicate scorer id '{scorer.id}'", sub=("id",) if explicit else (),
+                    f"duplicate scorer id '{scorer.id}'", sub=("id",) if scorer.explicit_id else (),
                     context=exp.context(scorer.id),
                     hint=f"the scorer on line {line} has it too; give one of them another `id:`"))
             else:
                 scorer_ids[scorer.id] = index
-        for index, criterion in enumerate(exp.pass_criteria):
-            if criterion.scorer is not None and criterion.scorer not in scorer_ids:
-                close = difflib.get_close_matches(criterion.scorer, list(scorer_ids), n=1, cutoff=0.5)
-                hint = f"did you mean '{close[0]}'?" if close else (
-                    f"scorer ids here: {', '.join(scorer_ids)}" if scorer_ids else "this experiment has no scorers")
-                errors.append(exp.source.error(exp.path + ("pass_criteria", index, "scorer"),
-                                               f"no scorer with the id '{criterion.scorer}' in this experiment", hint=hint,
-                                               context=exp.context()))
     return errors
 
 

@@ -50,6 +50,7 @@ class ScorerSpec:
     id: str
     name: str
     plugin: PluginSpec
+    explicit_id: bool = False  # written as `id:`, else taken from `uses:`
     threshold: float | None = None
     negate: bool = False
     has_value: bool = False
@@ -157,6 +158,7 @@ def build_scorers(entries: list, path: Path, source: SourceMap) -> tuple[ScorerS
             id=entry.get("id", default_id),
             name=entry.get("name", entry.get("id", default_id)),
             plugin=plugin,
+            explicit_id="id" in entry,
             threshold=entry.get("threshold"),
             negate=entry.get("negate", False),
             has_value="value" in entry,

@@ -136,14 +136,30 @@ def _matching_branch_errors(error) -> list:
     return [s for s in subs if s.schema_path and s.schema_path[0] not in wrong_type]
 
 
-def _number_hint(value: Any, kinds: list[str]) -> str | None:
-    """For a number written as text (``"8"``, ``10s``): the plain number to write instead."""
+def _share_hint(percent: float) -> str:
+    return f"a share from 0 to 1: write {percent / 100:g} for {percent:g}%"
+
+
+def _within(number: float, schema: dict) -> bool:
+    """Whether ``number`` is inside the bounds ``schema`` sets: advice never names a refused value."""
+    low, high, above = schema.get("minimum"), schema.get("maximum"), schema.get("exclusiveMinimum")
+    return (low is None or number >= low) and (high is None or number <= high) and (above is None or number > above)
+
+
+def _number_hint(value: Any, schema: dict) -> str | None:
+    """For a number written as text (``"8"``, ``10s``, ``50%``): the plain number to write instead."""
+    kinds = _expected_types(schema)
     if not isinstance(value, str) or not {"integer", "number"} & set(kinds):
         return None
     found = re.fullmatch(r"\s*(-?\d+(?:\.\d+)?)\s*([A-Za-z%]*)\s*", value)
     if not found or ("number" not in kinds and "." in found.group(1)):
         return None
-    if found.group(2):
+    number, unit = float(found.group(1)), found.group(2)
+    if unit == "%" and (schema.get("minimum"), schema.get("maximum")) == (0, 1):
+        return _share_hint(number) if _within(number / 100, schema) else None
+    if not _within(number, schema):
+        return None
+    if unit:
         return f"write a plain number without a unit: {found.group(1)}"
     return f"write the number without quotes: {found.group(1)}"
 
@@ -204,7 +220,7 @@ def _messages(error, source: SourceMap, path: tuple) -> list[ConfigError]:
         kinds = _expected_types(error.schema)
         wanted = " or ".join(_TYPE_NAMES.get(t, t) for t in kinds)
         return [source.error(path, f"expected {wanted}, got {_got(instance)}",
-                             hint=_number_hint(instance, kinds))]
+                             hint=_number_hint(instance, error.schema))]
     if v == "enum":
         allowed = ", ".join(_show(x) for x in value)
         options = [str(x) for x in value]
@@ -222,7 +238,7 @@ def _messages(error, source: SourceMap, path: tuple) -> list[ConfigError]:
             hint = None
             if ((low, high) == (0, 1) and _type_of(instance) in ("integer", "number") and 10 <= instance <= 100
                     and instance == int(instance)):
-                hint = f"a share from 0 to 1: write {instance / 100:g} for {instance:g}%"
+                hint = _share_hint(instance)
             return [source.error(path, f"must be between {low} and {high}, got {_show(instance)}", hint=hint)]
         return [source.error(path, f"must be {word} {value}, got {_show(instance)}")]
     if v == "pattern":

@@ -36,10 +36,7 @@ def _bind(function: Callable[..., Any], options: dict, sandbox: str, where: str)
     settable = [n for n in params if n != "sandbox"]
     for key in options:
         if key not in params and not takes_any or key == "sandbox":
-            close = difflib.get_close_matches(key, settable, n=1, cutoff=0.6)
-            hint = f" (did you mean '{close[0]}'?)" if close else (
-                f" (options: {', '.join(n for n in settable if params[n].kind is params[n].KEYWORD_ONLY)})")
-            raise ValueError(f"{where}: unknown option '{key}' in `with:`{hint}")
+            raise ValueError(f"{where}: unknown option '{key}' in `with:` ({plugins.accepted_hint(key, settable)})")
     bound = dict(options)
     if "sandbox" in params:
         bound["sandbox"] = sandbox
