@@ -6,7 +6,7 @@ import time
 from typing import TextIO
 
 from yamleval import figures
-from yamleval.reporting.text import INCOMPLETE, item_message, terminal_line, throttling_text
+from yamleval.reporting.text import INCOMPLETE, item_message, stopped_because, terminal_line, throttling_text
 from yamleval.types import ExperimentResult, ItemResult
 
 MARKS = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "-"}
@@ -105,6 +105,6 @@ def summary_text(result: ExperimentResult) -> str:
             lines.append(f"    … and {more} more (see the report)")
     for warning in result.warnings:
         lines.append(f"  warning: {terminal_line(warning)}")
-    words = {"aborted": "STOPPED (dataset error)", "incomplete": f"INCOMPLETE: {INCOMPLETE}"}
+    words = {"aborted": f"STOPPED ({stopped_because(result)})", "incomplete": f"INCOMPLETE: {INCOMPLETE}"}
     lines.append(f"  {words.get(result.outcome, result.outcome.upper())}")
     return "\n".join(lines)

@@ -64,7 +64,7 @@ class RunOutcome:
 
     @property
     def aborted(self) -> tuple[ExperimentResult, ...]:
-        """Experiments ended early by a dataset error met mid-run."""
+        """Experiments ended early: by a dataset error met mid-run, or an endpoint that cannot be used."""
         return tuple(r for r in self.results if r.aborted)
 
     @property
@@ -73,8 +73,12 @@ class RunOutcome:
 
     @property
     def exit_code(self) -> ExitCode:
+        """What ``yamleval run`` exits with: 130 interrupted, 3 an endpoint could not be used,
+        2 a dataset error stopped an experiment, else 0 passed or 1 failed."""
         if self.interrupted:
             return ExitCode.INTERRUPTED
+        if any(r.could_not_evaluate for r in self.results):
+            return ExitCode.COULD_NOT_EVALUATE
         if self.aborted:
             return ExitCode.CONFIG_ERROR
         return ExitCode.OK if self.passed else ExitCode.FAILED
@@ -173,6 +177,8 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
                                      dataset_hashes[experiment_id], limit, concurrency, stop, abandon, watcher)
         results.append(result)
         watcher.experiment_finished(result)
+        if result.could_not_evaluate:  # the endpoint is likely another experiment's too: the run stops here
+            break
     interrupted = stop.is_set()
     passed = len(results) == len(prepared) and all(r.passed for r in results) and not interrupted
     run_info = dataclasses.replace(db.find_run(run_id), status="interrupted" if interrupted else "completed",

@@ -222,6 +222,7 @@ class ExperimentResult:
     dataset: str | None = None
     scorers: tuple[str, ...] = ()
     incomplete: bool = False  # read back unfinished (its run crashed): the summary counts the items stored
+    could_not_evaluate: bool = False  # aborted because an endpoint cannot be used: no verdict on quality
 
     @property
     def outcome(self) -> str:
@@ -253,5 +254,5 @@ class StoredExperiment:
     """An experiment of a stored run: how far it got, and the hash of the dataset it read."""
 
     experiment_id: str
-    status: str  # running, completed, interrupted or aborted
+    status: str  # running, completed, interrupted, aborted or unevaluated (an endpoint could not be used)
     dataset_hash: str | None

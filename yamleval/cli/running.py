@@ -65,7 +65,8 @@ class _Interrupts:
 def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resume, force, junit_family, quiet):
     """Run the experiments in PATHS (default: evals.yaml), store the results, write reports.
 
-    Exit code: 0 every experiment passed, 1 one failed, 2 invalid config, 130 interrupted.
+    Exit code: 0 every experiment passed, 1 one failed, 2 invalid config, 3 could not evaluate (an
+    endpoint cannot be used), 130 interrupted.
     """
     from yamleval.config.loader import with_junit_family
     from yamleval.reporting.text import terminal_block

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
-from yamleval import throttle, transport
+from yamleval import endpoints, throttle, transport
 from yamleval.errors import ConfigError, YamlevalError
 from yamleval.models.extract import parse_answer, schema_problem
 from yamleval.types import Usage
@@ -156,6 +156,13 @@ class ChatClient:
         self._session = transport.open_session(pool_size)
         self._limiter = throttle.limiter((*transport.origin(self.url), config.model), config.rate_limit,
                                          config.adaptive)
+        where = f"models.{config.name}"
+        shown = f"model {config.name!r} ({config.model} at {transport.shown_url(self.url)})"
+        self._endpoint = endpoints.endpoint(
+            ("model", config.name, self.url, config.model), shown,
+            address=f"`base_url` of {where}", credentials=f"`api_key` of {where}",
+            missing=f"it has no such model, or no API at that address: check `model` and `base_url` of {where} "
+                    "(an OpenAI-compatible base_url usually ends in /v1)")
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if config.api_key:
             self._headers["Authorization"] = f"Bearer {config.api_key}"
@@ -195,7 +202,8 @@ class ChatClient:
             reply = transport.request(self._session, "POST", self.url, headers=self._headers,
                                       data=json.dumps(body).encode("utf-8"), timeout=self.config.timeout,
                                       max_bytes=MAX_REPLY_BYTES, retries=max(0, self.config.retries),
-                                      backoff=self._backoff, sleep=self._sleep, limiter=self._limiter)
+                                      backoff=self._backoff, sleep=self._sleep, limiter=self._limiter,
+                                      endpoint=self._endpoint)
         except transport.HttpFailure as failure:
             raise self._failed(failure) from None
         text = reply.text
