@@ -103,6 +103,13 @@ def summary_text(result: ExperimentResult) -> str:
         more = s.failed + s.errored - len(problems)
         if more > 0:
             lines.append(f"    … and {more} more (see the report)")
+    noted = result.items.with_notes(SHOWN_PROBLEMS) if s.noted else []
+    if noted:
+        lines.append(f"  notes       {s.noted} item{'s' if s.noted != 1 else ''}")
+        lines.extend(f"    {MARKS[r.status]} {terminal_line(r.item.id, 120)}: {terminal_line('; '.join(r.notes))}"
+                     for r in noted)
+        if s.noted > len(noted):
+            lines.append(f"    … and {s.noted - len(noted)} more (see the report)")
     for warning in result.warnings:
         lines.append(f"  warning: {terminal_line(warning)}")
     words = {"aborted": f"STOPPED ({stopped_because(result)})", "incomplete": f"INCOMPLETE: {INCOMPLETE}"}

@@ -353,10 +353,9 @@ class Store:
             items.count = summary.completed
             out.append(ExperimentResult(
                 experiment_id=row["experiment_id"], label=row["label"], passed=bool(row["passed"]), summary=summary,
-                items=items, incomplete=incomplete,
-                started_at=row["started_at"], completed_at=row["completed_at"], interrupted=bool(row["interrupted"]),
-                warnings=tuple(json.loads(row["warnings"] or "[]")), aborted=row["aborted"],
-                could_not_evaluate=row["status"] == "unevaluated",
+                items=items, incomplete=incomplete, started_at=row["started_at"], completed_at=row["completed_at"],
+                interrupted=bool(row["interrupted"]), warnings=tuple(json.loads(row["warnings"] or "[]")),
+                aborted=row["aborted"], could_not_evaluate=row["status"] == "unevaluated",
                 description=row["description"], tags=tuple(json.loads(row["tags"] or "[]")), runner=row["runner"],
                 dataset=row["dataset"], scorers=tuple(json.loads(row["scorers"] or "[]"))))
         return out

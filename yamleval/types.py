@@ -96,6 +96,13 @@ class ItemResult:
     metadata: Mapping[str, Any] | None = None
     trace: list[Any] | None = None
 
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What the runner says a person should know about the answer: its metadata's ``notes``
+        (``answer cut off at max_tokens (256)``), which every report shows with the item."""
+        notes = self.metadata.get("notes") if isinstance(self.metadata, Mapping) else None
+        return tuple(str(note) for note in notes) if isinstance(notes, (list, tuple)) else ()
+
 
 @dataclass(frozen=True)
 class ScorerSummary:
@@ -160,6 +167,7 @@ class Summary:
     criteria: tuple[CriterionResult, ...] = ()
     judge_tokens: Usage = Usage()  # kept apart from the system under test's
     throttling: Throttling = Throttling()
+    noted: int = 0  # items with notes (``ItemResult.notes``)
 
 
 class ItemResults:
@@ -178,6 +186,10 @@ class ItemResults:
     def with_status(self, statuses: Sequence[str], limit: int) -> list[ItemResult]:
         """The first ``limit`` items with one of ``statuses``, in dataset order."""
         return list(itertools.islice((r for r in self if r.status in statuses), limit))
+
+    def with_notes(self, limit: int) -> list[ItemResult]:
+        """The first ``limit`` items with notes, in dataset order."""
+        return list(itertools.islice((r for r in self if r.notes), limit))
 
 
 class ItemList(ItemResults):

@@ -96,7 +96,12 @@ def score_text(value: float | None) -> str:
 
 def item_message(result: ItemResult) -> str:
     """Why an item did not pass, in a line: the error, or each failing scorer with
-    its score against the threshold and its reason."""
+    its score against the threshold and its reason; then its notes, in brackets."""
+    notes = "".join(f" [{note}]" for note in result.notes)
+    return _why(result) + notes
+
+
+def _why(result: ItemResult) -> str:
     if result.error:
         return result.error
     if result.status == "skipped":
