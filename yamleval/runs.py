@@ -30,6 +30,9 @@ class RunWatcher:
     def run_started(self, run_id: str, resumed: bool) -> None:
         """The run is stored (new, or reopened to resume it)."""
 
+    def experiment_started(self, experiment_id: str) -> None:
+        """An experiment's items are about to run."""
+
     def item_finished(self, experiment_id: str, result: ItemResult) -> None:
         """An item is finished (and queued for the store)."""
 
@@ -173,6 +176,7 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
         if experiment_id in stored_results:
             result = stored_results[experiment_id]
         else:
+            watcher.experiment_started(experiment_id)
             result = _run_experiment(db, run_id, position, ready, experiment_id in begun, rescore,
                                      dataset_hashes[experiment_id], limit, concurrency, stop, abandon, watcher)
         results.append(result)
