@@ -1,11 +1,17 @@
 """The command line as a user runs it: exit codes, reports, interrupts."""
 from __future__ import annotations
 
+import fcntl
 import gc
 import json
+import os
+import pty
+import re
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
 
 import pytest
@@ -100,6 +106,70 @@ def test_progress_lines_when_not_a_terminal(write_config, tmp_path):
     done = run_cli("run", cwd=tmp_path)
     assert "Traceback" not in done.stderr
     assert done.returncode == 0
+    assert re.search(r"^ok: 1/2 items · [\d.,]+ items/s · ETA \d+s · 1 passed · 0 failed · 0 errors$", done.stderr, re.M)
+    assert "\r" not in done.stderr and "\x1b" not in done.stderr, "a log gets plain lines, never redrawn ones"
+
+
+def _on_a_terminal(cwd, *args: str) -> tuple[subprocess.CompletedProcess, float]:
+    """``yamleval ARGS`` with its stderr on a pseudo-terminal 160 columns wide: the process (its
+    ``stderr`` what the terminal showed) and how long it took."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))
+    started = time.monotonic()
+    child = subprocess.Popen([sys.executable, "-m", "yamleval", *args], cwd=cwd, env=cli_env(),
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    shown = bytearray()
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: every end of the terminal the child had is closed
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(master)
+    stdout = child.stdout.read().decode()
+    child.stdout.close()
+    code = child.wait(60)
+    return subprocess.CompletedProcess(args, code, stdout, shown.decode()), time.monotonic() - started
+
+
+def test_on_a_terminal_one_progress_line_is_redrawn_in_place(write_config, tmp_path):
+    items = ", ".join(["{input: slow, expected: slow}"] * 6)  # each takes 0.3 s: every one is drawn
+    write_config(f"""
+        experiments:
+          - id: slow
+            concurrency: 1
+            dataset: {{items: [{items}]}}
+            runner: fixture_plugins.behaviours:per_item
+            scorers: [exact_match]
+    """)
+    done, _ = _on_a_terminal(tmp_path, "run", "--report-dir", "out")
+    assert done.returncode == 0, done.stdout + done.stderr
+    frames = done.stderr.split("\r\x1b[2K")
+    assert frames[0] == "" and frames[-1] == "", "each frame overwrites the line; the last one clears it"
+    assert "\n" not in "".join(frames), "the progress never scrolls"
+    third = [f for f in frames if " 3/6 items" in f]
+    assert third and re.fullmatch(r"\[##########\.{10}\] slow: 3/6 items · \d+\.\d items/s · ETA \d+s"
+                                  r" · 3 passed · 0 failed · 0 errors", third[0]), frames
+    assert "PASSED" in done.stdout
+
+
+def test_on_a_terminal_the_line_is_redrawn_at_most_ten_times_a_second(write_config, tmp_path):
+    items = ", ".join(f"{{input: x{n}, expected: x{n}}}" for n in range(3000))
+    write_config(f"""
+        experiments:
+          - id: quick
+            dataset: {{items: [{items}]}}
+            runner: echo
+            scorers: [exact_match]
+    """)
+    done, took = _on_a_terminal(tmp_path, "run", "--report-dir", "out")
+    assert done.returncode == 0, done.stdout + done.stderr
+    draws = done.stderr.count("\r\x1b[2K") - 1  # the last clears the line
+    assert 1 <= draws <= took * 10 + 2, (draws, took)
+    assert "3000/3000 items" in done.stderr
 
 
 def test_validate(write_config, tmp_path):

@@ -75,6 +75,30 @@ def test_a_judge_that_answers_nonsense_twice_errors_only_that_score(openai_serve
     assert total["output"] == "4", "the runner's answer is kept"
 
 
+def test_an_answer_cut_off_at_max_tokens_is_flagged_in_the_terminal_junit_and_json(openai_server, write_config,  # noqa: F811
+                                                                                    tmp_path):
+    openai_server.push(
+        text_reply("Paris is the capital, and it has a long hist", finish_reason="length"),
+        tool_reply("grade", {"verdict": "pass", "reasoning": "names Paris"}),
+        text_reply("4"),
+        tool_reply("grade", {"verdict": "pass", "reasoning": "says 4"}),
+    )
+    write_config(CONFIG.replace("BASE", openai_server.base_url).replace("model: tiny,", "model: tiny, max_tokens: 12,"))
+    done = run_cli("run", "--store", "r.db", cwd=tmp_path, SUT_KEY="k")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert openai_server.bodies[0]["max_tokens"] == 12
+    assert "  notes       1 item\n    ✓ capital: answer cut off at max_tokens (12)\n" in done.stdout
+    junit = (tmp_path / "out" / "junit.xml").read_text()
+    capital = junit[junit.index('<testcase name="capital"'):junit.index('<testcase name="sum"')]
+    assert "note: answer cut off at max_tokens (12)" in capital
+    report = json.loads((tmp_path / "out" / "results.json").read_text())
+    [experiment] = report["experiments"]
+    assert experiment["summary"]["noted"] == 1
+    capital, total = experiment["items"]
+    assert capital["output_metadata"]["notes"] == ["answer cut off at max_tokens (12)"]
+    assert "notes" not in total["output_metadata"]
+
+
 PAGES = [{"id": f"r{i}", "question": f"q{i}", "answer": f"q{i}"} for i in range(7)]
 
 

@@ -1,12 +1,14 @@
 """What ``yamleval run`` prints: progress while it runs, then a summary per experiment."""
 from __future__ import annotations
 
+import math
+import os
 import sys
 import time
 from typing import TextIO
 
 from yamleval import figures
-from yamleval.reporting.text import INCOMPLETE, item_message, terminal_line, throttling_text
+from yamleval.reporting.text import INCOMPLETE, item_message, stopped_because, terminal_line, throttling_text
 from yamleval.types import ExperimentResult, ItemResult
 
 MARKS = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "-"}
@@ -14,16 +16,19 @@ SHOWN_PROBLEMS = 10
 
 
 class Progress:
-    """A bar redrawn in place on a terminal; a plain line every few seconds elsewhere."""
+    """One line per experiment: items done (of the total when known), rate, time left and the
+    verdicts so far. On a terminal it is redrawn in place, at most every ``interval`` seconds
+    (a tenth); elsewhere (a CI log) it is a plain line at the first item, then every 5 s."""
 
     def __init__(self, experiment_id: str, stream: TextIO | None = None, interval: float | None = None):
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
         self.interval = interval if interval is not None else (0.1 if self.tty else 5.0)
         self.experiment_id = experiment_id
-        self.counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
-        self.last = time.monotonic()
-        self.completed = 0
+        self.counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}  # of the items this run finished
+        self.started = time.monotonic()
+        self.last = -math.inf
+        self.completed = 0  # with those a resumed run had finished before
         self.total: int | None = None
 
     def on_item(self, result: ItemResult) -> None:
@@ -34,29 +39,56 @@ class Progress:
         now = time.monotonic()
         if now - self.last >= self.interval or (self.tty and completed == total):
             self.last = now
-            self.draw()
+            self.draw(now)
 
-    def _text(self) -> str:
+    def _text(self, now: float) -> str:
         c = self.counts
         of = f"/{self.total}" if self.total else ""
-        return (f"{self.experiment_id}: {self.completed}{of} items · {c['passed']} passed · {c['failed']} failed · "
-                f"{c['error']} errors")
+        parts = [f"{self.experiment_id}: {self.completed}{of} items"]
+        elapsed = now - self.started
+        rate = sum(c.values()) / elapsed if elapsed > 0 else 0.0
+        if rate:
+            parts.append(f"{rate:.1f} items/s" if rate < 10 else f"{rate:,.0f} items/s")
+            if self.total:
+                parts.append(f"ETA {_duration(max(0, self.total - self.completed) / rate)}")
+        parts += [f"{c['passed']} passed", f"{c['failed']} failed", f"{c['error']} errors"]
+        return " · ".join(parts)
 
-    def draw(self) -> None:
+    def draw(self, now: float) -> None:
         if self.tty:
             bar = ""
             if self.total:
-                filled = int(20 * self.completed / self.total)
+                filled = int(20 * min(self.completed, self.total) / self.total)
                 bar = "[" + "#" * filled + "." * (20 - filled) + "] "
-            self.stream.write("\r\x1b[2K" + bar + self._text())
+            line, width = bar + self._text(now), self._width()
+            if len(line) >= width:  # narrow: the words matter more than the bar
+                line = line[len(bar):]
+            self.stream.write("\r\x1b[2K" + line[:width - 1])
         else:
-            self.stream.write(self._text() + "\n")
+            self.stream.write(self._text(now) + "\n")
         self.stream.flush()
+
+    def _width(self) -> int:
+        """The terminal's columns: a longer line would wrap, and the next redraw would not cover it."""
+        try:
+            return os.get_terminal_size(self.stream.fileno()).columns or 80
+        except (OSError, ValueError, AttributeError):
+            return 80
 
     def close(self) -> None:
         if self.tty:
             self.stream.write("\r\x1b[2K")
             self.stream.flush()
+
+
+def _duration(seconds: float) -> str:
+    """``42s``, ``3m05s``, ``2h07m``: a time left, to the second below an hour."""
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
 def _problem_line(result: ItemResult) -> str:
@@ -103,8 +135,15 @@ def summary_text(result: ExperimentResult) -> str:
         more = s.failed + s.errored - len(problems)
         if more > 0:
             lines.append(f"    … and {more} more (see the report)")
+    noted = result.items.with_notes(SHOWN_PROBLEMS) if s.noted else []
+    if noted:
+        lines.append(f"  notes       {s.noted} item{'s' if s.noted != 1 else ''}")
+        lines.extend(f"    {MARKS[r.status]} {terminal_line(r.item.id, 120)}: {terminal_line('; '.join(r.notes))}"
+                     for r in noted)
+        if s.noted > len(noted):
+            lines.append(f"    … and {s.noted - len(noted)} more (see the report)")
     for warning in result.warnings:
         lines.append(f"  warning: {terminal_line(warning)}")
-    words = {"aborted": "STOPPED (dataset error)", "incomplete": f"INCOMPLETE: {INCOMPLETE}"}
+    words = {"aborted": f"STOPPED ({stopped_because(result)})", "incomplete": f"INCOMPLETE: {INCOMPLETE}"}
     lines.append(f"  {words.get(result.outcome, result.outcome.upper())}")
     return "\n".join(lines)

@@ -11,7 +11,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Iterator
 
-from yamleval import criteria, throttle
+from yamleval import criteria, endpoints, throttle
 from yamleval.aggregate import Aggregator
 from yamleval.calls import ItemContext, close_thread_loop
 from yamleval.executor import LocalExecutor, Slot
@@ -137,7 +137,9 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
 
     ``stop`` set: start no new items, finish those running. ``abandon`` set: stop waiting
     for them too. An exception in a callback is reported in ``warnings``, never fatal.
-    Dataset errors met mid-run end the run early; they are in ``aborted``.
+    Dataset errors met mid-run end the run early; they are in ``aborted``. So does an endpoint
+    whose first requests all fail for a lasting reason (``endpoints``): then ``aborted`` says
+    which, why and what to do, and ``could_not_evaluate`` is set.
     ``previous`` are results of items finished earlier (a resumed run): they count, and
     items with their ids are not run again. Without ``keep_items`` the result's ``items``
     are empty: ``on_item`` has seen each (the command line stores them), and a run of any
@@ -149,6 +151,8 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
     results: list[ItemResult] = []
     warnings: list[str] = []
     executor = LocalExecutor(concurrency or experiment.concurrency, experiment.timeout, close_thread_loop)
+    first_calls = endpoints.first_calls(executor.concurrency)
+    unusable: list[endpoints.Unusable] = []
 
     def warn_callback(name: str, exc: BaseException) -> None:
         if len(warnings) < 20:
@@ -159,6 +163,11 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
         if keep_items:
             results.append(result)
         aggregator.add(result)
+        if not unusable:
+            found = endpoints.unusable(endpoint_counts, first_calls)
+            if found is not None:
+                unusable.append(found)
+                executor.halt()
         if on_item is not None:
             try:
                 on_item(result)
@@ -178,6 +187,7 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
         done.add(result.item.id)
     items = _unfinished(dataset, done, experiment.id) if done else iter(dataset)
     started_at, started, calls = _now(), time.perf_counter(), throttle.snapshot()
+    endpoint_counts = endpoints.snapshot()
     executor.run(items, _ItemProcessor(prepared), record, error_result, stop=stop, abandon=abandon)
     with executor.recording:
         finished = ItemList(sorted(results, key=lambda r: r.item.index))
@@ -186,15 +196,17 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
     summary = dataclasses.replace(criteria.with_criteria(summary, experiment.pass_criteria),
                                   throttling=throttle.since(calls))
     interrupted = bool(stop is not None and stop.is_set())
-    aborted = None
+    aborted, could_not_evaluate = None, False
     if executor.failure is not None:
         failure = executor.failure
         aborted = getattr(failure, "format_message", lambda: f"dataset: {describe_exception(failure)}")()
+    elif unusable:
+        aborted, could_not_evaluate = unusable[0].message(), True
     return redact_experiment(ExperimentResult(
         experiment_id=experiment.id, label=experiment.label,
         passed=criteria.verdict(summary, bool(experiment.pass_criteria)) and not interrupted and aborted is None,
         summary=summary, items=finished, started_at=started_at, completed_at=_now(),
-        interrupted=interrupted, warnings=tuple(warnings), aborted=aborted,
+        interrupted=interrupted, warnings=tuple(warnings), aborted=aborted, could_not_evaluate=could_not_evaluate,
         description=experiment.description, tags=experiment.tags, runner=experiment.runner.written(),
         dataset=experiment.dataset.describe(), scorers=tuple(s.plugin.written() for s in experiment.scorers),
     ), prepared.secrets)

@@ -1,6 +1,6 @@
 """Errors a user sees, each knowing its exit code and how to show itself.
 
-    YamlevalError(message)                 exit 3, something went wrong inside
+    YamlevalError(message)                 exit 3, could not evaluate (not a verdict on quality)
     ├─ UsageError                           exit 2, the command line is wrong
     └─ ConfigError(message, location)       exit 2, a file the user wrote is wrong
          └─ ConfigErrors(errors)            several at once, sorted by position
@@ -16,7 +16,7 @@ class ExitCode(enum.IntEnum):
     OK = 0
     FAILED = 1
     CONFIG_ERROR = 2
-    INTERNAL_ERROR = 3
+    COULD_NOT_EVALUATE = 3
     INTERRUPTED = 130
 
 
@@ -54,7 +54,7 @@ def display_path(path: str) -> str:
 
 
 class YamlevalError(Exception):
-    exit_code = ExitCode.INTERNAL_ERROR
+    exit_code = ExitCode.COULD_NOT_EVALUATE
 
     def __init__(self, message: str):
         super().__init__(message)

@@ -97,6 +97,10 @@ class LocalExecutor:
                 self._record_finished()
                 self._closed = True
 
+    def halt(self) -> None:
+        """Start no more items (those running finish); callable from ``record``."""
+        self._taking = False
+
     def _start_worker(self) -> None:
         threading.Thread(target=self._work, name="yamleval-worker", daemon=True).start()
 

@@ -166,6 +166,7 @@ def summary_to_json(s: Summary) -> str:
                      x.skipped, x.histogram] for x in s.scorers.values()],
         "criteria": [[c.type, c.min, c.actual, c.passed, c.severity, c.scorer, c.label, c.source] for c in s.criteria],
         "throttling": [s.throttling.calls, s.throttling.throttled, s.throttling.waited_seconds],
+        "noted": s.noted,
     })
 
 
@@ -179,4 +180,5 @@ def summary_from_json(text: str) -> Summary:
                  for x in d["scorers"]},
         criteria=tuple(CriterionResult(*c) for c in d["criteria"]), judge_tokens=Usage(*d["judge_tokens"]),
         throttling=Throttling(*d.get("throttling", ())),  # stored before it was kept: none
+        noted=d.get("noted", 0),
     )

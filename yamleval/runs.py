@@ -30,6 +30,9 @@ class RunWatcher:
     def run_started(self, run_id: str, resumed: bool) -> None:
         """The run is stored (new, or reopened to resume it)."""
 
+    def experiment_started(self, experiment_id: str) -> None:
+        """An experiment's items are about to run."""
+
     def item_finished(self, experiment_id: str, result: ItemResult) -> None:
         """An item is finished (and queued for the store)."""
 
@@ -64,7 +67,7 @@ class RunOutcome:
 
     @property
     def aborted(self) -> tuple[ExperimentResult, ...]:
-        """Experiments ended early by a dataset error met mid-run."""
+        """Experiments ended early: by a dataset error met mid-run, or an endpoint that cannot be used."""
         return tuple(r for r in self.results if r.aborted)
 
     @property
@@ -73,8 +76,12 @@ class RunOutcome:
 
     @property
     def exit_code(self) -> ExitCode:
+        """What ``yamleval run`` exits with: 130 interrupted, 3 an endpoint could not be used,
+        2 a dataset error stopped an experiment, else 0 passed or 1 failed."""
         if self.interrupted:
             return ExitCode.INTERRUPTED
+        if any(r.could_not_evaluate for r in self.results):
+            return ExitCode.COULD_NOT_EVALUATE
         if self.aborted:
             return ExitCode.CONFIG_ERROR
         return ExitCode.OK if self.passed else ExitCode.FAILED
@@ -169,10 +176,13 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
         if experiment_id in stored_results:
             result = stored_results[experiment_id]
         else:
+            watcher.experiment_started(experiment_id)
             result = _run_experiment(db, run_id, position, ready, experiment_id in begun, rescore,
                                      dataset_hashes[experiment_id], limit, concurrency, stop, abandon, watcher)
         results.append(result)
         watcher.experiment_finished(result)
+        if result.could_not_evaluate:  # the endpoint is likely another experiment's too: the run stops here
+            break
     interrupted = stop.is_set()
     passed = len(results) == len(prepared) and all(r.passed for r in results) and not interrupted
     run_info = dataclasses.replace(db.find_run(run_id), status="interrupted" if interrupted else "completed",

@@ -273,7 +273,8 @@ class Store:
 
     def finish_experiment(self, run_id: str, result: ExperimentResult) -> None:
         self.flush()
-        status = "interrupted" if result.interrupted else ("aborted" if result.aborted else "completed")
+        status = ("interrupted" if result.interrupted else "unevaluated" if result.could_not_evaluate
+                  else "aborted" if result.aborted else "completed")
         self._write(
             "UPDATE experiments SET status = ?, passed = ?, interrupted = ?, aborted = ?, warnings = ?,"
             " completed_at = ?, summary = ?, started_at = ? WHERE run_id = ? AND experiment_id = ?",
@@ -352,9 +353,9 @@ class Store:
             items.count = summary.completed
             out.append(ExperimentResult(
                 experiment_id=row["experiment_id"], label=row["label"], passed=bool(row["passed"]), summary=summary,
-                items=items, incomplete=incomplete,
-                started_at=row["started_at"], completed_at=row["completed_at"], interrupted=bool(row["interrupted"]),
-                warnings=tuple(json.loads(row["warnings"] or "[]")), aborted=row["aborted"],
+                items=items, incomplete=incomplete, started_at=row["started_at"], completed_at=row["completed_at"],
+                interrupted=bool(row["interrupted"]), warnings=tuple(json.loads(row["warnings"] or "[]")),
+                aborted=row["aborted"], could_not_evaluate=row["status"] == "unevaluated",
                 description=row["description"], tags=tuple(json.loads(row["tags"] or "[]")), runner=row["runner"],
                 dataset=row["dataset"], scorers=tuple(json.loads(row["scorers"] or "[]"))))
         return out

@@ -7,12 +7,14 @@ exponential backoff and jitter, or after the reply's ``Retry-After`` (at most a 
 Redirects are followed here, a few at most; one to another origin (scheme, host and port)
 goes without the request's headers, and one that would carry a body there is refused.
 Every attempt of every caller is one call of ``_attempt``; with a ``limiter`` (``throttle``)
-it waits there for its turn and reports how it ended.
+it waits there for its turn and reports how it ended. With an ``endpoint`` (``endpoints``),
+each request, its retries done, is counted there as failed for a lasting reason or not.
 """
 from __future__ import annotations
 
 import email.message
 import email.utils
+import socket
 import time
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -26,11 +28,13 @@ from requests.adapters import HTTPAdapter
 from urllib3.exceptions import DecodeError, ProtocolError, ReadTimeoutError, SSLError
 
 if TYPE_CHECKING:
+    from yamleval.endpoints import Endpoint
     from yamleval.throttle import Limiter
 
 MAX_WAIT = 60.0  # seconds: the longest back-off, and the longest Retry-After honoured
 MAX_REDIRECTS = 5
 _RETRIED_STATUSES = frozenset({408, 409, 429})  # and every 5xx
+_LASTING_STATUSES = frozenset({401, 403, 404})  # the same reply to every request until someone changes something
 
 
 @dataclass(frozen=True)
@@ -60,13 +64,17 @@ class Reply:
 class HttpFailure(Exception):
     """A request that got no acceptable reply. ``kind`` is timeout, connection, status, too large
     or request; the message says why without the URL (it may hold credentials); ``retryable``
-    whether another attempt could help; ``reply`` is the refused reply of a status failure."""
+    whether another attempt could help; ``reply`` is the refused reply of a status failure;
+    ``lasting`` names a cause that will not go away by itself (``connection refused``,
+    ``unknown host``, ``HTTP 401``, ``HTTP 403``, ``HTTP 404``), else None."""
 
-    def __init__(self, kind: str, reason: str, *, retryable: bool = False, reply: Reply | None = None):
+    def __init__(self, kind: str, reason: str, *, retryable: bool = False, reply: Reply | None = None,
+                 lasting: str | None = None):
         super().__init__(reason)
         self.kind, self.retryable, self.reply = kind, retryable, reply
         self.status = reply.status if reply else None
         self.retry_after = _retry_after(reply.headers.get("Retry-After")) if reply else None
+        self.lasting = f"HTTP {self.status}" if self.status in _LASTING_STATUSES else lasting
         self.attempts = 1
 
 
@@ -119,14 +127,15 @@ def request(session: requests.Session, method: str, url: str, *, timeout: float,
             retries: int = 0, accept: Callable[[int], bool] = lambda status: 200 <= status < 300,
             truncate: bool = False, check_url: Callable[[str], None] | None = None,
             backoff: tuple[float, float] = (0.5, MAX_WAIT), sleep: Callable[[float], Any] = time.sleep,
-            limiter: Limiter | None = None) -> Reply:
+            limiter: Limiter | None = None, endpoint: Endpoint | None = None) -> Reply:
     """Send ``method`` to ``url``, tried up to ``retries`` more times while it fails in a way
     worth another try (``backoff``: the initial and longest wait); the reply, or HttpFailure.
 
     ``timeout`` covers each attempt whole; a reply whose status ``accept`` refuses is a failure;
     a body past ``max_bytes`` is one too, unless ``truncate``. ``check_url`` may refuse (raise
     for) the URL and each redirect before it is asked for. Each attempt waits for ``limiter``
-    before it is sent (that wait is not part of its ``timeout``).
+    before it is sent (that wait is not part of its ``timeout``). How the request ended is
+    counted at ``endpoint``.
     """
     initial, longest = backoff
     exponential = tenacity.wait_exponential(multiplier=initial, max=longest) + tenacity.wait_random(0, initial)
@@ -143,7 +152,11 @@ def request(session: requests.Session, method: str, url: str, *, timeout: float,
                          accept, truncate, check_url, limiter)
     except HttpFailure as failure:
         failure.attempts = retrying.statistics["attempt_number"]
+        if endpoint is not None:
+            endpoint.ended(failure.lasting)
         raise
+    if endpoint is not None:
+        endpoint.ended(None)
     return replace(reply, attempts=retrying.statistics["attempt_number"])
 
 
@@ -194,7 +207,8 @@ def _send(session: requests.Session, method: str, url: str, timeout: float, max_
         raise HttpFailure("timeout", f"no reply within {timeout:g}s", retryable=True) from None
     except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
         # a connection that broke in the middle of the body is as transient as one that broke before it
-        raise HttpFailure("connection", _connection_reason(exc), retryable=True) from None
+        reason, lasting = _connection_reason(exc)
+        raise HttpFailure("connection", reason, retryable=True, lasting=lasting) from None
     except requests.RequestException as exc:
         raise HttpFailure("request", f"request failed ({type(exc).__name__})") from None
     if cut and not truncate:
@@ -323,8 +337,9 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
 
 
-def _connection_reason(exc: BaseException) -> str:
-    """Why a connection failed, without the URL that requests and urllib3 put in their messages."""
+def _connection_reason(exc: BaseException) -> tuple[str, str | None]:
+    """Why a connection failed, without the URL that requests and urllib3 put in their messages,
+    and its lasting cause when it has one (nothing listens at the address, the host name is unknown)."""
     seen: set[int] = set()
     todo = [exc]
     while todo:
@@ -333,14 +348,17 @@ def _connection_reason(exc: BaseException) -> str:
             continue
         seen.add(id(current))
         if isinstance(current, RemoteDisconnected):
-            return "the server closed the connection without replying"
+            return "the server closed the connection without replying", None
         if isinstance(current, OSError) and current.strerror:
-            return f"connection failed: {current.strerror}"
+            lasting = ("connection refused" if isinstance(current, ConnectionRefusedError)
+                       else "unknown host" if isinstance(current, socket.gaierror) and current.errno != socket.EAI_AGAIN
+                       else None)
+            return f"connection failed: {current.strerror}", lasting
         todo.extend(a for a in current.args if isinstance(a, BaseException))
         for name in ("reason", "__cause__", "__context__"):
             value = getattr(current, name, None)
             if isinstance(value, BaseException):
                 todo.append(value)
     if isinstance(exc, requests.exceptions.ChunkedEncodingError):
-        return "the reply was cut off"
-    return f"connection failed ({type(exc).__name__})"
+        return "the reply was cut off", None
+    return f"connection failed ({type(exc).__name__})", None

@@ -99,6 +99,13 @@ class ItemResult:
     # not copied by dataclasses.replace, so a changed result is encoded anew
     record: str | None = field(default=None, init=False, compare=False, repr=False)
 
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What the runner says a person should know about the answer: its metadata's ``notes``
+        (``answer cut off at max_tokens (256)``), which every report shows with the item."""
+        notes = self.metadata.get("notes") if isinstance(self.metadata, Mapping) else None
+        return tuple(str(note) for note in notes) if isinstance(notes, (list, tuple)) else ()
+
 
 @dataclass(frozen=True)
 class ScorerSummary:
@@ -163,6 +170,7 @@ class Summary:
     criteria: tuple[CriterionResult, ...] = ()
     judge_tokens: Usage = Usage()  # kept apart from the system under test's
     throttling: Throttling = Throttling()
+    noted: int = 0  # items with notes (``ItemResult.notes``)
 
 
 class ItemResults:
@@ -181,6 +189,10 @@ class ItemResults:
     def with_status(self, statuses: Sequence[str], limit: int) -> list[ItemResult]:
         """The first ``limit`` items with one of ``statuses``, in dataset order."""
         return list(itertools.islice((r for r in self if r.status in statuses), limit))
+
+    def with_notes(self, limit: int) -> list[ItemResult]:
+        """The first ``limit`` items with notes, in dataset order."""
+        return list(itertools.islice((r for r in self if r.notes), limit))
 
 
 class ItemList(ItemResults):
@@ -225,6 +237,7 @@ class ExperimentResult:
     dataset: str | None = None
     scorers: tuple[str, ...] = ()
     incomplete: bool = False  # read back unfinished (its run crashed): the summary counts the items stored
+    could_not_evaluate: bool = False  # aborted because an endpoint cannot be used: no verdict on quality
 
     @property
     def outcome(self) -> str:
@@ -256,5 +269,5 @@ class StoredExperiment:
     """An experiment of a stored run: how far it got, and the hash of the dataset it read."""
 
     experiment_id: str
-    status: str  # running, completed, interrupted or aborted
+    status: str  # running, completed, interrupted, aborted or unevaluated (an endpoint could not be used)
     dataset_hash: str | None

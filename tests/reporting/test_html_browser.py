@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 
 import yamleval
+from servers.fixtures import openai_server  # noqa: F401  (a fixture)
+from servers.openai_server import text_reply
 from yamleval.reporting import write_reports
 from yamleval.types import RunInfo
 
@@ -290,4 +292,28 @@ def test_a_report_of_a_thousand_experiments_builds_the_first_and_the_last_on_dem
         assert opened.verdicts(999) == ["pass", "error"]
         last.locator("input[data-status=passed]").uncheck()
         assert opened.verdicts(999) == ["error"]
+        opened.assert_quiet()
+
+
+def test_an_answer_cut_off_at_max_tokens_says_so_in_its_row(browser, openai_server, tmp_path):  # noqa: F811
+    openai_server.push(text_reply("It takes three to five busi", finish_reason="length"), text_reply("Fine."))
+    (tmp_path / "evals.yaml").write_text(textwrap.dedent(f"""
+        models:
+          sut: {{base_url: "{openai_server.base_url}", model: tiny, max_tokens: 8}}
+        experiments:
+          - id: cut
+            dataset: {{items: [{{id: long, input: "How long?"}}, {{id: short, input: "Ok?"}}]}}
+            runner: {{uses: openai, with: {{model: sut}}}}
+            concurrency: 1
+    """), encoding="utf-8")
+    results = [yamleval.run_experiment(e) for e in yamleval.load_experiments(tmp_path / "evals.yaml")]
+    run = RunInfo(run_id="cut-run", status="completed", started_at="2026-01-01T00:00:00.000Z")
+    [path] = write_reports(str(tmp_path), ["html"], run, results)
+    with open_report(browser, path) as opened:
+        cut, whole = opened.rows().nth(0), opened.rows().nth(1)
+        assert cut.locator("td:nth-child(3) .note").all_inner_texts() == ["answer cut off at max_tokens (8)"]
+        assert whole.locator(".note").count() == 0
+        cut.click()
+        detail = opened.section().locator("tr.detail")
+        assert "answer cut off at max_tokens (8)" in detail.locator("pre").all_inner_texts()
         opened.assert_quiet()

@@ -197,3 +197,10 @@ def test_built_in_calculator_then_file_ops(tmp_path, openai_server, sandboxes): 
     assert "20" in calc["result"] and "error" not in files, files
     assert (item.usage.prompt_tokens, item.usage.completion_tokens) == (30, 15)
     assert not os.path.exists(sandboxes[0])
+
+
+def test_a_final_answer_cut_off_by_its_token_limit_is_noted(tmp_path, openai_server, sandboxes):  # noqa: F811
+    openai_server.push(text_reply("The answer is twen", finish_reason="length"))
+    path = _config(tmp_path, openai_server.base_url, "{model: m}", "[{input: what, expected: twenty}]")
+    [item] = _run(path).items
+    assert item.notes == ("answer cut off at the server's default max_tokens (none is set)",)

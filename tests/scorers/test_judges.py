@@ -289,3 +289,34 @@ def test_classifier_repeats_take_the_most_frequent_choice(write_config, openai_s
     assert score.metadata["choice"] == choice and score.metadata["votes"] == votes
     assert score.metadata["agreement"] == pytest.approx(agreement)
     assert score.score == (1.0 if choice == "yes" else 0.0)
+
+
+def test_judges_ask_for_room_for_their_reasoning_unless_the_model_sets_max_tokens(write_config,  # noqa: F811
+                                                                                  openai_server):
+    openai_server.push(grade("pass", "fine"))
+    run(write_config, openai_server, "[{input: hi}]", f"[{{uses: {JUDGE}, id: g, with: {{model: grader}}}}]")
+    assert openai_server.bodies[-1]["max_tokens"] == 1024
+    openai_server.push(grade("pass", "fine"))
+    run(write_config, openai_server, "[{input: hi}]", f"[{{uses: {JUDGE}, id: g, with: {{model: grader}}}}]",
+        price=", max_tokens: 300")
+    assert openai_server.bodies[-1]["max_tokens"] == 300
+
+
+def test_a_judge_answer_cut_off_says_to_raise_max_tokens(write_config, openai_server):  # noqa: F811
+    openai_server.push(tool_reply("grade", '{"verdict": "pass", "reasoning": "The answer names', finish_reason="length"))
+    result = run(write_config, openai_server, "[{input: hi}]", f"[{{uses: {JUDGE}, id: g, with: {{model: grader}}}}]")
+    [item] = result.items
+    assert item.status == "error"
+    assert item.scores["g"].error == ("ValueError: model 'grader': the answer was cut off at max_tokens (1024) before"
+                                      " it was whole: raise `max_tokens` of models.grader")
+    assert len(openai_server.bodies) == 1, "a cut-off answer is not asked for again: it would be cut off again"
+
+
+def test_a_server_that_refuses_max_tokens_is_asked_without_it(write_config, openai_server):  # noqa: F811
+    openai_server.push(error_reply(400, "Unsupported parameter: 'max_tokens' is not supported with this model."
+                                        " Use 'max_completion_tokens' instead."),
+                       grade("pass", "fine"), grade("fail", "wrong"))
+    result = run(write_config, openai_server, "[{input: one}, {input: two}]",
+                 f"[{{uses: {JUDGE}, id: g, with: {{model: grader}}}}]")
+    assert [item.status for item in result.items] == ["passed", "failed"]
+    assert ["max_tokens" in body for body in openai_server.bodies] == [True, False, False]

@@ -50,20 +50,22 @@ def completion(message: dict[str, Any], *, prompt_tokens: int = 10, completion_t
     }
 
 
-def text_reply(content: str, *, prompt_tokens: int = 10, completion_tokens: int = 5, **kw: Any) -> Reply:
-    """A plain text answer."""
-    return Reply(body=completion({"role": "assistant", "content": content},
-                                 prompt_tokens=prompt_tokens, completion_tokens=completion_tokens), **kw)
+def text_reply(content: str, *, prompt_tokens: int = 10, completion_tokens: int = 5, finish_reason: str = "stop",
+               **kw: Any) -> Reply:
+    """A plain text answer; ``finish_reason="length"``: one cut off at its token limit."""
+    return Reply(body=completion({"role": "assistant", "content": content}, prompt_tokens=prompt_tokens,
+                                 completion_tokens=completion_tokens, finish_reason=finish_reason), **kw)
 
 
 def tool_reply(name: str, arguments: Any, *, prompt_tokens: int = 10, completion_tokens: int = 5,
-               **kw: Any) -> Reply:
-    """An answer that calls one tool; ``arguments`` is sent as given when a str, else as JSON."""
+               finish_reason: str = "tool_calls", **kw: Any) -> Reply:
+    """An answer that calls one tool; ``arguments`` is sent as given when a str, else as JSON
+    (a str cut short, with ``finish_reason="length"``, is a call cut off at its token limit)."""
     args = arguments if isinstance(arguments, str) else json.dumps(arguments)
     message = {"role": "assistant", "content": None, "tool_calls": [
         {"id": "call_1", "type": "function", "function": {"name": name, "arguments": args}}]}
     return Reply(body=completion(message, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                                 finish_reason="tool_calls"), **kw)
+                                 finish_reason=finish_reason), **kw)
 
 
 def error_reply(status: int, message: str = "error", *, headers: dict[str, str] | None = None,

@@ -65,7 +65,8 @@ class _Interrupts:
 def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resume, force, junit_family, quiet):
     """Run the experiments in PATHS (default: evals.yaml), store the results, write reports.
 
-    Exit code: 0 every experiment passed, 1 one failed, 2 invalid config, 130 interrupted.
+    Exit code: 0 every experiment passed, 1 one failed, 2 invalid config, 3 could not evaluate (an
+    endpoint cannot be used), 130 interrupted.
     """
     from yamleval.config.loader import with_junit_family
     from yamleval.reporting.text import terminal_block
@@ -91,7 +92,7 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
 
 
 class _Console:
-    """What ``yamleval run`` prints as the run goes: a progress bar per experiment, then its summary."""
+    """What ``yamleval run`` prints as the run goes: a progress line per experiment, then its summary."""
 
     def __init__(self, interrupts: "_Interrupts", quiet: bool):
         self.interrupts, self.quiet = interrupts, quiet
@@ -101,20 +102,18 @@ class _Console:
         if resumed:
             click.echo(f"resuming run {run_id}", err=True)
 
-    def item_finished(self, experiment_id: str, result) -> None:
-        if not self.quiet:
-            self._bar(experiment_id).on_item(result)
-
-    def progress(self, experiment_id: str, completed: int, total: int | None) -> None:
-        if not self.quiet:
-            self._bar(experiment_id).on_progress(completed, total)
-
-    def _bar(self, experiment_id: str):
+    def experiment_started(self, experiment_id: str) -> None:
         from yamleval.console import Progress
 
-        if self.bar is None or self.bar.experiment_id != experiment_id:
-            self.bar = Progress(experiment_id)
-        return self.bar
+        self.bar = None if self.quiet else Progress(experiment_id)
+
+    def item_finished(self, experiment_id: str, result) -> None:
+        if self.bar is not None:
+            self.bar.on_item(result)
+
+    def progress(self, experiment_id: str, completed: int, total: int | None) -> None:
+        if self.bar is not None:
+            self.bar.on_progress(completed, total)
 
     def experiment_finished(self, result) -> None:
         from yamleval.console import summary_text

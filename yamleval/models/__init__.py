@@ -8,8 +8,8 @@ import importlib
 
 _EXPORTS = {
     "ChatClient": "yamleval.models.client", "ChatReply": "yamleval.models.client",
-    "ModelConfig": "yamleval.models.client", "ModelError": "yamleval.models.client",
-    "Price": "yamleval.models.client", "StructuredAnswerError": "yamleval.models.client",
+    "ModelConfig": "yamleval.models.config", "ModelError": "yamleval.models.client",
+    "Price": "yamleval.models.config", "StructuredAnswerError": "yamleval.models.client",
     "extract_json": "yamleval.models.extract", "Models": "yamleval.models.registry",
 }
 

@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
-from yamleval import throttle, transport
-from yamleval.errors import ConfigError, YamlevalError
+from yamleval import endpoints, throttle, transport
+from yamleval.errors import YamlevalError
+from yamleval.models.config import ModelConfig
 from yamleval.models.extract import parse_answer, schema_problem
 from yamleval.types import Usage
 
 # A chat completion is kilobytes; a reply this big is a wrong endpoint or a broken server, and
 # reading it whole, twenty items at a time, would exhaust the memory of the run.
 MAX_REPLY_BYTES = 10_000_000
-MODEL_KEYS = frozenset({"base_url", "model", "api_key", "temperature", "max_tokens", "seed",
-                        "timeout", "headers", "price", "retries", "rate_limit", "adaptive"})
+JUDGE_MAX_TOKENS = 1024  # room for a verdict and its reasoning, when the model's entry sets no max_tokens
 
 
 class ModelError(YamlevalError):
@@ -39,88 +39,19 @@ class ModelError(YamlevalError):
 
 
 class StructuredAnswerError(ModelError):
-    """The model's answer did not fit the schema, even after one retry.
+    """The model's answer did not fit the schema, even after one retry, or was cut off by its
+    token limit (``cut_off``: asking again would only cut it off again).
 
     ``raw`` is the text of the last answer, kept for the report; ``replies`` are
     every reply received, so their token usage can still be counted.
     """
 
     def __init__(self, message: str, *, raw: str, replies: Sequence["ChatReply"] = (),
-                 model: str | None = None):
+                 model: str | None = None, cut_off: bool = False):
         super().__init__(message, model=model)
         self.raw = raw
         self.replies = list(replies)
-
-
-@dataclass(frozen=True)
-class Price:
-    """Price in currency units per million tokens."""
-
-    prompt: float = 0.0
-    completion: float = 0.0
-
-    def cost(self, usage: Usage) -> float:
-        return (usage.prompt_tokens * self.prompt + usage.completion_tokens * self.completion) / 1e6
-
-
-@dataclass(frozen=True, repr=False)
-class ModelConfig:
-    """One named OpenAI-compatible endpoint, as the ``models:`` section describes it."""
-
-    name: str
-    base_url: str
-    model: str
-    api_key: str | None = None
-    temperature: float | None = None
-    max_tokens: int | None = None
-    seed: int | None = None
-    timeout: float = 60.0
-    headers: Mapping[str, str] = field(default_factory=dict)
-    retries: int = 2
-    price: Price | None = None
-    rate_limit: throttle.RateLimit | None = None
-    adaptive: bool = True
-
-    def __post_init__(self) -> None:
-        if isinstance(self.price, Mapping):
-            object.__setattr__(self, "price", Price(float(self.price.get("prompt", 0)),
-                                                    float(self.price.get("completion", 0))))
-
-    def __repr__(self) -> str:
-        # Header values may hold credentials too: show their names only.
-        key = "'***'" if self.api_key else "None"
-        return (f"ModelConfig(name={self.name!r}, base_url={self.base_url!r}, model={self.model!r}, "
-                f"api_key={key}, temperature={self.temperature!r}, max_tokens={self.max_tokens!r}, "
-                f"seed={self.seed!r}, timeout={self.timeout!r}, headers={sorted(self.headers)!r}, "
-                f"retries={self.retries!r}, price={self.price!r}, rate_limit={self.rate_limit!r}, "
-                f"adaptive={self.adaptive!r})")
-
-    @classmethod
-    def from_mapping(cls, name: str, mapping: Mapping[str, Any], retries: int = 2,
-                     timeout: float = 60.0) -> "ModelConfig":
-        """Build from one ``models:`` entry; ``retries`` and ``timeout`` are the defaults it may override."""
-        unknown = sorted(set(mapping) - MODEL_KEYS)
-        if unknown:
-            raise ConfigError(f"models.{name}: unknown key(s): {', '.join(unknown)}")
-        for key in ("base_url", "model"):
-            if not mapping.get(key):
-                raise ConfigError(f"models.{name}: {key} is required")
-        price = mapping.get("price")
-        try:
-            rate_limit = throttle.RateLimit.from_value(mapping.get("rate_limit"))
-            adaptive = throttle.check_adaptive(mapping.get("adaptive", True))
-        except ValueError as exc:
-            raise ConfigError(f"models.{name}: {exc}") from None
-        return cls(
-            name=name, base_url=str(mapping["base_url"]), model=str(mapping["model"]),
-            api_key=mapping.get("api_key") or None,
-            temperature=mapping.get("temperature"), max_tokens=mapping.get("max_tokens"),
-            seed=mapping.get("seed"), timeout=float(mapping.get("timeout", timeout)),
-            headers={str(k): str(v) for k, v in (mapping.get("headers") or {}).items()},
-            retries=int(mapping.get("retries", retries)),
-            price=Price(float(price.get("prompt", 0)), float(price.get("completion", 0))) if price else None,
-            rate_limit=rate_limit, adaptive=adaptive,
-        )
+        self.cut_off = cut_off
 
 
 @dataclass(frozen=True)
@@ -136,6 +67,17 @@ class ChatReply:
     raw: Any
     attempts: int = 1
     finish_reason: str | None = None
+
+    @property
+    def cut_off(self) -> bool:
+        """Whether the answer ended at its token limit, not where the model meant it to."""
+        return self.finish_reason == "length"
+
+
+def cut_off_note(max_tokens: int | None) -> str:
+    """The note on an item whose answer was cut off at ``max_tokens`` (None: the server's own limit)."""
+    return f"answer cut off at max_tokens ({max_tokens})" if max_tokens else \
+        "answer cut off at the server's default max_tokens (none is set)"
 
 
 class ChatClient:
@@ -153,9 +95,17 @@ class ChatClient:
         self._sleep = sleep
         self._tools_unsupported = False
         self._json_mode_unsupported = False
+        self._default_limit = config.max_tokens is None  # judges then ask for JUDGE_MAX_TOKENS
         self._session = transport.open_session(pool_size)
         self._limiter = throttle.limiter((*transport.origin(self.url), config.model), config.rate_limit,
                                          config.adaptive)
+        where = f"models.{config.name}"
+        shown = f"model {config.name!r} ({config.model} at {transport.shown_url(self.url)})"
+        self._endpoint = endpoints.endpoint(
+            ("model", config.name, self.url, config.model), shown,
+            address=f"`base_url` of {where}", credentials=f"`api_key` of {where}",
+            missing=f"it has no such model, or no API at that address: check `model` and `base_url` of {where} "
+                    "(an OpenAI-compatible base_url usually ends in /v1)")
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if config.api_key:
             self._headers["Authorization"] = f"Bearer {config.api_key}"
@@ -195,7 +145,8 @@ class ChatClient:
             reply = transport.request(self._session, "POST", self.url, headers=self._headers,
                                       data=json.dumps(body).encode("utf-8"), timeout=self.config.timeout,
                                       max_bytes=MAX_REPLY_BYTES, retries=max(0, self.config.retries),
-                                      backoff=self._backoff, sleep=self._sleep, limiter=self._limiter)
+                                      backoff=self._backoff, sleep=self._sleep, limiter=self._limiter,
+                                      endpoint=self._endpoint)
         except transport.HttpFailure as failure:
             raise self._failed(failure) from None
         text = reply.text
@@ -254,20 +205,41 @@ class ChatClient:
         does not fit is asked for once more; then StructuredAnswerError.
 
         The returned reply is the last one, with usage, cost, latency and attempts
-        totalled over every call made.
+        totalled over every call made. Without a ``max_tokens`` (the model's entry or
+        ``extra``), JUDGE_MAX_TOKENS are asked for, unless the server refuses the parameter.
         """
         replies: list[ChatReply] = []
         raw = ""
         for _ in range(2):
-            answer, raw, reply = self._structured_once(messages, schema, name, extra)
+            answer, raw, reply = self._structured_limited(messages, schema, name, extra)
             replies.append(reply)
             problem = schema_problem(answer, schema, raw)
             if problem is None:
                 return answer, _total(replies)
+            if reply.cut_off:
+                limit = extra.get("max_tokens") or self.config.max_tokens or JUDGE_MAX_TOKENS
+                raise StructuredAnswerError(
+                    f"model {self.config.name!r}: the answer was cut off at max_tokens ({limit}) before it was "
+                    f"whole: raise `max_tokens` of models.{self.config.name}", raw=raw, replies=replies,
+                    model=self.config.name, cut_off=True)
         raise StructuredAnswerError(
             self._redact(f"model {self.config.name!r}: the answer does not fit the schema of {name!r}: "
                          f"{problem}; answer: {_snippet(raw)}"),
             raw=raw, replies=replies, model=self.config.name)
+
+    def _structured_limited(self, messages: Sequence[Mapping[str, Any]], schema: Mapping[str, Any], name: str,
+                            extra: dict[str, Any]) -> tuple[Any, str, ChatReply]:
+        """``_structured_once`` with JUDGE_MAX_TOKENS when no limit is set; a server that refuses
+        ``max_tokens`` (some reasoning models want another parameter) is asked without it from then on."""
+        if not self._default_limit or "max_tokens" in extra:
+            return self._structured_once(messages, schema, name, extra)
+        try:
+            return self._structured_once(messages, schema, name, {**extra, "max_tokens": JUDGE_MAX_TOKENS})
+        except ModelError as exc:
+            if not self._refuses(exc, ("max_tokens",)):
+                raise
+            self._default_limit = False
+            return self._structured_once(messages, schema, name, extra)
 
     def _structured_once(self, messages: Sequence[Mapping[str, Any]], schema: Mapping[str, Any],
                          name: str, extra: dict[str, Any]) -> tuple[Any, str, ChatReply]:

@@ -38,7 +38,8 @@ class Models:
         problem = self.unknown(name)
         if problem:
             raise KeyError(problem)
-        from yamleval.models.client import ChatClient, ModelConfig  # requests is slow to import
+        from yamleval.models.client import ChatClient  # requests is slow to import
+        from yamleval.models.config import ModelConfig
 
         with self._lock:
             if name not in self._clients and "script" in self.configs[name]:

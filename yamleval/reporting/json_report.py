@@ -30,7 +30,7 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
         "duration_ms": round(summary.duration_ms, 3),
         "latency_ms": asdict(summary.latency_ms),
         "tokens": _tokens(summary.tokens), "judge_tokens": _tokens(summary.judge_tokens),
-        "throttling": asdict(summary.throttling),
+        "throttling": asdict(summary.throttling), "noted": summary.noted,
         "scorers": {sid: {"name": s.name, "mean": s.mean, "min": s.min, "max": s.max, "pass_rate": s.pass_rate,
                           "passed": s.passed, "failed": s.failed, "errored": s.errored, "skipped": s.skipped,
                           "threshold": s.threshold}

@@ -146,6 +146,8 @@ def _metrics(result: ItemResult) -> str:
         text += "\nscores: " + ", ".join(shown)
     if result.item.label:
         text += f"\nlabel: {one_line(result.item.label, 1000)}"
+    for note in result.notes:
+        text += f"\nnote: {one_line(note, 1000)}"
     return text
 
 

@@ -14,7 +14,7 @@ from typing import IO, Iterable, Sequence
 
 from yamleval import figures
 from yamleval.reporting.text import (INCOMPLETE, as_text, clean_text, criterion_name, item_message, reveal_bidi,
-                                     throttling_text)
+                                     stopped_because, throttling_text)
 from yamleval.types import ExperimentResult, ItemResult, RunInfo
 
 FILE_NAME = "summary.md"  # in the report folder
@@ -55,7 +55,7 @@ def shorten(value: object, limit: int = CELL_LIMIT) -> str:
     return escape(reveal_bidi(text))
 
 
-_VERDICTS = {"aborted": ("❌", "stopped (dataset error)"), "interrupted": ("⏹️", "interrupted"),
+_VERDICTS = {"aborted": ("❌", "stopped"), "interrupted": ("⏹️", "interrupted"),
              "incomplete": ("❌", "incomplete"), "passed": ("✅", "passed"), "failed": ("❌", "failed")}
 
 
@@ -166,6 +166,8 @@ def _items(result: ExperimentResult, shown: list[ItemResult]) -> list[str]:
 
 def _experiment(result: ExperimentResult, worst: list[ItemResult]) -> list[str]:
     mark, verdict = _VERDICTS[result.outcome]
+    if result.aborted:
+        verdict += f" ({stopped_because(result)})"
     title = escape(result.experiment_id) + (f" — {shorten(result.label, 200)}" if result.label else "")
     lines = [f"### {mark} {title}: {verdict}", ""]
     if result.aborted:

@@ -9,7 +9,7 @@ from typing import Any
 
 from yamleval import figures
 from yamleval.trace import read_trace
-from yamleval.types import CriterionResult, ItemResult, Throttling
+from yamleval.types import CriterionResult, ExperimentResult, ItemResult, Throttling
 
 TEXT_LIMIT = 64 * 1024  # bytes of UTF-8 per text; libxml2-based readers refuse nodes over 10 MB
 MESSAGE_LIMIT = 200  # the one-line message attribute
@@ -96,7 +96,12 @@ def score_text(value: float | None) -> str:
 
 def item_message(result: ItemResult) -> str:
     """Why an item did not pass, in a line: the error, or each failing scorer with
-    its score against the threshold and its reason."""
+    its score against the threshold and its reason; then its notes, in brackets."""
+    notes = "".join(f" [{note}]" for note in result.notes)
+    return _why(result) + notes
+
+
+def _why(result: ItemResult) -> str:
     if result.error:
         return result.error
     if result.status == "skipped":
@@ -111,6 +116,11 @@ def item_message(result: ItemResult) -> str:
             miss = f"{sid} failed" + (f" ({score_text(s.score)})" if s.score is not None else "")
         misses.append(miss + (f": {s.reason}" if s.reason else ""))
     return "; ".join(misses) or result.status
+
+
+def stopped_because(result: ExperimentResult) -> str:
+    """Why an aborted experiment stopped, in a few words (its ``aborted`` message says the rest)."""
+    return "could not evaluate" if result.could_not_evaluate else "dataset error"
 
 
 def throttling_text(throttling: Throttling) -> str | None:

@@ -65,6 +65,10 @@ def agent(item: Item, models: Models, model: str, instructions: str | None = Non
             trace.append(_model_step(step, reply))
             if not reply.tool_calls:
                 metadata = {"steps": step, "model": client.config.model, "endpoint": model}
+                if reply.cut_off:
+                    from yamleval.models.client import cut_off_note
+
+                    metadata["notes"] = [cut_off_note(client.config.max_tokens)]
                 return RunnerResult(output=reply.text, usage=_total(replies), trace=trace, metadata=metadata)
             calls = _calls_with_ids(reply, step)
             messages.append({"role": "assistant", "content": reply.text or None, "tool_calls": calls})

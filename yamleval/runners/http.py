@@ -10,7 +10,7 @@ import threading
 from typing import Any
 from urllib.parse import urlsplit
 
-from yamleval import throttle, transport
+from yamleval import endpoints, throttle, transport
 from yamleval.paths import PathNotFound, lookup
 from yamleval.types import Item, RunnerResult, Usage
 
@@ -46,8 +46,12 @@ def http(item: Item, url: str, method: str = "POST", headers: dict | None = None
     # ``item`` reaches the service only through templates in url, query, headers and body
     method, where = _check(url, method, retries)
     limit = _limit(max_reply_mb)
-    limiter = throttle.limiter(transport.origin(url.strip()), throttle.RateLimit.from_value(rate_limit),
-                               throttle.check_adaptive(adaptive))
+    origin = transport.origin(url.strip())
+    limiter = throttle.limiter(origin, throttle.RateLimit.from_value(rate_limit), throttle.check_adaptive(adaptive))
+    endpoint = endpoints.endpoint(("http", origin), f"the http runner's {where}", address="the runner's `url`",
+                                  credentials="the runner's `headers`",
+                                  missing="nothing is at that URL: correct the runner's `url` (or, when 404 is "
+                                          "an answer to score, list it in `status`)")
     request = {"headers": {str(k): str(v) for k, v in (headers or {}).items()}, "params": query or None}
     if body is not None:
         kind = "text/plain; charset=utf-8" if isinstance(body, str) else "application/json"
@@ -56,7 +60,8 @@ def http(item: Item, url: str, method: str = "POST", headers: dict | None = None
             request["headers"]["Content-Type"] = kind
     try:
         reply = transport.request(_session(), method, url, timeout=float(timeout), max_bytes=limit,
-                                  retries=int(retries), accept=_accepted(status), limiter=limiter, **request)
+                                  retries=int(retries), accept=_accepted(status), limiter=limiter,
+                                  endpoint=endpoint, **request)
     except transport.HttpFailure as failure:
         raise _error(failure, where) from None
     text = reply.text

@@ -27,7 +27,8 @@ def openai(item: Item, models: Models, model: str, system: str | None = None, pr
     rendered per item. ``temperature`` and ``max_tokens`` override the model's settings.
 
     The output is the answer's text; an answer that only calls tools has the list of
-    ``{name, arguments}`` as its output. Tool calls are always in the trace.
+    ``{name, arguments}`` as its output. Tool calls are always in the trace. An answer cut off
+    by its token limit has a note saying so (``metadata.notes``), shown with the item in reports.
     """
     if not isinstance(model, str) or not model:
         raise ValueError("`model` must be the name of one of the project's `models:`")
@@ -47,6 +48,10 @@ def openai(item: Item, models: Models, model: str, system: str | None = None, pr
     metadata: dict[str, Any] = {"model": client.config.model, "endpoint": model,
                                 "latency_ms": round(reply.latency_ms, 3), "attempts": reply.attempts,
                                 "finish_reason": reply.finish_reason}
+    if reply.cut_off:
+        from yamleval.models.client import cut_off_note
+
+        metadata["notes"] = [cut_off_note(overrides.get("max_tokens", client.config.max_tokens))]
     calls = [dict(call) for call in reply.tool_calls]
     output: Any = reply.text
     if calls and not reply.text:

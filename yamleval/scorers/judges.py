@@ -6,7 +6,8 @@ answers ``{verdict: pass|fail, reasoning}`` through a forced function call.
 built-in classifiers ``factuality``, ``summary``, ``translation``, ``humor`` and
 ``possible`` are classifiers with their own prompt and choice table.
 
-A model that cannot be reached, or whose answer does not fit the schema twice, raises:
+A model that cannot be reached, whose answer does not fit the schema twice, or is cut off by
+its token limit (``max_tokens`` of its ``models:`` entry, 1024 when none is set), raises:
 the engine then records the score as ``error``, never as a failure. What every call
 used (tokens and cost) is summed into ``Score.usage``.
 """
@@ -80,6 +81,8 @@ def _ask(models: Any, model: str, messages: list[dict[str, str]], schema: Mappin
     try:
         answer, reply = models.client(model).structured(messages, schema=schema, name=name)
     except StructuredAnswerError as exc:
+        if exc.cut_off:  # it says which max_tokens to raise
+            raise ValueError(exc.message) from exc
         raise ValueError(f"judge answer did not fit: {(exc.raw or '')[:300]}") from exc
     return answer, _usage(reply)
 

@@ -341,6 +341,7 @@
     tr.appendChild(textCell(it[F.input]));
     var verdict = el("td");
     verdict.appendChild(el("span", "pill pill-" + VERDICT[it[F.status]], VERDICT[it[F.status]]));
+    (it[F.notes] || []).forEach(function (note) { verdict.appendChild(el("span", "note", clip(note))); });
     tr.appendChild(verdict);
     if (it[F.output] === null && it[F.error] !== null) tr.appendChild(textCell(it[F.error], "err"));
     else tr.appendChild(textCell(it[F.output]));
@@ -407,6 +408,7 @@
     grid.appendChild(block("Expected", it[F.expected]));
     grid.appendChild(block("Output", it[F.output]));
     if (it[F.error] !== null) grid.appendChild(block("Error", it[F.error], "wide"));
+    if (it[F.notes]) grid.appendChild(block("Notes", it[F.notes].join("\n"), "wide"));
     var diff = el("section", "wide");
     diff.appendChild(el("h4", null, "Diff: expected → output (by word)"));
     diff.appendChild(renderDiff(it[F.expected], it[F.output]));
