@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import textwrap
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -15,8 +16,9 @@ from typing import Any
 import pytest
 
 import yamleval
+from yamleval import figures
 from yamleval.reporting import write_reports
-from yamleval.types import RunInfo
+from yamleval.types import ItemList, RunInfo
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -155,7 +157,7 @@ def test_rows_render_with_the_right_counts(opened, report):
     assert section.locator(".page-of").inner_text() == "Page 1 of 2"
     section.locator("button[data-page=next]").click()
     assert opened.rows().count() == ITEMS - 100
-    assert opened.rows().first.locator("td.idx").inner_text().strip() == "101"
+    assert opened.rows().first.locator("td.item-id").inner_text() == "q100"
     assert opened.verdicts(1) == ["pass", "error"]
     assert opened.rows(1).nth(1).locator("td:nth-child(4)").inner_text() == "runner raised RuntimeError: boom on purpose"
     opened.assert_quiet()
@@ -191,7 +193,7 @@ def test_status_filter_and_search_change_the_visible_rows(opened, report):
 def test_sorting_by_a_column(opened):
     section = opened.section()
     section.locator("th[data-sort=index] button").click()  # already ascending: now descending
-    assert opened.rows().first.locator("td.idx").inner_text().strip() == str(ITEMS)
+    assert opened.rows().first.locator("td.item-id").inner_text() == f"q{ITEMS - 1:03d}"
     section.locator("th[data-sort=status] button").click()
     assert opened.verdicts()[:3] == ["fail", "fail", "fail"]
     assert section.locator("th[data-sort=status]").get_attribute("aria-sort") == "ascending"
@@ -224,7 +226,7 @@ def test_expanding_a_row_shows_the_full_text_and_the_diff(opened):
     assert detail.locator(".diff del").all_inner_texts() == ["3 to 5 "]
     assert detail.locator(".diff ins").all_inner_texts() == ["about 7 "]
     opened.page.keyboard.press("ArrowDown")
-    assert opened.page.evaluate("document.activeElement.querySelector('td.idx').textContent") == "5"
+    assert opened.page.evaluate("document.activeElement.querySelector('td.item-id').textContent") == "q004"
     opened.page.keyboard.press("ArrowUp")
     opened.page.keyboard.press("Escape")
     assert section.locator("tr.detail").count() == 0 and row.get_attribute("aria-expanded") == "false"
@@ -290,4 +292,43 @@ def test_a_report_of_a_thousand_experiments_builds_the_first_and_the_last_on_dem
         assert opened.verdicts(999) == ["pass", "error"]
         last.locator("input[data-status=passed]").uncheck()
         assert opened.verdicts(999) == ["error"]
+        opened.assert_quiet()
+
+
+def test_each_row_names_its_item_by_id(opened):
+    """The terminal names items by id; so does each row (in full on hover where the column cuts it)."""
+    assert opened.section().locator(".items-table thead th").first.inner_text().strip() == "Item"
+    assert opened.rows().locator("td.item-id").all_inner_texts()[:3] == ["q000", "q001", "q002"]
+    assert opened.rows(1).locator("td.item-id").all_inner_texts() == ["fine", "boom"]
+    assert opened.rows(1).nth(1).locator("td.item-id").get_attribute("title") == "boom"
+    opened.section().locator("th[data-sort=status] button").click()
+    assert opened.rows().first.locator("td.item-id").inner_text() == "q000"  # the first failing item
+    opened.assert_quiet()
+
+
+DURATION = re.compile(r"\d{1,3}(,\d{3})*(\.\d+)? (ms|s)")
+
+
+def test_every_duration_is_written_in_one_style(browser, report, tmp_path):
+    """Figures from the summary (written in Python) and from the items (written by the page's
+    script) use the same units and digits: 0.25 ms, 12.5 ms, 340 ms, 1.2 s."""
+    crashes = report[1][1]
+    latencies = [0.25, 12.5, 340.4, 1234.5, 98765.4]
+    fine = next(iter(crashes.items))
+    items = [dataclasses.replace(fine, item=dataclasses.replace(fine.item, id=f"i{n}", index=n), latency_ms=ms)
+             for n, ms in enumerate(latencies)]
+    result = dataclasses.replace(crashes, items=ItemList(items))
+    [path] = write_reports(str(tmp_path), ["html"], RunInfo(run_id="durations", status="completed",
+                                                            started_at="2026-01-01T00:00:00.000Z"), [result])
+    with open_report(browser, path) as opened:
+        section = opened.section()
+        assert section.locator(".items-table thead th").nth(-2).inner_text().strip() == "Latency"
+        cells = section.locator("tbody tr.row td:nth-last-child(2)").all_inner_texts()
+        assert cells == ["0.25 ms", "12.5 ms", "340 ms", "1.2 s", "98.8 s"] == [figures.ms(v) for v in latencies]
+        stats = dict(zip(section.locator(".stat-name").all_inner_texts(), section.locator(".stat-value").all_inner_texts()))
+        shown = [stats[name] for name in ("Avg latency", "p95 latency", "Duration")]
+        opened.rows().nth(3).click()
+        shown.append(section.locator(".detail-meta span", has_text="Latency").locator("b").inner_text())
+        assert shown[-1] == "1.2 s"
+        assert all(DURATION.fullmatch(text) for text in shown), shown
         opened.assert_quiet()

@@ -87,7 +87,7 @@ def _row(result: ItemResult, scorer_ids: Sequence[str]) -> list[Any]:
         output = SAME_AS_EXPECTED
     steps = [[_text(title), _text(details)] for title, details in trajectory_steps(result.trace)]  # capped as any field
     return [_text(item.id), result.status, _text(item.input), output, expected,
-            _text(result.error), round(result.latency_ms, 1),
+            _text(result.error), round(result.latency_ms, 2 if result.latency_ms < 1 else 1),  # the digits shown
             None if result.usage is None else result.usage.total_tokens,
             [_score_cell(scores.get(sid)) for sid in scorer_ids], _text(item.label),
             _text(item.metadata) if item.metadata else None, steps or None]

@@ -26,7 +26,11 @@
   function clip(text) { return text.length > CLIP ? text.slice(0, CLIP) + "…" : text; }
   function fmt(n) { return n.toLocaleString("en-US"); }
   function fmtScore(v) { return v === null ? "—" : v.toFixed(2); }
-  function fmtMs(v) { return v < 100 ? v.toFixed(1) : fmt(Math.round(v)); }
+  // a duration in milliseconds as yamleval.figures.ms writes it: 0.40 ms, 12.5 ms, 340 ms, 1.2 s
+  function fmtDuration(v) {
+    if (v >= 999.5) return (v / 1000).toLocaleString("en-US", { minimumFractionDigits: 1, maximumFractionDigits: 1 }) + " s";
+    return v.toFixed(v >= 99.95 ? 0 : v >= 1 ? 1 : 2) + " ms";
+  }
 
   // ---- word-level diff of expected against output ------------------------------------------
   // A token is a word or a punctuation mark with the spaces after it, so spaces never match alone.
@@ -123,7 +127,7 @@
     this.scorers = exp.scorers;
     this.tbody = section.querySelector(".items-table tbody");
     // keep the three text columns readable however many scorer columns there are (scrolls sideways)
-    section.querySelector(".items-table").style.minWidth = (840 + 124 * this.scorers.length) + "px";
+    section.querySelector(".items-table").style.minWidth = (920 + 124 * this.scorers.length) + "px";
     this.columns = section.querySelectorAll(".items-table thead th").length;
     this.search = section.querySelector("input.search");
     this.showing = section.querySelector(".showing");
@@ -337,7 +341,9 @@
     tr.tabIndex = 0;
     tr.setAttribute("data-index", String(i));
     tr.setAttribute("aria-expanded", this.open.has(i) ? "true" : "false");
-    tr.appendChild(el("td", "idx", String(i + 1)));
+    var id = el("td", "item-id", it[F.id]);
+    id.title = it[F.id];  // in full where the column cuts it
+    tr.appendChild(id);
     tr.appendChild(textCell(it[F.input]));
     var verdict = el("td");
     verdict.appendChild(el("span", "pill pill-" + VERDICT[it[F.status]], VERDICT[it[F.status]]));
@@ -347,7 +353,7 @@
     tr.appendChild(textCell(it[F.expected]));
     var scores = it[F.scores];
     for (var k = 0; k < this.scorers.length; k++) tr.appendChild(scoreCell(scores[k]));
-    tr.appendChild(el("td", "num", fmtMs(it[F.latency_ms])));
+    tr.appendChild(el("td", "num", fmtDuration(it[F.latency_ms])));
     tr.appendChild(it[F.tokens] === null ? textCell(null, "num") : el("td", "num", fmt(it[F.tokens])));
     return tr;
   };
@@ -395,7 +401,7 @@
     td.colSpan = this.columns;
     var meta = el("div", "detail-meta wide");
     [["Item", it[F.id]], ["Label", it[F.label]], ["Verdict", VERDICT[it[F.status]]],
-     ["Latency", fmtMs(it[F.latency_ms]) + " ms"], ["Tokens", it[F.tokens] === null ? "—" : fmt(it[F.tokens])]]
+     ["Latency", fmtDuration(it[F.latency_ms])], ["Tokens", it[F.tokens] === null ? "—" : fmt(it[F.tokens])]]
       .forEach(function (pair) {
         if (pair[1] === null || pair[1] === undefined) return;
         var span = el("span", null, pair[0] + " ");
