@@ -27,11 +27,13 @@ LOCAL = ("file:", "data:", "about:")
 HOSTILE = '<script>window.__pwned=1</script> and <img src=x onerror="window.__pwned=1">'
 LONG_EXPECTED = " ".join(f"sentence {n} of a long expected answer." for n in range(120))
 ITEMS = 150
+ASSERTIONS = ["must give the number of business days", HOSTILE]
 
 
 def dataset() -> list[dict]:
     """150 items: every third answer is off by a few words, one has no expected value, one
-    answers with markup, one has a long expected text and one a word to search for."""
+    answers with markup, one has a long expected text and one a word to search for; the first
+    two have assertions (a list, one given alone)."""
     rows = []
     for n in range(ITEMS):
         expected = f"Shipping to zone {n} takes 3 to 5 business days."
@@ -42,6 +44,8 @@ def dataset() -> list[dict]:
     rows[7]["reply"] = HOSTILE
     rows[10].update(expected=LONG_EXPECTED, reply=LONG_EXPECTED.replace("sentence 60 of", "line 60 in"))
     rows[11]["input"] = "Is there a zebra-needle in the haystack?"
+    rows[0]["assertions"] = ASSERTIONS
+    rows[1]["assertions"] = "must name the zone"
     return rows
 
 
@@ -332,3 +336,20 @@ def test_every_duration_is_written_in_one_style(browser, report, tmp_path):
         assert shown[-1] == "1.2 s"
         assert all(DURATION.fullmatch(text) for text in shown), shown
         opened.assert_quiet()
+
+
+def test_an_expanded_item_shows_its_assertions(opened):
+    section = opened.section()
+    opened.rows().nth(0).click()
+    assertions = section.locator("tr.detail section.assertions")
+    assert assertions.locator("h4").inner_text().lower() == "assertions"
+    assert assertions.locator("li").all_inner_texts() == ASSERTIONS  # markup as text
+    opened.rows().nth(0).click()
+    opened.rows().nth(1).click()
+    assert section.locator("tr.detail section.assertions li").all_inner_texts() == ["must name the zone"]
+    opened.rows().nth(1).click()
+    opened.rows().nth(2).click()
+    assert section.locator("tr.detail").count() == 1
+    assert section.locator("tr.detail section.assertions").count() == 0, "a row without assertions shows none"
+    assert opened.page.evaluate("window.__pwned") is None
+    opened.assert_quiet()

@@ -31,7 +31,7 @@ EAGER_SECTIONS = 5  # experiments in the page as they are; the page builds later
 # An output equal to the expected text is sent as 0, not a second copy (text fields are strings).
 SAME_AS_EXPECTED = 0
 ROW_FIELDS = ("id", "status", "input", "output", "expected", "error", "latency_ms", "tokens",
-              "scores", "label", "metadata", "trajectory")
+              "scores", "label", "metadata", "trajectory", "assertions")
 
 # One compact encoder for the blob; ``default=str`` as in results.json.
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
@@ -80,6 +80,13 @@ def _score_cell(score: ScoreResult | None) -> list[Any] | None:
     return [value, _verdict(score), _text(score.error if score.status == "error" else score.reason)]
 
 
+def _assertions(value: Any) -> list[str | None] | None:
+    """An item's assertions as a list of texts (one assertion given alone is a list of one)."""
+    if value is None or value == "" or value == [] or value == {}:
+        return None
+    return [_text(a) for a in (value if isinstance(value, (list, tuple)) else [value])]
+
+
 def _row(result: ItemResult, scorer_ids: Sequence[str]) -> list[Any]:
     item, scores = result.item, result.scores
     output, expected = _text(result.output), _text(item.expected)
@@ -90,7 +97,7 @@ def _row(result: ItemResult, scorer_ids: Sequence[str]) -> list[Any]:
             _text(result.error), round(result.latency_ms, 2 if result.latency_ms < 1 else 1),  # the digits shown
             None if result.usage is None else result.usage.total_tokens,
             [_score_cell(scores.get(sid)) for sid in scorer_ids], _text(item.label),
-            _text(item.metadata) if item.metadata else None, steps or None]
+            _text(item.metadata) if item.metadata else None, steps or None, _assertions(item.assertions)]
 
 
 def _histogram_svg(counts: list[int]) -> dict[str, Any]:

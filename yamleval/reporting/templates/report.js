@@ -412,6 +412,7 @@
     grid.appendChild(block("Input", it[F.input]));
     grid.appendChild(block("Expected", it[F.expected]));
     grid.appendChild(block("Output", it[F.output]));
+    if (it[F.assertions]) grid.appendChild(assertions(it[F.assertions]));
     if (it[F.error] !== null) grid.appendChild(block("Error", it[F.error], "wide"));
     var diff = el("section", "wide");
     diff.appendChild(el("h4", null, "Diff: expected → output (by word)"));
@@ -424,6 +425,15 @@
     tr.appendChild(td);
     return tr;
   };
+
+  // What the item's dataset row requires of the answer (judges grade against it).
+  function assertions(texts) {
+    var box = el("section", "wide assertions"), list = el("ul");
+    box.appendChild(el("h4", null, "Assertions"));
+    texts.forEach(function (text) { list.appendChild(el("li", null, text === null ? "—" : text)); });
+    box.appendChild(list);
+    return box;
+  }
 
   // The runner's steps (an agent's model turns and tool calls), collapsed until opened.
   function trajectory(steps) {
