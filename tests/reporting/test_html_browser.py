@@ -353,3 +353,37 @@ def test_an_expanded_item_shows_its_assertions(opened):
     assert section.locator("tr.detail section.assertions").count() == 0, "a row without assertions shows none"
     assert opened.page.evaluate("window.__pwned") is None
     opened.assert_quiet()
+
+
+def test_the_run_shows_its_configuration_as_stored_collapsed(browser, tmp_path):
+    """The config files as the run stored them: the system prompt in them, ${VAR} as written,
+    never the value; collapsed until opened."""
+    from conftest import run_cli
+
+    config = tmp_path / "evals.yaml"
+    config.write_text(textwrap.dedent("""
+        models:
+          toy: {model: toy, script: model.yaml, api_key: "${TOY_KEY}"}
+        experiments:
+          - id: agent
+            label: "<b>not bold</b>"
+            dataset: {items: [{id: sum, input: "What is 2 + 2?", expected: "4"}]}
+            runner: {uses: agent, with: {model: toy, instructions: "Answer with the number only. </script>"}}
+            scorers: [exact_match]
+    """), encoding="utf-8")
+    (tmp_path / "model.yaml").write_text("- when: {role: user}\n  reply: {content: '4'}\n", encoding="utf-8")
+    done = run_cli("run", "-q", "--report-dir", "out", cwd=tmp_path, TOY_KEY="sk-toy-secret-value")
+    assert done.returncode == 0, done.stderr
+    path = tmp_path / "out" / "report.html"
+    assert b"sk-toy-secret-value" not in path.read_bytes()
+    with open_report(browser, str(path)) as opened:
+        details = opened.page.locator("details.config")
+        assert details.get_attribute("open") is None, "collapsed until opened"
+        assert not details.locator("pre").is_visible()
+        details.locator("summary").click()
+        assert details.locator("h3").all_inner_texts() == ["evals.yaml"]
+        assert details.locator("pre").evaluate("pre => pre.textContent") == config.read_text(encoding="utf-8")
+        text = details.locator("pre").inner_text()
+        assert 'instructions: "Answer with the number only. </script>"' in text and '"${TOY_KEY}"' in text
+        assert opened.page.evaluate("document.querySelectorAll('footer b, footer script').length") == 0
+        opened.assert_quiet()
