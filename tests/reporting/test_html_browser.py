@@ -50,6 +50,8 @@ def dataset() -> list[dict]:
 
 
 CONFIG = """
+    models:
+      toy: {model: toy, script: model.yaml}
     experiments:
       - id: shipping
         label: Shipping answers
@@ -66,6 +68,19 @@ CONFIG = """
         dataset: {items: [{id: sum, input: "What is 2+2?", expected: "4"}]}
         runner: fixture_plugins.behaviours:agentish
         scorers: [exact_match]
+      - id: calculator
+        label: An agent the trajectory scorer counts
+        dataset: {items: [{id: multiply, input: "What is 17 * 23?", expected: "17 × 23 = 391."}]}
+        runner: {uses: agent, with: {model: toy, instructions: "Use the calculator.", tools: [calculator]}}
+        scorers:
+          - {uses: trajectory, with: {max_steps: 1, must_call: [calculator]}}
+          - {uses: tool_call_accuracy, with: {expected_tool: calculator}}
+"""
+MODEL_SCRIPT = """
+- when: {role: user, content: "17 \\\\* 23"}
+  reply: {content: "Let me compute that.", tool_calls: [{name: calculator, arguments: {expression: "17 * 23"}}]}
+- when: {role: tool, content: "^391$"}
+  reply: {content: "17 × 23 = 391."}
 """
 
 
@@ -94,6 +109,7 @@ def report(tmp_path_factory):
     with open(folder / "shipping.jsonl", "w", encoding="utf-8") as out:
         out.writelines(json.dumps(row) + "\n" for row in dataset())
     (folder / "evals.yaml").write_text(textwrap.dedent(CONFIG), encoding="utf-8")
+    (folder / "model.yaml").write_text(MODEL_SCRIPT, encoding="utf-8")
     results = [yamleval.run_experiment(e) for e in yamleval.load_experiments(folder / "evals.yaml")]
     run = RunInfo(run_id="browser-run", status="completed", started_at="2026-01-01T00:00:00.000Z")
     [path] = write_reports(str(folder), ["html"], run, results)
@@ -268,12 +284,17 @@ def test_expanding_a_trajectory_shows_each_step_as_text(opened):
     trajectory = section.locator("tr.detail details.trajectory")
     assert trajectory.count() == 1
     assert trajectory.get_attribute("open") is None, "collapsed until opened"
-    assert trajectory.locator("summary").inner_text() == "Trajectory (3 steps)"
+    assert trajectory.locator("summary").inner_text() == "Trajectory · 2 steps · 1 tool call"
     trajectory.locator("summary").click()
-    titles = trajectory.locator("li b").all_inner_texts()
-    assert titles == ["1. model · calls calculator · 12.5 ms · 13 tokens", "2. tool calculator · 0.30 ms",
-                      "3. model · 9.0 ms · 23 tokens"]
-    assert '"result": "4 <img src=x onerror=\\"window.__pwned=1\\">"' in trajectory.locator("li pre").nth(1).inner_text()
+    steps = trajectory.locator("li.step")
+    assert [head.strip() for head in steps.locator(".step-head").all_inner_texts()] == [
+        "Step 1 · model · 12.5 ms · 13 tokens", "Step 2 · model · 9.0 ms · 23 tokens"]
+    call = steps.nth(0).locator("li.call")
+    assert call.locator(".call-head").inner_text().strip() == "tool call calculator · 0.30 ms"
+    assert call.locator(".io").all_inner_texts() == ['arguments\n{\n  "expression": "2+2"\n}',
+                                                     'result\n4 <img src=x onerror="window.__pwned=1">']
+    assert steps.nth(1).locator("pre.said").inner_text() == "4"
+    assert "{" not in steps.nth(1).inner_text(), "no raw JSON of the step"
     assert opened.page.evaluate("window.__pwned") is None
     opened.assert_quiet()
 
@@ -387,3 +408,28 @@ def test_the_run_shows_its_configuration_as_stored_collapsed(browser, tmp_path):
         assert 'instructions: "Answer with the number only. </script>"' in text and '"${TOY_KEY}"' in text
         assert opened.page.evaluate("document.querySelectorAll('footer b, footer script').length") == 0
         opened.assert_quiet()
+
+
+def test_the_trajectory_counts_steps_and_tool_calls_as_its_scorers_do(opened, report):
+    """The agent runner's trace of a real (scripted) model: two turns, one tool call between."""
+    [item] = list(report[1][3].items)
+    scores = item.scores
+    section = opened.section(3)
+    opened.rows(3).nth(0).click()
+    detail = section.locator("tr.detail")
+    reasons = dict(zip(detail.locator("table.scores td.mono").all_inner_texts(),
+                       detail.locator("table.scores td.reason").all_inner_texts()))
+    assert reasons["trajectory"] == scores["trajectory"].reason == "1 of 2 checks failed: 2 steps, at most 1 allowed"
+    assert reasons["tool_call_accuracy"].endswith('Actual tools: ["calculator"]')
+    trajectory = detail.locator("details.trajectory")
+    assert trajectory.locator("summary").inner_text() == "Trajectory · 2 steps · 1 tool call"
+    trajectory.locator("summary").click()
+    steps = trajectory.locator("li.step")
+    assert steps.count() == 2 and trajectory.locator("li.call").count() == 1
+    first = steps.nth(0)
+    assert first.locator(".step-head").inner_text().startswith("Step 1 · model · ")
+    assert first.locator("pre.said").inner_text() == "Let me compute that."
+    assert first.locator("li.call .io").all_inner_texts() == ['arguments\n{\n  "expression": "17 * 23"\n}',
+                                                             "result\n391"]
+    assert steps.nth(1).locator("pre.said").inner_text() == "17 × 23 = 391."
+    opened.assert_quiet()

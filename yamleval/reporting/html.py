@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 from functools import lru_cache
 from importlib import resources
 from typing import IO, Any, Sequence
@@ -18,7 +19,8 @@ from typing import IO, Any, Sequence
 from yamleval import figures
 from yamleval.aggregate import BINS
 from yamleval.reporting.files import render_with
-from yamleval.reporting.text import INCOMPLETE, trajectory_steps
+from yamleval.reporting.text import INCOMPLETE
+from yamleval.reporting.trajectory import read_trajectory
 from yamleval.types import ExperimentResult, ItemResult, RunInfo, ScoreResult
 
 FILE_NAME = "report.html"  # in the report folder
@@ -87,17 +89,34 @@ def _assertions(value: Any) -> list[str | None] | None:
     return [_text(a) for a in (value if isinstance(value, (list, tuple)) else [value])]
 
 
+def _ms(value: float | None) -> float | None:
+    """A step's duration for the page: rounded, and none that JSON cannot carry (NaN, infinity)."""
+    return None if value is None or not math.isfinite(value) else round(value, 2 if value < 1 else 1)
+
+
+def _trajectory(trace: Any) -> list[Any] | None:
+    """[steps counted, tool calls, [[number, label, latency, tokens, text, error, calls], ...]],
+    each call [name, arguments, result, error, latency]; every text capped as any field."""
+    shown = read_trajectory(trace)
+    if shown is None:
+        return None
+    steps = [[s.number, _text(s.label), _ms(s.latency_ms), None if s.tokens is None else s.tokens.total_tokens,
+              _text(s.text), _text(s.error),
+              [[_text(c.name), _text(c.arguments), _text(c.result), _text(c.error), _ms(c.latency_ms)] for c in s.calls]]
+             for s in shown.steps]
+    return [shown.step_count, shown.call_count, steps]
+
+
 def _row(result: ItemResult, scorer_ids: Sequence[str]) -> list[Any]:
     item, scores = result.item, result.scores
     output, expected = _text(result.output), _text(item.expected)
     if output is not None and output == expected:
         output = SAME_AS_EXPECTED
-    steps = [[_text(title), _text(details)] for title, details in trajectory_steps(result.trace)]  # capped as any field
     return [_text(item.id), result.status, _text(item.input), output, expected,
-            _text(result.error), round(result.latency_ms, 2 if result.latency_ms < 1 else 1),  # the digits shown
+            _text(result.error), _ms(result.latency_ms),
             None if result.usage is None else result.usage.total_tokens,
             [_score_cell(scores.get(sid)) for sid in scorer_ids], _text(item.label),
-            _text(item.metadata) if item.metadata else None, steps or None, _assertions(item.assertions)]
+            _text(item.metadata) if item.metadata else None, _trajectory(result.trace), _assertions(item.assertions)]
 
 
 def _histogram_svg(counts: list[int]) -> dict[str, Any]:

@@ -28,6 +28,7 @@
   function fmtScore(v) { return v === null ? "—" : v.toFixed(2); }
   // a duration in milliseconds as yamleval.figures.ms writes it: 0.40 ms, 12.5 ms, 340 ms, 1.2 s
   function fmtDuration(v) {
+    if (v === null) return "—";
     if (v >= 999.5) return (v / 1000).toLocaleString("en-US", { minimumFractionDigits: 1, maximumFractionDigits: 1 }) + " s";
     return v.toFixed(v >= 99.95 ? 0 : v >= 1 ? 1 : 2) + " ms";
   }
@@ -435,17 +436,48 @@
     return box;
   }
 
-  // The runner's steps (an agent's model turns and tool calls), collapsed until opened.
-  function trajectory(steps) {
-    var box = el("details", "wide trajectory"), list = el("ul", "steps");
-    box.appendChild(el("summary", null, "Trajectory (" + steps.length + " step" + (steps.length === 1 ? "" : "s") + ")"));
-    steps.forEach(function (step) {
-      var li = el("li");
-      li.appendChild(el("b", null, step[0]));
-      if (step[1]) li.appendChild(el("pre", null, step[1]));
+  function plural(n, word) { return fmt(n) + " " + word + (n === 1 ? "" : "s"); }
+
+  // The runner's trajectory, collapsed until opened: [steps counted, tool calls, steps], each
+  // step [number, label, latency, tokens, text, error, calls] (unnumbered: a message or an
+  // event between the steps), each call [name, arguments, result, error, latency].
+  function trajectory(t) {
+    var box = el("details", "wide trajectory"), list = el("ol", "steps");
+    box.appendChild(el("summary", null, "Trajectory · " + plural(t[0], "step") + " · " + plural(t[1], "tool call")));
+    t[2].forEach(function (step) {
+      var li = el("li", step[0] === null ? "note" : "step"), head = el("div", "step-head");
+      head.appendChild(el("b", null, step[0] === null ? step[1] : "Step " + step[0]));
+      var facts = step[0] === null || step[1] === "tool call" ? [] : [step[1]];
+      if (step[2] !== null) facts.push(fmtDuration(step[2]));
+      if (step[3] !== null) facts.push(plural(step[3], "token"));
+      if (facts.length) head.appendChild(document.createTextNode(" · " + facts.join(" · ")));
+      li.appendChild(head);
+      if (step[4] !== null) li.appendChild(el("pre", "said", step[4]));
+      if (step[5] !== null) li.appendChild(labelled("error", step[5], "err"));
+      if (step[6].length) {
+        var calls = el("ul", "calls");
+        step[6].forEach(function (call) { calls.appendChild(toolCall(call)); });
+        li.appendChild(calls);
+      }
       list.appendChild(li);
     });
     box.appendChild(list);
+    return box;
+  }
+  function toolCall(call) {
+    var li = el("li", "call"), head = el("div", "call-head", "tool call ");
+    head.appendChild(el("code", null, call[0] === null ? "(unnamed)" : call[0]));
+    if (call[4] !== null) head.appendChild(document.createTextNode(" · " + fmtDuration(call[4])));
+    li.appendChild(head);
+    if (call[1] !== null) li.appendChild(labelled("arguments", call[1]));
+    if (call[2] !== null) li.appendChild(labelled("result", call[2]));
+    if (call[3] !== null) li.appendChild(labelled("error", call[3], "err"));
+    return li;
+  }
+  function labelled(name, text, cls) {
+    var box = el("div", "io" + (cls ? " " + cls : ""));
+    box.appendChild(el("span", "io-name", name));
+    box.appendChild(el("pre", null, text));
     return box;
   }
 
