@@ -225,7 +225,7 @@ def test_item_rows_carry_status_texts_scores_and_reasons(write_config):
     assert json.loads(items["structured"]["output"]) == {"city": "Paris"}
     wrong_exact, wrong_similar = items["wrong"]["scores"]
     assert wrong_exact == [0.0, "fail", None]
-    assert wrong_similar == [0.6, "fail", None]
+    assert wrong_similar == [0.6, "fail", "distance 2 (output 5 characters, expected 5)"]
     assert items["unjudged"]["scores"][0] == [None, "skipped", "the item has no expected value"]
     assert isinstance(items["good"]["latency_ms"], float)
 
