@@ -232,8 +232,8 @@ def test_expanding_a_row_shows_the_full_text_and_the_diff(opened):
     detail = section.locator("tr.detail")
     assert detail.count() == 1
     assert LONG_EXPECTED in detail.locator("pre").all_inner_texts()
-    assert detail.locator(".diff del").all_inner_texts() == ["sentence 60 of "]
-    assert detail.locator(".diff ins").all_inner_texts() == ["line 60 in "]
+    assert detail.locator(".diff del").all_inner_texts() == ["sentence", "of"]
+    assert detail.locator(".diff ins").all_inner_texts() == ["line", "in"]
     long_row.click()
     assert section.locator("tr.detail").count() == 0
 
@@ -243,8 +243,9 @@ def test_expanding_a_row_shows_the_full_text_and_the_diff(opened):
     opened.page.keyboard.press("Enter")
     detail = section.locator("tr.detail")
     assert detail.count() == 1 and row.get_attribute("aria-expanded") == "true"
-    assert detail.locator(".diff del").all_inner_texts() == ["3 to 5 "]
-    assert detail.locator(".diff ins").all_inner_texts() == ["about 7 "]
+    assert detail.locator(".diff del").all_inner_texts() == ["3 to 5"]
+    assert detail.locator(".diff ins").all_inner_texts() == ["about 7"]
+    assert detail.locator(".diff").inner_text() == "Shipping to zone 3 takes 3 to 5 about 7 business days."
     opened.page.keyboard.press("ArrowDown")
     assert opened.page.evaluate("document.activeElement.querySelector('td.item-id').textContent") == "q004"
     opened.page.keyboard.press("ArrowUp")
@@ -433,3 +434,36 @@ def test_the_trajectory_counts_steps_and_tool_calls_as_its_scorers_do(opened, re
                                                              "result\n391"]
     assert steps.nth(1).locator("pre.said").inner_text() == "17 × 23 = 391."
     opened.assert_quiet()
+
+
+DIFFS = [  # expected, output, the diff as it reads, struck out, inserted
+    ("hello world", "hello world again", "hello world again", [], [" again"]),
+    ("foo bar", "foo baz", "foo bar baz", ["bar"], ["baz"]),
+    ("Paris is the capital", "The capital is Paris", "Paris is the capital The capital is Paris",
+     ["Paris is the capital"], ["The capital is Paris"]),
+    ("The cat sat on the mat.", "A cat sat on a mat!", "The A cat sat on the a mat.!",
+     ["The", "the", "."], ["A", "a", "!"]),
+    ("line one\nline two", "line one\nline 2", "line one\nline two 2", ["two"], ["2"]),
+]
+
+
+def test_the_word_diff_keeps_the_spaces_between_words(browser, report, tmp_path):
+    """No two words run together: a word that ends a text still matches, and a word replaced
+    by another is shown apart from it."""
+    crashes = report[1][1]
+    fine = next(iter(crashes.items))
+    items = [dataclasses.replace(fine, item=dataclasses.replace(fine.item, id=f"d{n}", index=n, expected=expected),
+                                 output=output)
+             for n, (expected, output, *_) in enumerate(DIFFS)]
+    [path] = write_reports(str(tmp_path), ["html"], RunInfo(run_id="diffs", status="completed",
+                                                            started_at="2026-01-01T00:00:00.000Z"),
+                           [dataclasses.replace(crashes, items=ItemList(items))])
+    with open_report(browser, path) as opened:
+        for n, (expected, output, reads, struck, inserted) in enumerate(DIFFS):
+            opened.rows().nth(n).click()
+            diff = opened.section().locator("tr.detail .diff")
+            assert diff.inner_text() == reads, (expected, output)
+            assert diff.locator("del").all_inner_texts() == struck
+            assert diff.locator("ins").evaluate_all("nodes => nodes.map(n => n.textContent)") == inserted
+            opened.rows().nth(n).click()
+        opened.assert_quiet()

@@ -34,9 +34,10 @@
   }
 
   // ---- word-level diff of expected against output ------------------------------------------
-  // A token is a word or a punctuation mark with the spaces after it, so spaces never match alone.
+  // A token is a word, a punctuation mark or a run of spaces: a word matches itself wherever
+  // it stands, at the end of a text too; the cleanup below folds lone spaces between changes.
   var WORDS = /[\p{L}\p{N}_]+/gu;
-  function tokens(text) { return text.match(/[\p{L}\p{N}_]+\s*|[^\s\p{L}\p{N}_]\s*|\s+/gu) || []; }
+  function tokens(text) { return text.match(/[\p{L}\p{N}_]+|[^\s\p{L}\p{N}_]|\s+/gu) || []; }
   function wordCount(text) { return (text.match(WORDS) || []).length; }
 
   // Runs of ["=", text] and changes {del, ins}, from a longest common subsequence of tokens.
@@ -106,6 +107,8 @@
     blocks.forEach(function (block) {
       if (block.eq !== undefined) { pre.appendChild(document.createTextNode(block.eq)); return; }
       if (block.del) { pre.appendChild(el("del", null, block.del)); removed += wordCount(block.del); }
+      // a word replaced by a word reads as two words, not one run together: a space between them
+      if (/[\p{L}\p{N}_]$/u.test(block.del) && /^[\p{L}\p{N}_]/u.test(block.ins)) pre.appendChild(document.createTextNode(" "));
       if (block.ins) { pre.appendChild(el("ins", null, block.ins)); added += wordCount(block.ins); }
     });
     box.appendChild(pre);
