@@ -58,6 +58,9 @@ CONFIG = """
         dataset: {file: shipping.jsonl, fields: {context: reply}}
         runner: {uses: echo, with: {output: "{{ item.context }}"}}
         scorers: [exact_match, {uses: levenshtein, threshold: 0.9}]
+        pass_criteria:
+          - {type: pass_rate, min: 0.5, label: Most answers right}
+          - {type: mean_score, scorer: levenshtein, min: 0.95, severity: warn}
       - id: crashes
         label: Crashing runner
         dataset: {items: [{id: fine, input: ok, expected: ok}, {id: boom, input: raise, expected: x}]}
@@ -144,9 +147,9 @@ class Page:
 
 
 @contextmanager
-def open_report(browser, path: str):
+def open_report(browser, path: str, width: int = 1400):
     """The report at ``path`` in a fresh browser context, once its script has run."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    context = browser.new_context(viewport={"width": width, "height": 900})
     page = Page(context.new_page())
     page.page.on("request", lambda r: None if r.url.startswith(LOCAL) else page.remote.append(r.url))
     page.page.on("console", lambda m: page.problems.append(m.text) if m.type == "error" else None)
@@ -466,4 +469,21 @@ def test_the_word_diff_keeps_the_spaces_between_words(browser, report, tmp_path)
             assert diff.locator("del").all_inner_texts() == struck
             assert diff.locator("ins").evaluate_all("nodes => nodes.map(n => n.textContent)") == inserted
             opened.rows().nth(n).click()
+        opened.assert_quiet()
+
+
+def test_the_scorers_table_fits_its_card_at_1280_px(browser, report, tmp_path):
+    """Beside the criteria on a 1280 px screen, every column of the scorers table shows
+    (the histogram was cut off and scrolled out of sight)."""
+    with open_report(browser, report[0], width=1280) as opened:
+        panels = opened.section().locator(".panels")
+        card = panels.locator(".panel-wide")
+        assert panels.locator(".panel").count() == 2, "the criteria and the scorers side by side"
+        scroll, client = card.evaluate("card => [card.scrollWidth, card.clientWidth]")
+        assert scroll <= client, f"the scorers table is {scroll - client} px wider than its card"
+        right = card.bounding_box()["x"] + card.bounding_box()["width"]
+        for histogram in card.locator("svg.hist").all():
+            box = histogram.bounding_box()
+            assert box["width"] > 50 and box["x"] + box["width"] <= right
+        card.screenshot(path=str(tmp_path / "scorers-1280.png"))
         opened.assert_quiet()
