@@ -420,3 +420,61 @@ def test_no_secret_in_any_artefact(write_config, tmp_path):
     assert secret not in done.stdout + done.stderr
     assert "::error" in done.stdout, "failing items are annotated inside GitHub Actions"
     assert "❌" in summary.read_text() or "FAILED" in summary.read_text()
+
+
+CONFIGURED = """
+    # the project: a model whose key comes from the environment, an agent with a system prompt
+    store: r.db
+    reports: {dir: out, formats: [html]}
+    models:
+      toy: {model: toy, script: model.yaml, api_key: "${TOY_KEY}"}
+    experiments:
+      - id: agent
+        dataset: {items: [{id: sum, input: "What is 2 + 2?", expected: "4"}]}
+        runner: {uses: agent, with: {model: toy, instructions: "Answer with the number only.", max_steps: 2}}
+        scorers: [exact_match]
+"""
+TOY_MODEL = "- when: {role: user}\n  reply: {content: '4'}\n"
+
+
+def test_show_config_prints_the_configuration_as_stored(write_config, tmp_path):
+    """The files as written (the system prompt in them, ${VAR} unexpanded), not their values."""
+    config = write_config(CONFIGURED)
+    (tmp_path / "model.yaml").write_text(TOY_MODEL, encoding="utf-8")
+    assert run_cli("run", "-q", cwd=tmp_path, TOY_KEY="sk-toy-secret").returncode == 0
+    for args in (["show", "--config"], ["show", "latest", "--config"]):
+        shown = run_cli(*args, "--store", "r.db", cwd=tmp_path)
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stdout == "# evals.yaml\n" + config.read_text(encoding="utf-8")
+    assert 'instructions: "Answer with the number only."' in shown.stdout
+    assert '"${TOY_KEY}"' in shown.stdout and "sk-toy-secret" not in shown.stdout
+
+
+def test_compare_says_whether_the_configuration_changed_and_how(write_config, tmp_path):
+    write_config(CONFIGURED)
+    (tmp_path / "model.yaml").write_text(TOY_MODEL, encoding="utf-8")
+    run_cli("run", "-q", cwd=tmp_path, TOY_KEY="k")
+    run_cli("run", "-q", cwd=tmp_path, TOY_KEY="k")
+    write_config(CONFIGURED.replace("Answer with the number only.", "Answer in words."))
+    run_cli("run", "-q", cwd=tmp_path, TOY_KEY="k")
+    first, second, third = [line.split()[0] for line in
+                            run_cli("runs", "--store", "r.db", cwd=tmp_path).stdout.splitlines()[1:]][::-1]
+
+    same = run_cli("compare", first, second, "--store", "r.db", cwd=tmp_path)
+    assert same.stdout.splitlines()[1] == "same configuration"
+    changed = run_cli("compare", second, third, "--store", "r.db", cwd=tmp_path)
+    assert changed.returncode == 0, changed.stderr
+    assert changed.stdout.splitlines()[1:9] == [
+        "configuration changed:",
+        "  --- base/evals.yaml",
+        "  +++ candidate/evals.yaml",
+        "  @@ -9,3 +9,3 @@",
+        '       dataset: {items: [{id: sum, input: "What is 2 + 2?", expected: "4"}]}',
+        '  -    runner: {uses: agent, with: {model: toy, instructions: "Answer with the number only.", max_steps: 2}}',
+        '  +    runner: {uses: agent, with: {model: toy, instructions: "Answer in words.", max_steps: 2}}',
+        "       scorers: [exact_match]",
+    ]
+    data = json.loads(run_cli("compare", second, third, "--store", "r.db", "--format", "json", cwd=tmp_path).stdout)
+    assert data["config_diff"][:2] == ["--- base/evals.yaml", "+++ candidate/evals.yaml"]
+    markdown = run_cli("compare", second, third, "--store", "r.db", "--format", "markdown", cwd=tmp_path).stdout
+    assert "configuration changed:\n\n    --- base/evals.yaml\n" in markdown

@@ -145,7 +145,7 @@ def test_run_records_provenance_and_no_secret(write_config, tmp_path):
     assert info.status == "completed" and info.passed is False
     assert info.config_files == ("evals.yaml",) and len(info.config_hash) == 64
     assert info.host and info.python_version.startswith("CPython")
-    assert "${TOKEN}" in store.run_detail(info.run_id, "config_text")["evals.yaml"]
+    assert "${TOKEN}" in info.config_text["evals.yaml"]
     assert store.run_detail(info.run_id, "plugin_versions") == {"echo": "yamleval 0.1.0",
                                                                 "exact_match": "yamleval 0.1.0"}
     [result] = store.results(info.run_id)

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from conftest import run_cli
-from yamleval.reporting.text import trajectory_steps
+from yamleval.reporting.text import trajectory_lines
 from yamleval.scorers.tools import tool_call_accuracy
 from yamleval.scorers.trajectory import trajectory
 from yamleval.trace import TraceStep, read_trace, tool_calls
@@ -106,22 +106,23 @@ def test_a_trace_of_tool_steps_only_has_them_as_its_calls():
     assert names(trace) == ["lookup"]
     assert trajectory(trace, must_call=["lookup"], arguments={"lookup": {"equals": {"q": "x"}}}).passed is True
     assert tool_call_accuracy(trace, expected_tool="lookup").passed is True
-    assert trajectory_steps(trace)[0][0] == "1. tool lookup"
+    assert trajectory_lines(trace, 30) == ["trajectory: 1 step, 1 tool call", "  step 1",
+                                           '    tool call lookup {"q": "x"} → found']
 
 
 def test_the_report_names_the_calls_the_scorers_count():
     """OpenAI-shaped calls were counted by the scorers but shown as "calls ?" or without a name."""
-    titles = [title for title, _ in trajectory_steps(OPENAI)]
-    assert titles == ["1. user", "2. assistant · calls lookup", "3. tool", "4. assistant"]
+    assert trajectory_lines(OPENAI, 30) == ["trajectory: 2 steps, 1 tool call", "  user: Weather in Oslo?",
+                                            "  step 1 · assistant", '    tool call lookup {"city": "Oslo"} → sunny',
+                                            "  step 2 · assistant: Sunny."]
     function = [{"id": "c1", "type": "function", "function": {"name": "weatherTool", "arguments": "{}"}}]
-    assert trajectory_steps(function)[0][0] == "1. function weatherTool"
+    assert trajectory_lines(function, 30)[2] == "    tool call weatherTool {}"
     assert trajectory(OPENAI, must_call=["lookup"]).passed is True
 
 
 def test_a_dict_trace_is_shown_in_the_report_as_the_scorers_read_it():
     trace = {"toolCalls": [{"toolName": "search", "args": {"q": "x"}}]}
-    [(title, details)] = trajectory_steps(trace)
-    assert title == "1. step search" and '"q": "x"' in details
+    assert trajectory_lines(trace, 30)[1:] == ["  step 1", '    tool call search {"q": "x"}']
     assert tool_call_accuracy(trace, expected_tool="search").passed is True
 
 
@@ -129,7 +130,7 @@ def test_odd_token_and_latency_values_are_left_out_not_a_broken_report():
     trace = [{"type": "model", "tokens": {"prompt": "10", "completion": 2}, "latency_ms": True}]
     [step] = read_trace(trace)
     assert step.tokens == Usage(0, 2) and step.latency_ms is None
-    assert trajectory_steps(trace)[0][0] == "1. model · 2 tokens"
+    assert trajectory_lines(trace, 30)[1] == "  step 1 · model · 2 tokens"
 
 
 def test_model_turns_are_the_steps_of_max_steps():
@@ -164,4 +165,5 @@ def test_the_stored_trace_stays_as_the_runner_returned_it(write_config, tmp_path
     [item] = json.loads((tmp_path / "reports" / "results.json").read_text())["experiments"][0]["items"]
     assert item["trace"] == OPENAI
     assert item["scores"]["trajectory"]["passed"] is True
-    assert "2. assistant · calls lookup" in (tmp_path / "reports" / "junit.xml").read_text()
+    assert '  step 1 · assistant\n    tool call lookup {"city": "Oslo"} → sunny' in (
+        tmp_path / "reports" / "junit.xml").read_text()

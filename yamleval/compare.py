@@ -1,13 +1,16 @@
-"""Two stored runs side by side: flips, score deltas, items added or removed, summary deltas."""
+"""Two stored runs side by side: flips, score deltas, items added or removed, summary deltas,
+and how their stored configs differ."""
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from yamleval.types import ExperimentResult, RunInfo
 
 RANK = {"passed": 2, "skipped": 1, "failed": 0, "error": -1}
+CONFIG_DIFF_LINES = 40  # of the diff printed; the JSON has all of it
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,7 @@ class Comparison:
     base_status: str        # each run's status: completed, interrupted, crashed, running
     candidate_status: str
     experiments: tuple[ExperimentDiff, ...] = field(default_factory=tuple)
+    config_diff: tuple[str, ...] = ()  # unified diff of the stored configs; empty: the same configuration
 
     @property
     def regressions(self) -> list[Flip]:
@@ -78,6 +82,15 @@ def _diff(base: ExperimentResult, candidate: ExperimentResult) -> ExperimentDiff
     )
 
 
+def config_diff(base: Mapping[str, str], candidate: Mapping[str, str]) -> tuple[str, ...]:
+    """A unified diff (one line of context) of two runs' config files as stored, file by file."""
+    lines: list[str] = []
+    for name in sorted({*base, *candidate}):
+        lines += difflib.unified_diff(base.get(name, "").splitlines(), candidate.get(name, "").splitlines(),
+                                      f"base/{name}", f"candidate/{name}", n=1, lineterm="")
+    return tuple(lines)
+
+
 def compare(base_run: RunInfo, base: Sequence[ExperimentResult], candidate_run: RunInfo,
             candidate: Sequence[ExperimentResult]) -> Comparison:
     """Match experiments by id and items by id within them."""
@@ -90,7 +103,8 @@ def compare(base_run: RunInfo, base: Sequence[ExperimentResult], candidate_run: 
         else:
             side = "base" if experiment_id in before else "candidate"
             diffs.append(ExperimentDiff(experiment_id, (), (), (), {}, {}, only_in=side))
-    return Comparison(base_run.run_id, candidate_run.run_id, base_run.status, candidate_run.status, tuple(diffs))
+    return Comparison(base_run.run_id, candidate_run.run_id, base_run.status, candidate_run.status, tuple(diffs),
+                      config_diff(base_run.config_text, candidate_run.config_text))
 
 
 def _signed(value: float | None, percent: bool = False) -> str:
@@ -104,6 +118,7 @@ def to_text(c: Comparison, markdown: bool = False) -> str:
              f"{len(c.regressions)} regressions"]
     if c.unfinished:
         lines.append(c.unfinished)
+    lines += _config_lines(c, markdown)
     for e in c.experiments:
         lines.append("")
         lines.append(f"{'### ' if markdown else ''}{e.experiment_id}")
@@ -125,10 +140,26 @@ def to_text(c: Comparison, markdown: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _config_lines(c: Comparison, markdown: bool) -> list[str]:
+    """``same configuration``, or the start of the diff, safe to print (control characters
+    removed, each line indented: a code block in Markdown)."""
+    if not c.config_diff:
+        return ["same configuration"]
+    from yamleval.reporting.text import terminal_block
+
+    shown = terminal_block("\n".join(c.config_diff[:CONFIG_DIFF_LINES])).split("\n")
+    lines = ["configuration changed:", *([""] if markdown else []),  # a code block cannot interrupt a paragraph
+             *(("    " if markdown else "  ") + line for line in shown)]
+    if len(c.config_diff) > CONFIG_DIFF_LINES:
+        lines.append(f"  … {len(c.config_diff) - CONFIG_DIFF_LINES} more lines"
+                     f" (`yamleval show RUN --config` prints a run's configuration)")
+    return lines
+
+
 def to_json(c: Comparison) -> str:
     return json.dumps({
         "base": c.base, "candidate": c.candidate, "base_status": c.base_status, "candidate_status": c.candidate_status,
-        "regressions": len(c.regressions),
+        "regressions": len(c.regressions), "config_diff": list(c.config_diff),
         "experiments": [{"id": e.experiment_id, "only_in": e.only_in,
                          "flips": [{"item": f.item_id, "before": f.before, "after": f.after,
                                     "regression": f.regression} for f in e.flips],

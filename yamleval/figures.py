@@ -19,11 +19,12 @@ def percent(value: float | None) -> str:
 
 
 def ms(value: float | None) -> str:
-    """A duration in milliseconds: ``0.04 ms``, ``12.5 ms``, ``340 ms``, ``12.3 s``."""
+    """A duration in milliseconds: ``0.04 ms``, ``12.5 ms``, ``340 ms``, ``1.2 s``, ``1,234.5 s``
+    (the report's script writes durations the same way)."""
     if value is None:
         return MISSING
-    if value >= 10_000:
+    if value >= 999.5:  # what would round to "1000 ms" is "1.0 s"
         return f"{value / 1000:,.1f} s"
-    if value >= 100:
-        return f"{value:,.0f} ms"
+    if value >= 99.95:
+        return f"{value:.0f} ms"
     return f"{value:.1f} ms" if value >= 1 else f"{value:.2f} ms"

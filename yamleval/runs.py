@@ -162,8 +162,8 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
         db.create_run(RunInfo(
             run_id=run_id, status="running", started_at=now(), yamleval_version=__version__,
             python_version=provenance.python_version(), host=provenance.host(), config_files=tuple(project.files),
-            config_hash=config_hash, git_commit=commit, git_dirty=dirty,
-        ), texts, provenance.plugin_versions(experiments, __version__), ids,
+            config_hash=config_hash, git_commit=commit, git_dirty=dirty, config_text=texts,
+        ), provenance.plugin_versions(experiments, __version__), ids,
             fingerprint.fingerprint(project.environment, experiments))
     watcher.run_started(run_id, bool(resume))
     completed = set() if rescore else {eid for eid, stored in begun.items() if stored.status == "completed"}

@@ -61,7 +61,6 @@ MIGRATIONS: dict[int, list[str]] = {
 }
 
 _RUN_DETAILS = {
-    "config_text": "SELECT config_text FROM runs WHERE run_id = ?",
     "plugin_versions": "SELECT plugin_versions FROM runs WHERE run_id = ?",
     "experiment_ids": "SELECT experiment_ids FROM runs WHERE run_id = ?",
     "fingerprint": "SELECT fingerprint FROM runs WHERE run_id = ?",
@@ -182,15 +181,15 @@ class Store:
 
     # -- writing -------------------------------------------------------------------------
 
-    def create_run(self, run: RunInfo, config_text: dict[str, str], plugin_versions: dict[str, str],
-                   experiment_ids: Sequence[str], fingerprint: dict[str, Any] | None = None) -> None:
+    def create_run(self, run: RunInfo, plugin_versions: dict[str, str], experiment_ids: Sequence[str],
+                   fingerprint: dict[str, Any] | None = None) -> None:
         self._write(
             "INSERT INTO runs (run_id, status, started_at, completed_at, passed, yamleval_version, python_version,"
             " host, pid, config_files, config_hash, config_text, git_commit, git_dirty, plugin_versions,"
             " experiment_ids, fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(run.run_id, run.status, run.started_at, run.completed_at, run.passed, run.yamleval_version,
               run.python_version, run.host, os.getpid(), encode(list(run.config_files)), run.config_hash,
-              encode(config_text), run.git_commit, run.git_dirty, encode(plugin_versions),
+              encode(dict(run.config_text)), run.git_commit, run.git_dirty, encode(plugin_versions),
               encode(list(experiment_ids)), None if fingerprint is None else encode(fingerprint))],
             then="then run again")
 
@@ -296,7 +295,8 @@ class Store:
         return RunInfo(run_id=row["run_id"], status=status, started_at=row["started_at"], passed=passed,
                        completed_at=row["completed_at"], yamleval_version=row["yamleval_version"], host=row["host"],
                        python_version=row["python_version"], config_files=tuple(json.loads(row["config_files"])),
-                       config_hash=row["config_hash"], git_commit=row["git_commit"], git_dirty=dirty)
+                       config_hash=row["config_hash"], git_commit=row["git_commit"], git_dirty=dirty,
+                       config_text=json.loads(row["config_text"] or "{}"))
 
     def runs(self, limit: int = 20) -> list[RunInfo]:
         rows = self._query("SELECT * FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?", (limit,))
@@ -319,7 +319,7 @@ class Store:
         raise UsageError(f"'{ref}' matches {len(rows)} runs; give more of the id")
 
     def run_detail(self, run_id: str, key: str) -> Any:
-        """A JSON column of a run: ``config_text``, ``plugin_versions``, ``experiment_ids`` or ``fingerprint``."""
+        """A JSON column of a run: ``plugin_versions``, ``experiment_ids`` or ``fingerprint``."""
         rows = self._query(_RUN_DETAILS[key], (run_id,))
         return json.loads(rows[0][0]) if rows and rows[0][0] is not None else None
 

@@ -62,6 +62,11 @@ def tool_calls(steps: Sequence[TraceStep]) -> list[TraceStep]:
     return asked or [step for step in steps if step.kind == "tool" and step.name]
 
 
+def step_count(steps: Sequence[TraceStep]) -> int:
+    """The steps an agent took: its model turns when the trace records them, else its tool calls."""
+    return sum(step.kind == "model" for step in steps) or len(tool_calls(steps))
+
+
 def _step(entry: Any, depth: int) -> TraceStep:
     if isinstance(entry, str) and entry.strip():
         return TraceStep("call", name=entry.strip(), raw=entry)

@@ -262,6 +262,8 @@ class RunInfo:
     config_hash: str = ""
     git_commit: str | None = None
     git_dirty: bool | None = None
+    # each config file's text as written, by file name: ``${VAR}`` unexpanded, never a value
+    config_text: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

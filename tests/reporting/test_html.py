@@ -225,7 +225,7 @@ def test_item_rows_carry_status_texts_scores_and_reasons(write_config):
     assert json.loads(items["structured"]["output"]) == {"city": "Paris"}
     wrong_exact, wrong_similar = items["wrong"]["scores"]
     assert wrong_exact == [0.0, "fail", None]
-    assert wrong_similar == [0.6, "fail", None]
+    assert wrong_similar == [0.6, "fail", "distance 2 (output 5 characters, expected 5)"]
     assert items["unjudged"]["scores"][0] == [None, "skipped", "the item has no expected value"]
     assert isinstance(items["good"]["latency_ms"], float)
 
@@ -282,23 +282,29 @@ def test_importing_the_module_leaves_jinja2_unloaded():
     assert done.stdout.strip() == "False"
 
 
-def test_a_runners_trace_is_embedded_as_trajectory_steps(write_config):
-    from yamleval.reporting.text import trajectory_steps
-
-    steps = trajectory_steps([{"type": "model", "step": 1, "tool_calls": [{"name": "calculator", "arguments": {}}],
-                               "latency_ms": 12.0, "tokens": {"prompt": 10, "completion": 2}},
-                              {"type": "tool", "step": 1, "name": "calculator", "arguments": {"expression": "2+2"},
-                               "result": "4", "latency_ms": 0.4}])
-    assert steps[0][0] == "1. model · calls calculator · 12.0 ms · 12 tokens"
-    assert steps[1][0] == "2. tool calculator · 0.40 ms"
-    assert '"result": "4"' in steps[1][1]
+def test_a_runners_trace_is_embedded_as_the_steps_its_scorers_count(write_config):
     path = write_config("""
         experiments:
           - id: traced
-            dataset: {items: [{input: a}]}
-            runner: fixture_plugins.behaviours:with_usage
+            dataset: {items: [{id: a, input: a}]}
+            runner: fixture_plugins.behaviours:agentish
     """)
     [experiment] = yamleval.load_experiments(path)
-    result = yamleval.run_experiment(experiment)
-    page = html.render(RunInfo(run_id="r", status="completed", started_at="2026-01-01T00:00:00Z"), [result])
-    assert '"trajectory"' in page and "1. step x" in page
+    page = html.render(RunInfo(run_id="r", status="completed", started_at="2026-01-01T00:00:00Z"),
+                       [yamleval.run_experiment(experiment)])
+    steps, calls, shown = items_of(page)["a"]["trajectory"]
+    assert (steps, calls) == (2, 1)
+    assert shown == [
+        [1, "model", 12.5, 13, None, None,
+         [["calculator", '{\n  "expression": "2+2"\n}', '4 <img src=x onerror="window.__pwned=1">', None, 0.3]]],
+        [2, "model", 9.0, 23, "4", None, []]]
+
+
+def test_a_step_latency_json_cannot_carry_is_left_out(write_config):
+    from yamleval.types import Item, ItemList, ItemResult
+
+    [result] = run_all(write_config, MIXED)[1:]
+    trace = [{"type": "model", "latency_ms": float("nan")}, {"type": "model", "latency_ms": float("inf")}]
+    item = ItemResult(Item("odd", 0, "x"), "passed", output="x", trace=trace)
+    page = html.render(RUN, [dataclasses.replace(result, items=ItemList([item]))])
+    assert [step[2] for step in items_of(page)["odd"]["trajectory"][2]] == [None, None]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import textwrap
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -17,8 +18,9 @@ import pytest
 import yamleval
 from servers.fixtures import openai_server  # noqa: F401  (a fixture)
 from servers.openai_server import text_reply
+from yamleval import figures
 from yamleval.reporting import write_reports
-from yamleval.types import RunInfo
+from yamleval.types import ItemList, RunInfo
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -27,11 +29,13 @@ LOCAL = ("file:", "data:", "about:")
 HOSTILE = '<script>window.__pwned=1</script> and <img src=x onerror="window.__pwned=1">'
 LONG_EXPECTED = " ".join(f"sentence {n} of a long expected answer." for n in range(120))
 ITEMS = 150
+ASSERTIONS = ["must give the number of business days", HOSTILE]
 
 
 def dataset() -> list[dict]:
     """150 items: every third answer is off by a few words, one has no expected value, one
-    answers with markup, one has a long expected text and one a word to search for."""
+    answers with markup, one has a long expected text and one a word to search for; the first
+    two have assertions (a list, one given alone)."""
     rows = []
     for n in range(ITEMS):
         expected = f"Shipping to zone {n} takes 3 to 5 business days."
@@ -42,16 +46,23 @@ def dataset() -> list[dict]:
     rows[7]["reply"] = HOSTILE
     rows[10].update(expected=LONG_EXPECTED, reply=LONG_EXPECTED.replace("sentence 60 of", "line 60 in"))
     rows[11]["input"] = "Is there a zebra-needle in the haystack?"
+    rows[0]["assertions"] = ASSERTIONS
+    rows[1]["assertions"] = "must name the zone"
     return rows
 
 
 CONFIG = """
+    models:
+      toy: {model: toy, script: model.yaml}
     experiments:
       - id: shipping
         label: Shipping answers
         dataset: {file: shipping.jsonl, fields: {context: reply}}
         runner: {uses: echo, with: {output: "{{ item.context }}"}}
         scorers: [exact_match, {uses: levenshtein, threshold: 0.9}]
+        pass_criteria:
+          - {type: pass_rate, min: 0.5, label: Most answers right}
+          - {type: mean_score, scorer: levenshtein, min: 0.95, severity: warn}
       - id: crashes
         label: Crashing runner
         dataset: {items: [{id: fine, input: ok, expected: ok}, {id: boom, input: raise, expected: x}]}
@@ -62,6 +73,19 @@ CONFIG = """
         dataset: {items: [{id: sum, input: "What is 2+2?", expected: "4"}]}
         runner: fixture_plugins.behaviours:agentish
         scorers: [exact_match]
+      - id: calculator
+        label: An agent the trajectory scorer counts
+        dataset: {items: [{id: multiply, input: "What is 17 * 23?", expected: "17 × 23 = 391."}]}
+        runner: {uses: agent, with: {model: toy, instructions: "Use the calculator.", tools: [calculator]}}
+        scorers:
+          - {uses: trajectory, with: {max_steps: 1, must_call: [calculator]}}
+          - {uses: tool_call_accuracy, with: {expected_tool: calculator}}
+"""
+MODEL_SCRIPT = """
+- when: {role: user, content: "17 \\\\* 23"}
+  reply: {content: "Let me compute that.", tool_calls: [{name: calculator, arguments: {expression: "17 * 23"}}]}
+- when: {role: tool, content: "^391$"}
+  reply: {content: "17 × 23 = 391."}
 """
 
 
@@ -90,6 +114,7 @@ def report(tmp_path_factory):
     with open(folder / "shipping.jsonl", "w", encoding="utf-8") as out:
         out.writelines(json.dumps(row) + "\n" for row in dataset())
     (folder / "evals.yaml").write_text(textwrap.dedent(CONFIG), encoding="utf-8")
+    (folder / "model.yaml").write_text(MODEL_SCRIPT, encoding="utf-8")
     results = [yamleval.run_experiment(e) for e in yamleval.load_experiments(folder / "evals.yaml")]
     run = RunInfo(run_id="browser-run", status="completed", started_at="2026-01-01T00:00:00.000Z")
     [path] = write_reports(str(folder), ["html"], run, results)
@@ -124,9 +149,9 @@ class Page:
 
 
 @contextmanager
-def open_report(browser, path: str):
+def open_report(browser, path: str, width: int = 1400):
     """The report at ``path`` in a fresh browser context, once its script has run."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    context = browser.new_context(viewport={"width": width, "height": 900})
     page = Page(context.new_page())
     page.page.on("request", lambda r: None if r.url.startswith(LOCAL) else page.remote.append(r.url))
     page.page.on("console", lambda m: page.problems.append(m.text) if m.type == "error" else None)
@@ -157,7 +182,7 @@ def test_rows_render_with_the_right_counts(opened, report):
     assert section.locator(".page-of").inner_text() == "Page 1 of 2"
     section.locator("button[data-page=next]").click()
     assert opened.rows().count() == ITEMS - 100
-    assert opened.rows().first.locator("td.idx").inner_text().strip() == "101"
+    assert opened.rows().first.locator("td.item-id").inner_text() == "q100"
     assert opened.verdicts(1) == ["pass", "error"]
     assert opened.rows(1).nth(1).locator("td:nth-child(4)").inner_text() == "runner raised RuntimeError: boom on purpose"
     opened.assert_quiet()
@@ -193,7 +218,7 @@ def test_status_filter_and_search_change_the_visible_rows(opened, report):
 def test_sorting_by_a_column(opened):
     section = opened.section()
     section.locator("th[data-sort=index] button").click()  # already ascending: now descending
-    assert opened.rows().first.locator("td.idx").inner_text().strip() == str(ITEMS)
+    assert opened.rows().first.locator("td.item-id").inner_text() == f"q{ITEMS - 1:03d}"
     section.locator("th[data-sort=status] button").click()
     assert opened.verdicts()[:3] == ["fail", "fail", "fail"]
     assert section.locator("th[data-sort=status]").get_attribute("aria-sort") == "ascending"
@@ -212,8 +237,8 @@ def test_expanding_a_row_shows_the_full_text_and_the_diff(opened):
     detail = section.locator("tr.detail")
     assert detail.count() == 1
     assert LONG_EXPECTED in detail.locator("pre").all_inner_texts()
-    assert detail.locator(".diff del").all_inner_texts() == ["sentence 60 of "]
-    assert detail.locator(".diff ins").all_inner_texts() == ["line 60 in "]
+    assert detail.locator(".diff del").all_inner_texts() == ["sentence", "of"]
+    assert detail.locator(".diff ins").all_inner_texts() == ["line", "in"]
     long_row.click()
     assert section.locator("tr.detail").count() == 0
 
@@ -223,10 +248,11 @@ def test_expanding_a_row_shows_the_full_text_and_the_diff(opened):
     opened.page.keyboard.press("Enter")
     detail = section.locator("tr.detail")
     assert detail.count() == 1 and row.get_attribute("aria-expanded") == "true"
-    assert detail.locator(".diff del").all_inner_texts() == ["3 to 5 "]
-    assert detail.locator(".diff ins").all_inner_texts() == ["about 7 "]
+    assert detail.locator(".diff del").all_inner_texts() == ["3 to 5"]
+    assert detail.locator(".diff ins").all_inner_texts() == ["about 7"]
+    assert detail.locator(".diff").inner_text() == "Shipping to zone 3 takes 3 to 5 about 7 business days."
     opened.page.keyboard.press("ArrowDown")
-    assert opened.page.evaluate("document.activeElement.querySelector('td.idx').textContent") == "5"
+    assert opened.page.evaluate("document.activeElement.querySelector('td.item-id').textContent") == "q004"
     opened.page.keyboard.press("ArrowUp")
     opened.page.keyboard.press("Escape")
     assert section.locator("tr.detail").count() == 0 and row.get_attribute("aria-expanded") == "false"
@@ -264,12 +290,17 @@ def test_expanding_a_trajectory_shows_each_step_as_text(opened):
     trajectory = section.locator("tr.detail details.trajectory")
     assert trajectory.count() == 1
     assert trajectory.get_attribute("open") is None, "collapsed until opened"
-    assert trajectory.locator("summary").inner_text() == "Trajectory (3 steps)"
+    assert trajectory.locator("summary").inner_text() == "Trajectory · 2 steps · 1 tool call"
     trajectory.locator("summary").click()
-    titles = trajectory.locator("li b").all_inner_texts()
-    assert titles == ["1. model · calls calculator · 12.5 ms · 13 tokens", "2. tool calculator · 0.30 ms",
-                      "3. model · 9.0 ms · 23 tokens"]
-    assert '"result": "4 <img src=x onerror=\\"window.__pwned=1\\">"' in trajectory.locator("li pre").nth(1).inner_text()
+    steps = trajectory.locator("li.step")
+    assert [head.strip() for head in steps.locator(".step-head").all_inner_texts()] == [
+        "Step 1 · model · 12.5 ms · 13 tokens", "Step 2 · model · 9.0 ms · 23 tokens"]
+    call = steps.nth(0).locator("li.call")
+    assert call.locator(".call-head").inner_text().strip() == "tool call calculator · 0.30 ms"
+    assert call.locator(".io").all_inner_texts() == ['arguments\n{\n  "expression": "2+2"\n}',
+                                                     'result\n4 <img src=x onerror="window.__pwned=1">']
+    assert steps.nth(1).locator("pre.said").inner_text() == "4"
+    assert "{" not in steps.nth(1).inner_text(), "no raw JSON of the step"
     assert opened.page.evaluate("window.__pwned") is None
     opened.assert_quiet()
 
@@ -316,4 +347,168 @@ def test_an_answer_cut_off_at_max_tokens_says_so_in_its_row(browser, openai_serv
         cut.click()
         detail = opened.section().locator("tr.detail")
         assert "answer cut off at max_tokens (8)" in detail.locator("pre").all_inner_texts()
+
+
+def test_each_row_names_its_item_by_id(opened):
+    """The terminal names items by id; so does each row (in full on hover where the column cuts it)."""
+    assert opened.section().locator(".items-table thead th").first.inner_text().strip() == "Item"
+    assert opened.rows().locator("td.item-id").all_inner_texts()[:3] == ["q000", "q001", "q002"]
+    assert opened.rows(1).locator("td.item-id").all_inner_texts() == ["fine", "boom"]
+    assert opened.rows(1).nth(1).locator("td.item-id").get_attribute("title") == "boom"
+    opened.section().locator("th[data-sort=status] button").click()
+    assert opened.rows().first.locator("td.item-id").inner_text() == "q000"  # the first failing item
+    opened.assert_quiet()
+
+
+DURATION = re.compile(r"\d{1,3}(,\d{3})*(\.\d+)? (ms|s)")
+
+
+def test_every_duration_is_written_in_one_style(browser, report, tmp_path):
+    """Figures from the summary (written in Python) and from the items (written by the page's
+    script) use the same units and digits: 0.25 ms, 12.5 ms, 340 ms, 1.2 s."""
+    crashes = report[1][1]
+    latencies = [0.25, 12.5, 340.4, 1234.5, 98765.4]
+    fine = next(iter(crashes.items))
+    items = [dataclasses.replace(fine, item=dataclasses.replace(fine.item, id=f"i{n}", index=n), latency_ms=ms)
+             for n, ms in enumerate(latencies)]
+    result = dataclasses.replace(crashes, items=ItemList(items))
+    [path] = write_reports(str(tmp_path), ["html"], RunInfo(run_id="durations", status="completed",
+                                                            started_at="2026-01-01T00:00:00.000Z"), [result])
+    with open_report(browser, path) as opened:
+        section = opened.section()
+        assert section.locator(".items-table thead th").nth(-2).inner_text().strip() == "Latency"
+        cells = section.locator("tbody tr.row td:nth-last-child(2)").all_inner_texts()
+        assert cells == ["0.25 ms", "12.5 ms", "340 ms", "1.2 s", "98.8 s"] == [figures.ms(v) for v in latencies]
+        stats = dict(zip(section.locator(".stat-name").all_inner_texts(), section.locator(".stat-value").all_inner_texts()))
+        shown = [stats[name] for name in ("Avg latency", "p95 latency", "Duration")]
+        opened.rows().nth(3).click()
+        shown.append(section.locator(".detail-meta span", has_text="Latency").locator("b").inner_text())
+        assert shown[-1] == "1.2 s"
+        assert all(DURATION.fullmatch(text) for text in shown), shown
+        opened.assert_quiet()
+
+
+def test_an_expanded_item_shows_its_assertions(opened):
+    section = opened.section()
+    opened.rows().nth(0).click()
+    assertions = section.locator("tr.detail section.assertions")
+    assert assertions.locator("h4").inner_text().lower() == "assertions"
+    assert assertions.locator("li").all_inner_texts() == ASSERTIONS  # markup as text
+    opened.rows().nth(0).click()
+    opened.rows().nth(1).click()
+    assert section.locator("tr.detail section.assertions li").all_inner_texts() == ["must name the zone"]
+    opened.rows().nth(1).click()
+    opened.rows().nth(2).click()
+    assert section.locator("tr.detail").count() == 1
+    assert section.locator("tr.detail section.assertions").count() == 0, "a row without assertions shows none"
+    assert opened.page.evaluate("window.__pwned") is None
+    opened.assert_quiet()
+
+
+def test_the_run_shows_its_configuration_as_stored_collapsed(browser, tmp_path):
+    """The config files as the run stored them: the system prompt in them, ${VAR} as written,
+    never the value; collapsed until opened."""
+    from conftest import run_cli
+
+    config = tmp_path / "evals.yaml"
+    config.write_text(textwrap.dedent("""
+        models:
+          toy: {model: toy, script: model.yaml, api_key: "${TOY_KEY}"}
+        experiments:
+          - id: agent
+            label: "<b>not bold</b>"
+            dataset: {items: [{id: sum, input: "What is 2 + 2?", expected: "4"}]}
+            runner: {uses: agent, with: {model: toy, instructions: "Answer with the number only. </script>"}}
+            scorers: [exact_match]
+    """), encoding="utf-8")
+    (tmp_path / "model.yaml").write_text("- when: {role: user}\n  reply: {content: '4'}\n", encoding="utf-8")
+    done = run_cli("run", "-q", "--report-dir", "out", cwd=tmp_path, TOY_KEY="sk-toy-secret-value")
+    assert done.returncode == 0, done.stderr
+    path = tmp_path / "out" / "report.html"
+    assert b"sk-toy-secret-value" not in path.read_bytes()
+    with open_report(browser, str(path)) as opened:
+        details = opened.page.locator("details.config")
+        assert details.get_attribute("open") is None, "collapsed until opened"
+        assert not details.locator("pre").is_visible()
+        details.locator("summary").click()
+        assert details.locator("h3").all_inner_texts() == ["evals.yaml"]
+        assert details.locator("pre").evaluate("pre => pre.textContent") == config.read_text(encoding="utf-8")
+        text = details.locator("pre").inner_text()
+        assert 'instructions: "Answer with the number only. </script>"' in text and '"${TOY_KEY}"' in text
+        assert opened.page.evaluate("document.querySelectorAll('footer b, footer script').length") == 0
+        opened.assert_quiet()
+
+
+def test_the_trajectory_counts_steps_and_tool_calls_as_its_scorers_do(opened, report):
+    """The agent runner's trace of a real (scripted) model: two turns, one tool call between."""
+    [item] = list(report[1][3].items)
+    scores = item.scores
+    section = opened.section(3)
+    opened.rows(3).nth(0).click()
+    detail = section.locator("tr.detail")
+    reasons = dict(zip(detail.locator("table.scores td.mono").all_inner_texts(),
+                       detail.locator("table.scores td.reason").all_inner_texts()))
+    assert reasons["trajectory"] == scores["trajectory"].reason == "1 of 2 checks failed: 2 steps, at most 1 allowed"
+    assert reasons["tool_call_accuracy"].endswith('Actual tools: ["calculator"]')
+    trajectory = detail.locator("details.trajectory")
+    assert trajectory.locator("summary").inner_text() == "Trajectory · 2 steps · 1 tool call"
+    trajectory.locator("summary").click()
+    steps = trajectory.locator("li.step")
+    assert steps.count() == 2 and trajectory.locator("li.call").count() == 1
+    first = steps.nth(0)
+    assert first.locator(".step-head").inner_text().startswith("Step 1 · model · ")
+    assert first.locator("pre.said").inner_text() == "Let me compute that."
+    assert first.locator("li.call .io").all_inner_texts() == ['arguments\n{\n  "expression": "17 * 23"\n}',
+                                                             "result\n391"]
+    assert steps.nth(1).locator("pre.said").inner_text() == "17 × 23 = 391."
+    opened.assert_quiet()
+
+
+DIFFS = [  # expected, output, the diff as it reads, struck out, inserted
+    ("hello world", "hello world again", "hello world again", [], [" again"]),
+    ("foo bar", "foo baz", "foo bar baz", ["bar"], ["baz"]),
+    ("Paris is the capital", "The capital is Paris", "Paris is the capital The capital is Paris",
+     ["Paris is the capital"], ["The capital is Paris"]),
+    ("The cat sat on the mat.", "A cat sat on a mat!", "The A cat sat on the a mat.!",
+     ["The", "the", "."], ["A", "a", "!"]),
+    ("line one\nline two", "line one\nline 2", "line one\nline two 2", ["two"], ["2"]),
+]
+
+
+def test_the_word_diff_keeps_the_spaces_between_words(browser, report, tmp_path):
+    """No two words run together: a word that ends a text still matches, and a word replaced
+    by another is shown apart from it."""
+    crashes = report[1][1]
+    fine = next(iter(crashes.items))
+    items = [dataclasses.replace(fine, item=dataclasses.replace(fine.item, id=f"d{n}", index=n, expected=expected),
+                                 output=output)
+             for n, (expected, output, *_) in enumerate(DIFFS)]
+    [path] = write_reports(str(tmp_path), ["html"], RunInfo(run_id="diffs", status="completed",
+                                                            started_at="2026-01-01T00:00:00.000Z"),
+                           [dataclasses.replace(crashes, items=ItemList(items))])
+    with open_report(browser, path) as opened:
+        for n, (expected, output, reads, struck, inserted) in enumerate(DIFFS):
+            opened.rows().nth(n).click()
+            diff = opened.section().locator("tr.detail .diff")
+            assert diff.inner_text() == reads, (expected, output)
+            assert diff.locator("del").all_inner_texts() == struck
+            assert diff.locator("ins").evaluate_all("nodes => nodes.map(n => n.textContent)") == inserted
+            opened.rows().nth(n).click()
+        opened.assert_quiet()
+
+
+def test_the_scorers_table_fits_its_card_at_1280_px(browser, report, tmp_path):
+    """Beside the criteria on a 1280 px screen, every column of the scorers table shows
+    (the histogram was cut off and scrolled out of sight)."""
+    with open_report(browser, report[0], width=1280) as opened:
+        panels = opened.section().locator(".panels")
+        card = panels.locator(".panel-wide")
+        assert panels.locator(".panel").count() == 2, "the criteria and the scorers side by side"
+        scroll, client = card.evaluate("card => [card.scrollWidth, card.clientWidth]")
+        assert scroll <= client, f"the scorers table is {scroll - client} px wider than its card"
+        right = card.bounding_box()["x"] + card.bounding_box()["width"]
+        for histogram in card.locator("svg.hist").all():
+            box = histogram.bounding_box()
+            assert box["width"] > 50 and box["x"] + box["width"] <= right
+        card.screenshot(path=str(tmp_path / "scorers-1280.png"))
         opened.assert_quiet()

@@ -212,7 +212,7 @@ def test_a_failure_body_carries_the_compact_trajectory(write_config, schema):
     """)
     root = validated(schema, junit.render(RUN, results))
     [failure] = root.iter("failure")
-    assert "trajectory:\n  1. step x — " in failure.text
+    assert "trajectory: 1 step, 1 tool call\n  step 1\n    tool call x" in failure.text
 
 
 def test_item_ids_that_clean_to_the_same_name_stay_apart(write_config, schema):

@@ -72,7 +72,7 @@ def test_verdicts_statistics_criteria_and_worst_items(write_config):
     assert table[0] == "| item | status | why | input | output | expected |"
     rows = table[2:]
     assert [row.split(" | ")[0] for row in rows] == ["| wrong", "| close"], "failed first, then near misses"
-    assert "| wrong | failed | levenshtein 0.000 &lt; 0.8 | Lyon | Lyon | Paris |" in rows[0]
+    assert "| wrong | failed | levenshtein 0.000 &lt; 0.8: distance 5 (output 4 characters, expected 5) | Lyon | Lyon | Paris |" in rows[0]
     assert "| close | passed | levenshtein 0.833 | Pariss | Pariss | Paris |" in rows[1]
     assert crashes.startswith("❌ crashes: failed")
     assert "| boom | error | runner raised RuntimeError: boom on purpose | raise |" in crashes

@@ -10,6 +10,7 @@ from yamleval.scorers.text import (
     levenshtein,
     parse_json,
     regex,
+    similarity,
     starts_with,
     to_json,
     to_text,
@@ -77,20 +78,29 @@ def test_parse_json_is_strict():
     ],
 )
 def test_levenshtein_vectors(output, expected, score):
-    assert levenshtein(output, expected) == pytest.approx(score, abs=1e-4)
+    assert levenshtein(output, expected).score == pytest.approx(score, abs=1e-4)
+    assert similarity(output, expected) == pytest.approx(score, abs=1e-4)
 
 
 def test_levenshtein_edge_cases():
-    assert levenshtein(None, None) == 1.0
-    assert levenshtein(None, "abcd") == 0.0
-    assert levenshtein(12, "13") == pytest.approx(0.5, abs=1e-4)
-    assert levenshtein(True, "true") == 1.0
-    assert levenshtein(1.0, "1") == 1.0
-    assert levenshtein("Hello", "hello") == pytest.approx(0.8, abs=1e-4)
+    assert levenshtein(None, None).score == 1.0
+    assert levenshtein(None, "abcd").score == 0.0
+    assert levenshtein(12, "13").score == pytest.approx(0.5, abs=1e-4)
+    assert levenshtein(True, "true").score == 1.0
+    assert levenshtein(1.0, "1").score == 1.0
+    assert levenshtein("Hello", "hello").score == pytest.approx(0.8, abs=1e-4)
     # Code points, not UTF-16 units or bytes: one substitution in four characters.
-    assert levenshtein("café", "cafe") == pytest.approx(0.75, abs=1e-4)
-    assert levenshtein("a😀", "ab") == pytest.approx(0.5, abs=1e-4)
-    assert levenshtein({"a": 1}, '{"a":1}') == 1.0
+    assert levenshtein("café", "cafe").score == pytest.approx(0.75, abs=1e-4)
+    assert levenshtein("a😀", "ab").score == pytest.approx(0.5, abs=1e-4)
+    assert levenshtein({"a": 1}, '{"a":1}').score == 1.0
+
+
+def test_levenshtein_gives_the_distance_and_both_lengths():
+    assert levenshtein("Shipping takes 5 days", "Shipping takes 3 days") == Score(
+        score=pytest.approx(1 - 1 / 21), reason="distance 1 (output 21 characters, expected 21)")
+    assert levenshtein("apple", "banana").reason == "distance 5 (output 5 characters, expected 6)"
+    assert levenshtein("same", "same") == Score(score=1.0)  # nothing to explain
+    assert levenshtein("x" * 2000, "").reason == "distance 2,000 (output 2,000 characters, expected 0)"
 
 
 @pytest.mark.parametrize(
@@ -155,22 +165,31 @@ def test_exact_match_edge_cases(output, expected, score):
     ],
 )
 def test_contains(output, expected, kwargs, result):
-    assert contains(output, expected, **kwargs) is result
+    score = contains(output, expected, **kwargs)
+    assert (score.passed, score.score) == (result, 1.0 if result else 0.0)
+
+
+def test_contains_says_what_was_missing_or_found():
+    assert contains("The capital is Paris.", "Lyon") == Score(score=0.0, passed=False, reason="missing 'Lyon'")
+    assert contains("The capital is Paris.", "paris", ignore_case=True).reason == "found 'paris'"
+    long = "a very long expected answer " * 10
+    assert contains("short", long).reason == "missing " + repr(long[:80] + "…")
 
 
 def test_contains_any():
-    assert contains_any("red and blue", ["green", "blue"]) is True
-    assert contains_any("red and blue", ["green", "BLUE"]) is False
-    assert contains_any("red and blue", ["green", "BLUE"], ignore_case=True) is True
-    assert contains_any("red and blue", "red") is True
-    assert contains_any("red and blue", "green") is False
-    assert contains_any("version 3", [3]) is True
+    assert contains_any("red and blue", ["green", "blue"]) == Score(score=1.0, passed=True, reason="found 'blue'")
+    assert contains_any("red and blue", ["green", "BLUE"]) == Score(
+        score=0.0, passed=False, reason="missing all of 'green', 'BLUE'")
+    assert contains_any("red and blue", ["green", "BLUE"], ignore_case=True).reason == "found 'BLUE'"
+    assert contains_any("red and blue", "red").passed is True
+    assert contains_any("red and blue", "green").reason == "missing all of 'green'"
+    assert contains_any("version 3", [3]).passed is True
 
 
 def test_contains_all_passes_with_every_string():
-    assert contains_all("red, green and blue", ["red", "blue"]) == Score(score=1.0, passed=True)
-    assert contains_all("RED and Blue", ["red", "blue"], ignore_case=True) == Score(score=1.0, passed=True)
-    assert contains_all("red", "red") == Score(score=1.0, passed=True)
+    assert contains_all("red, green and blue", ["red", "blue"]) == Score(score=1.0, passed=True, reason="found all 2")
+    assert contains_all("RED and Blue", ["red", "blue"], ignore_case=True).passed is True
+    assert contains_all("red", "red") == Score(score=1.0, passed=True, reason="found all 1")
 
 
 def test_contains_all_names_what_is_missing():

@@ -297,7 +297,8 @@ def test_terminal_output_has_no_control_characters_from_payloads(run):
     assert "invoice[U+202E]gpj.exe" in run.stdout  # the override is named, not obeyed
 
 
-@pytest.mark.parametrize("command", [["show", "latest"], ["compare", "latest", "latest"], ["runs"]])
+@pytest.mark.parametrize("command", [["show", "latest"], ["show", "latest", "--config"], ["compare", "latest", "latest"],
+                                     ["runs"]])
 def test_commands_reading_the_stored_run_print_no_control_characters(run, command):
     done = run_cli(*command, "--store", "results.db", cwd=run.folder, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]

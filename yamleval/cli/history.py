@@ -62,7 +62,9 @@ def runs(store_file, limit):
 @cli.command()
 @click.argument("run_ref", metavar="[RUN]", default="latest")
 @STORE_OPTION
-def show(run_ref, store_file):
+@click.option("--config", "config", is_flag=True,
+              help="Print the run's configuration as stored instead: each file as written, ${VAR} unexpanded.")
+def show(run_ref, store_file, config):
     """The summary of a stored RUN and its failing items.
 
     RUN is a run id, a unique prefix of one, or `latest` (the default)."""
@@ -70,11 +72,25 @@ def show(run_ref, store_file):
 
     store = _open(store_file)
     info = store.find_run(run_ref)
+    if config:
+        click.echo(_config_listing(info), nl=False)
+        return
     click.echo(f"run {info.run_id} · {info.status} · started {info.started_at}"
                + (f" · git {info.git_commit[:12]}{' (dirty)' if info.git_dirty else ''}" if info.git_commit else ""))
     click.echo("")
     for result in store.results(info.run_id):
         click.echo(summary_text(result) + "\n")
+
+
+def _config_listing(info) -> str:
+    """Each stored config file under a ``# NAME`` line (a YAML comment), safe to print."""
+    from yamleval.reporting.text import terminal_block
+
+    if not info.config_text:
+        return f"# run {info.run_id} stored no configuration\n"
+    text = "".join(f"# {name}\n{body}" + ("" if body.endswith("\n") else "\n")
+                   for name, body in sorted(info.config_text.items()))
+    return terminal_block(text, limit=4 * len(text))  # whole: no cut
 
 
 @cli.command()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 from functools import lru_cache
 from importlib import resources
 from typing import IO, Any, Sequence
@@ -18,7 +19,8 @@ from typing import IO, Any, Sequence
 from yamleval import figures
 from yamleval.aggregate import BINS
 from yamleval.reporting.files import render_with
-from yamleval.reporting.text import INCOMPLETE, trajectory_steps
+from yamleval.reporting.text import INCOMPLETE
+from yamleval.reporting.trajectory import read_trajectory
 from yamleval.types import ExperimentResult, ItemResult, RunInfo, ScoreResult
 
 FILE_NAME = "report.html"  # in the report folder
@@ -31,7 +33,7 @@ EAGER_SECTIONS = 5  # experiments in the page as they are; the page builds later
 # An output equal to the expected text is sent as 0, not a second copy (text fields are strings).
 SAME_AS_EXPECTED = 0
 ROW_FIELDS = ("id", "status", "input", "output", "expected", "error", "latency_ms", "tokens",
-              "scores", "label", "metadata", "trajectory", "notes")
+              "scores", "label", "metadata", "trajectory", "assertions", "notes")
 
 # One compact encoder for the blob; ``default=str`` as in results.json.
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
@@ -80,17 +82,41 @@ def _score_cell(score: ScoreResult | None) -> list[Any] | None:
     return [value, _verdict(score), _text(score.error if score.status == "error" else score.reason)]
 
 
+def _assertions(value: Any) -> list[str | None] | None:
+    """An item's assertions as a list of texts (one assertion given alone is a list of one)."""
+    if value is None or value == "" or value == [] or value == {}:
+        return None
+    return [_text(a) for a in (value if isinstance(value, (list, tuple)) else [value])]
+
+
+def _ms(value: float | None) -> float | None:
+    """A step's duration for the page: rounded, and none that JSON cannot carry (NaN, infinity)."""
+    return None if value is None or not math.isfinite(value) else round(value, 2 if value < 1 else 1)
+
+
+def _trajectory(trace: Any) -> list[Any] | None:
+    """[steps counted, tool calls, [[number, label, latency, tokens, text, error, calls], ...]],
+    each call [name, arguments, result, error, latency]; every text capped as any field."""
+    shown = read_trajectory(trace)
+    if shown is None:
+        return None
+    steps = [[s.number, _text(s.label), _ms(s.latency_ms), None if s.tokens is None else s.tokens.total_tokens,
+              _text(s.text), _text(s.error),
+              [[_text(c.name), _text(c.arguments), _text(c.result), _text(c.error), _ms(c.latency_ms)] for c in s.calls]]
+             for s in shown.steps]
+    return [shown.step_count, shown.call_count, steps]
+
+
 def _row(result: ItemResult, scorer_ids: Sequence[str]) -> list[Any]:
     item, scores = result.item, result.scores
     output, expected = _text(result.output), _text(item.expected)
     if output is not None and output == expected:
         output = SAME_AS_EXPECTED
-    steps = [[_text(title), _text(details)] for title, details in trajectory_steps(result.trace)]  # capped as any field
     return [_text(item.id), result.status, _text(item.input), output, expected,
-            _text(result.error), round(result.latency_ms, 1),
+            _text(result.error), _ms(result.latency_ms),
             None if result.usage is None else result.usage.total_tokens,
             [_score_cell(scores.get(sid)) for sid in scorer_ids], _text(item.label),
-            _text(item.metadata) if item.metadata else None, steps or None,
+            _text(item.metadata) if item.metadata else None, _trajectory(result.trace), _assertions(item.assertions),
             [_text(note) for note in result.notes] or None]
 
 
@@ -210,7 +236,8 @@ def _page(run: RunInfo, results: Sequence[ExperimentResult]) -> tuple[str, str]:
                 "started_at": _when(run.started_at), "completed_at": _when(run.completed_at),
                 "version": run.yamleval_version or "—", "python": run.python_version or "—", "host": run.host or "—",
                 "git_commit": (run.git_commit or "—") + (" (uncommitted changes)" if run.git_dirty else ""),
-                "config_files": list(run.config_files), "config_hash": run.config_hash or "—"}
+                "config_files": list(run.config_files), "config_hash": run.config_hash or "—",
+                "config_text": sorted(run.config_text.items())}
     page = _template().render(
         run=run_view, experiments=views, csp=csp, statuses=STATUSES, field_cap=f"{FIELD_CAP:,}", eager=EAGER_SECTIONS,
         script=Markup(script), style=Markup(style), data=Markup(_DATA_SLOT),

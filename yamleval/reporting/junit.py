@@ -24,7 +24,7 @@ from typing import IO, Iterable, Sequence
 from yamleval.errors import UsageError
 from yamleval.reporting.files import render_with
 from yamleval.reporting.text import (INCOMPLETE, as_text, clean_text, criterion_message, criterion_name, item_message,
-                                     one_line, score_text, trajectory_steps)
+                                     one_line, score_text, trajectory_lines)
 from yamleval.types import CriterionResult, ExperimentResult, ItemResult, RunInfo
 
 FILE_NAME = "junit.xml"  # in the report folder
@@ -123,13 +123,7 @@ def _details(result: ItemResult, message: str) -> str:
                          ("output", result.output)):
         if value is not None:
             parts += [f"{title}:", clean_text(as_text(value))]
-    steps = trajectory_steps(result.trace)
-    if steps:
-        parts.append("trajectory:")
-        for title, details in steps[:TRAJECTORY_STEPS]:
-            parts.append(f"  {one_line(title)}" + (f" — {one_line(details, 300)}" if details else ""))
-        if len(steps) > TRAJECTORY_STEPS:
-            parts.append(f"  … and {len(steps) - TRAJECTORY_STEPS} more steps")
+    parts += trajectory_lines(result.trace, TRAJECTORY_STEPS)
     return "\n".join(parts)
 
 

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from yamleval import figures
-from yamleval.trace import read_trace
+from yamleval.reporting.trajectory import read_trajectory
 from yamleval.types import CriterionResult, ExperimentResult, ItemResult, Throttling
 
 TEXT_LIMIT = 64 * 1024  # bytes of UTF-8 per text; libxml2-based readers refuse nodes over 10 MB
@@ -147,29 +147,34 @@ def criterion_message(criterion: CriterionResult) -> str:
     return f"{subject} {criterion.actual:.3f} {relation} min {criterion.min:g}"
 
 
-_STEP_KEYS_SHOWN_IN_TITLE = ("type", "step", "latency_ms", "tokens")
+def _counted(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def trajectory_steps(trace: Any) -> list[tuple[str, str]]:
-    """A runner's trace as (title, details) per step (read by ``yamleval.trace``):
-    ``2. tool calculator · 3 ms``, with the step's own type or role, the calls it holds, an
-    error mark, latency and tokens, and the rest of the step as text."""
-    shown = []
-    for number, step in enumerate(read_trace(trace), 1):
-        entry = step.raw
-        if not isinstance(entry, dict):
-            shown.append((f"{number}. {one_line(as_text(entry, None), 200)}", ""))
-            continue
-        label = entry.get("type") or entry.get("role") or "step"  # the runner's own word for the step
-        bits = [f"{number}. {label}" + (f" {step.name}" if step.name else "")]
-        if step.calls:
-            bits.append("calls " + ", ".join(call.name for call in step.calls))
-        if step.error:
-            bits.append("error")
+def trajectory_lines(trace: Any, limit: int) -> list[str]:
+    """An agent's trajectory as lines of text (laid out by ``reporting.trajectory``, as the
+    HTML report shows it): the steps and tool calls counted, then at most ``limit`` steps,
+    ``step 1 · model · 12.5 ms · 13 tokens: what it said`` with a line per tool call it made."""
+    shown = read_trajectory(trace)
+    if shown is None:
+        return []
+    lines = [f"trajectory: {_counted(shown.step_count, 'step')}, {_counted(shown.call_count, 'tool call')}"]
+    for step in shown.steps[:limit]:
+        bits = [step.label] if step.number is None else [f"step {step.number}"] + [step.label] * (step.label != "tool call")
         if step.latency_ms is not None:
             bits.append(figures.ms(step.latency_ms))
         if step.tokens is not None:
-            bits.append(f"{step.tokens.total_tokens} tokens")
-        rest = {k: v for k, v in entry.items() if k not in _STEP_KEYS_SHOWN_IN_TITLE}
-        shown.append((" · ".join(bits), as_text(rest)))
-    return shown
+            bits.append(_counted(step.tokens.total_tokens, "token"))
+        said = step.error if step.error is not None else step.text
+        lines.append("  " + " · ".join(bits) + (f": {one_line(as_text(said, None), 300)}" if said is not None else ""))
+        for call in step.calls:
+            line = f"    tool call {call.name or '(unnamed)'}"
+            if call.arguments is not None:
+                line += " " + one_line(as_text(call.arguments, None), 300)
+            answer = call.error if call.error is not None else call.result
+            if answer is not None:
+                line += (" → error: " if call.error is not None else " → ") + one_line(as_text(answer, None), 300)
+            lines.append(line)
+    if len(shown.steps) > limit:
+        lines.append(f"  … and {len(shown.steps) - limit} more")
+    return lines

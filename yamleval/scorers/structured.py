@@ -19,7 +19,7 @@ import math
 from typing import Any
 
 from yamleval.scorers.assignment import max_weight_assignment
-from yamleval.scorers.text import levenshtein, parse_json, to_json, to_text
+from yamleval.scorers.text import parse_json, similarity, to_json, to_text
 from yamleval.types import Score
 
 
@@ -93,7 +93,7 @@ def _diff(a: Any, b: Any, preserve_strings: bool) -> float:
         total = sum(_diff(x, y, preserve_strings) for x, y in zip(a, b))
         return total / max(len(a), len(b))
     if isinstance(a, str) and isinstance(b, str):
-        return levenshtein(a, b)
+        return similarity(a, b)
     if _is_number(a) and _is_number(b):
         if not (math.isfinite(a) and math.isfinite(b)):
             raise ValueError(f"json_diff: cannot compare the numbers {a!r} and {b!r}")
@@ -102,7 +102,7 @@ def _diff(a: Any, b: Any, preserve_strings: bool) -> float:
         return 1.0
     if a is None or b is None:
         return 0.0
-    return levenshtein(to_json(a, sort_keys=True), to_json(b, sort_keys=True))
+    return similarity(to_json(a, sort_keys=True), to_json(b, sort_keys=True))
 
 
 def _is_number(value: Any) -> bool:
@@ -139,15 +139,15 @@ def list_contains(output: Any, expected: Any, allow_extra_entities: bool = False
         return Score(score=0.0, metadata={"pairs": []})
     output_texts = [to_text(item) for item in outputs]
     expected_texts = [to_text(item) for item in expecteds]
-    similarity = [[levenshtein(o, e) for e in expected_texts] for o in output_texts]
-    pairs = max_weight_assignment(similarity)
-    total = sum(similarity[i][j] for i, j in pairs)
+    scores = [[similarity(o, e) for e in expected_texts] for o in output_texts]
+    pairs = max_weight_assignment(scores)
+    total = sum(scores[i][j] for i, j in pairs)
     denominator = len(expecteds) if allow_extra_entities else max(len(outputs), len(expecteds))
     return Score(
         score=min(1.0, max(0.0, total / denominator)),
         metadata={
             "pairs": [
-                {"output": outputs[i], "expected": expecteds[j], "score": similarity[i][j]} for i, j in pairs
+                {"output": outputs[i], "expected": expecteds[j], "score": scores[i][j]} for i, j in pairs
             ]
         },
     )

@@ -145,51 +145,69 @@ def _exact_text(value: Any, maybe_object: bool) -> str:
 LEVENSHTEIN_CELLS = 10 ** 10  # about half a second of work here
 
 
-def levenshtein(output: Any, expected: Any) -> float:
-    """Edit-distance similarity: ``1 - distance(o, e) / max(len(o), len(e))``.
+def levenshtein(output: Any, expected: Any) -> Score:
+    """Edit-distance similarity: ``1 - distance(o, e) / max(len(o), len(e))``; when the texts
+    differ, the reason gives the distance and both lengths (``distance 3 (output 12
+    characters, expected 10)``).
 
     Both values go through ``to_text``; the distance counts unit-cost insertions,
     deletions and substitutions of code points. Two empty texts give 1.0 (so do two
     ``None``); one empty text against a non-empty one gives 0.0. Case and whitespace count.
     Texts whose lengths multiply past ``LEVENSHTEIN_CELLS`` are the score's error.
     """
-    if type(output) is not str:
-        output = to_text(output)
-    if type(expected) is not str:
-        expected = to_text(expected)
-    longest = max(len(output), len(expected))
-    if not longest:
-        return 1.0
+    output, expected = to_text(output), to_text(expected)
+    distance = _distance(output, expected)
+    if not distance:
+        return Score(score=1.0)
+    return Score(score=1.0 - distance / max(len(output), len(expected)),
+                 reason=f"distance {distance:,} (output {len(output):,} characters, expected {len(expected):,})")
+
+
+def similarity(output: Any, expected: Any) -> float:
+    """``levenshtein``'s score alone, for scorers that compare the parts of a value."""
+    output, expected = to_text(output), to_text(expected)
+    distance = _distance(output, expected)
+    return 1.0 - distance / max(len(output), len(expected)) if distance else 1.0
+
+
+def _distance(output: str, expected: str) -> int:
+    if output == expected:
+        return 0
     if len(output) * len(expected) > LEVENSHTEIN_CELLS:
         # the distance is computed in C holding the interpreter lock: no timeout or Ctrl-C could stop it
         raise ValueError(f"texts too long to compare ({len(output):,} and {len(expected):,} characters; the"
                          f" product of the lengths may be at most {LEVENSHTEIN_CELLS:,}, about 100,000 characters"
                          " each): score long texts with contains, regex or a judge")
-    return 1.0 - Levenshtein.distance(output, expected) / longest
+    return Levenshtein.distance(output, expected)
 
 
-def contains(output: Any, expected: Any, ignore_case: bool = False) -> bool:
-    """True when the text of ``expected`` occurs anywhere in the text of ``output``.
+def contains(output: Any, expected: Any, ignore_case: bool = False) -> Score:
+    """Passes (score 1) when the text of ``expected`` occurs anywhere in the text of
+    ``output``, else fails (score 0); the reason says it was found or is missing.
 
     Both go through ``to_text``; with ``ignore_case`` both are case-folded first. An empty
     expected text is contained in every output (as JS ``includes("")``).
     """
     haystack, needle = to_text(output), to_text(expected)
-    if ignore_case:
-        return needle.casefold() in haystack.casefold()
-    return needle in haystack
+    found = needle.casefold() in haystack.casefold() if ignore_case else needle in haystack
+    return Score(score=1.0 if found else 0.0, passed=found, reason=("found " if found else "missing ") + _quoted(needle))
 
 
-def contains_any(output: Any, expected: Any, ignore_case: bool = False) -> bool:
-    """True when at least one of the expected strings occurs in the text of ``output``.
+def contains_any(output: Any, expected: Any, ignore_case: bool = False) -> Score:
+    """Passes (score 1) when at least one of the expected strings occurs in the text of
+    ``output``, else fails (score 0); the reason names the first found, or says none was.
 
     ``expected`` is a non-empty list of strings (numbers and booleans are taken as their
     ``to_text``); a single string counts as a one-element list. With ``ignore_case`` the
     comparison is case-folded. An empty list or an element that is a list, dict or
     ``None`` raises ``ValueError``.
     """
-    haystack, needles = _folded(to_text(output), _as_needles("contains_any", expected), ignore_case)
-    return any(needle in haystack for needle in needles)
+    originals = _as_needles("contains_any", expected)
+    haystack, needles = _folded(to_text(output), originals, ignore_case)
+    found = next((original for original, needle in zip(originals, needles) if needle in haystack), None)
+    if found is None:
+        return Score(score=0.0, passed=False, reason="missing all of " + ", ".join(map(_quoted, originals)))
+    return Score(score=1.0, passed=True, reason="found " + _quoted(found))
 
 
 def contains_all(output: Any, expected: Any, ignore_case: bool = False) -> Score:
@@ -197,7 +215,7 @@ def contains_all(output: Any, expected: Any, ignore_case: bool = False) -> Score
 
     ``expected`` is read as in ``contains_any``. The score is the fraction of expected
     strings found (so a partial hit still shows); ``passed`` is True only when all are
-    found, and the reason then names the missing ones.
+    found; the reason names the missing ones.
     """
     originals = _as_needles("contains_all", expected)
     haystack, needles = _folded(to_text(output), originals, ignore_case)
@@ -207,9 +225,16 @@ def contains_all(output: Any, expected: Any, ignore_case: bool = False) -> Score
         return Score(
             score=found / len(needles),
             passed=False,
-            reason="missing " + ", ".join(repr(text) for text in missing),
+            reason="missing " + ", ".join(map(_quoted, missing)),
         )
-    return Score(score=1.0, passed=True)
+    return Score(score=1.0, passed=True, reason=f"found all {len(needles)}")
+
+
+QUOTED = 80  # characters of an expected text that a reason quotes
+
+
+def _quoted(text: str) -> str:
+    return repr(text if len(text) <= QUOTED else text[:QUOTED] + "…")
 
 
 def _as_needles(scorer: str, expected: Any) -> list[str]:

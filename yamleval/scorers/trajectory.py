@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from yamleval.trace import read_trace, tool_calls
+from yamleval.trace import read_trace, step_count, tool_calls
 from yamleval.types import Score
 
 _MATCHERS = ("equals", "schema")
@@ -38,7 +38,7 @@ def trajectory(trace: Any, max_steps: int | None = None, must_call: list[str] | 
     called = [call.name for call in calls]
     results: list[tuple[str, bool]] = []
     if max_steps is not None:
-        turns = sum(step.kind == "model" for step in steps) or len(calls)
+        turns = step_count(steps)
         results.append((f"{turns} steps, at most {max_steps} allowed", turns <= max_steps))
     for name in must_call:
         results.append((f"{name} was {'called' if name in called else 'not called'} (must be)", name in called))

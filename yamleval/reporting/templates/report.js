@@ -26,12 +26,18 @@
   function clip(text) { return text.length > CLIP ? text.slice(0, CLIP) + "…" : text; }
   function fmt(n) { return n.toLocaleString("en-US"); }
   function fmtScore(v) { return v === null ? "—" : v.toFixed(2); }
-  function fmtMs(v) { return v < 100 ? v.toFixed(1) : fmt(Math.round(v)); }
+  // a duration in milliseconds as yamleval.figures.ms writes it: 0.40 ms, 12.5 ms, 340 ms, 1.2 s
+  function fmtDuration(v) {
+    if (v === null) return "—";
+    if (v >= 999.5) return (v / 1000).toLocaleString("en-US", { minimumFractionDigits: 1, maximumFractionDigits: 1 }) + " s";
+    return v.toFixed(v >= 99.95 ? 0 : v >= 1 ? 1 : 2) + " ms";
+  }
 
   // ---- word-level diff of expected against output ------------------------------------------
-  // A token is a word or a punctuation mark with the spaces after it, so spaces never match alone.
+  // A token is a word, a punctuation mark or a run of spaces: a word matches itself wherever
+  // it stands, at the end of a text too; the cleanup below folds lone spaces between changes.
   var WORDS = /[\p{L}\p{N}_]+/gu;
-  function tokens(text) { return text.match(/[\p{L}\p{N}_]+\s*|[^\s\p{L}\p{N}_]\s*|\s+/gu) || []; }
+  function tokens(text) { return text.match(/[\p{L}\p{N}_]+|[^\s\p{L}\p{N}_]|\s+/gu) || []; }
   function wordCount(text) { return (text.match(WORDS) || []).length; }
 
   // Runs of ["=", text] and changes {del, ins}, from a longest common subsequence of tokens.
@@ -101,6 +107,8 @@
     blocks.forEach(function (block) {
       if (block.eq !== undefined) { pre.appendChild(document.createTextNode(block.eq)); return; }
       if (block.del) { pre.appendChild(el("del", null, block.del)); removed += wordCount(block.del); }
+      // a word replaced by a word reads as two words, not one run together: a space between them
+      if (/[\p{L}\p{N}_]$/u.test(block.del) && /^[\p{L}\p{N}_]/u.test(block.ins)) pre.appendChild(document.createTextNode(" "));
       if (block.ins) { pre.appendChild(el("ins", null, block.ins)); added += wordCount(block.ins); }
     });
     box.appendChild(pre);
@@ -123,7 +131,7 @@
     this.scorers = exp.scorers;
     this.tbody = section.querySelector(".items-table tbody");
     // keep the three text columns readable however many scorer columns there are (scrolls sideways)
-    section.querySelector(".items-table").style.minWidth = (840 + 124 * this.scorers.length) + "px";
+    section.querySelector(".items-table").style.minWidth = (920 + 124 * this.scorers.length) + "px";
     this.columns = section.querySelectorAll(".items-table thead th").length;
     this.search = section.querySelector("input.search");
     this.showing = section.querySelector(".showing");
@@ -337,7 +345,9 @@
     tr.tabIndex = 0;
     tr.setAttribute("data-index", String(i));
     tr.setAttribute("aria-expanded", this.open.has(i) ? "true" : "false");
-    tr.appendChild(el("td", "idx", String(i + 1)));
+    var id = el("td", "item-id", it[F.id]);
+    id.title = it[F.id];  // in full where the column cuts it
+    tr.appendChild(id);
     tr.appendChild(textCell(it[F.input]));
     var verdict = el("td");
     verdict.appendChild(el("span", "pill pill-" + VERDICT[it[F.status]], VERDICT[it[F.status]]));
@@ -348,7 +358,7 @@
     tr.appendChild(textCell(it[F.expected]));
     var scores = it[F.scores];
     for (var k = 0; k < this.scorers.length; k++) tr.appendChild(scoreCell(scores[k]));
-    tr.appendChild(el("td", "num", fmtMs(it[F.latency_ms])));
+    tr.appendChild(el("td", "num", fmtDuration(it[F.latency_ms])));
     tr.appendChild(it[F.tokens] === null ? textCell(null, "num") : el("td", "num", fmt(it[F.tokens])));
     return tr;
   };
@@ -396,7 +406,7 @@
     td.colSpan = this.columns;
     var meta = el("div", "detail-meta wide");
     [["Item", it[F.id]], ["Label", it[F.label]], ["Verdict", VERDICT[it[F.status]]],
-     ["Latency", fmtMs(it[F.latency_ms]) + " ms"], ["Tokens", it[F.tokens] === null ? "—" : fmt(it[F.tokens])]]
+     ["Latency", fmtDuration(it[F.latency_ms])], ["Tokens", it[F.tokens] === null ? "—" : fmt(it[F.tokens])]]
       .forEach(function (pair) {
         if (pair[1] === null || pair[1] === undefined) return;
         var span = el("span", null, pair[0] + " ");
@@ -407,6 +417,7 @@
     grid.appendChild(block("Input", it[F.input]));
     grid.appendChild(block("Expected", it[F.expected]));
     grid.appendChild(block("Output", it[F.output]));
+    if (it[F.assertions]) grid.appendChild(assertions(it[F.assertions]));
     if (it[F.error] !== null) grid.appendChild(block("Error", it[F.error], "wide"));
     if (it[F.notes]) grid.appendChild(block("Notes", it[F.notes].join("\n"), "wide"));
     var diff = el("section", "wide");
@@ -421,17 +432,57 @@
     return tr;
   };
 
-  // The runner's steps (an agent's model turns and tool calls), collapsed until opened.
-  function trajectory(steps) {
-    var box = el("details", "wide trajectory"), list = el("ul", "steps");
-    box.appendChild(el("summary", null, "Trajectory (" + steps.length + " step" + (steps.length === 1 ? "" : "s") + ")"));
-    steps.forEach(function (step) {
-      var li = el("li");
-      li.appendChild(el("b", null, step[0]));
-      if (step[1]) li.appendChild(el("pre", null, step[1]));
+  // What the item's dataset row requires of the answer (judges grade against it).
+  function assertions(texts) {
+    var box = el("section", "wide assertions"), list = el("ul");
+    box.appendChild(el("h4", null, "Assertions"));
+    texts.forEach(function (text) { list.appendChild(el("li", null, text === null ? "—" : text)); });
+    box.appendChild(list);
+    return box;
+  }
+
+  function plural(n, word) { return fmt(n) + " " + word + (n === 1 ? "" : "s"); }
+
+  // The runner's trajectory, collapsed until opened: [steps counted, tool calls, steps], each
+  // step [number, label, latency, tokens, text, error, calls] (unnumbered: a message or an
+  // event between the steps), each call [name, arguments, result, error, latency].
+  function trajectory(t) {
+    var box = el("details", "wide trajectory"), list = el("ol", "steps");
+    box.appendChild(el("summary", null, "Trajectory · " + plural(t[0], "step") + " · " + plural(t[1], "tool call")));
+    t[2].forEach(function (step) {
+      var li = el("li", step[0] === null ? "note" : "step"), head = el("div", "step-head");
+      head.appendChild(el("b", null, step[0] === null ? step[1] : "Step " + step[0]));
+      var facts = step[0] === null || step[1] === "tool call" ? [] : [step[1]];
+      if (step[2] !== null) facts.push(fmtDuration(step[2]));
+      if (step[3] !== null) facts.push(plural(step[3], "token"));
+      if (facts.length) head.appendChild(document.createTextNode(" · " + facts.join(" · ")));
+      li.appendChild(head);
+      if (step[4] !== null) li.appendChild(el("pre", "said", step[4]));
+      if (step[5] !== null) li.appendChild(labelled("error", step[5], "err"));
+      if (step[6].length) {
+        var calls = el("ul", "calls");
+        step[6].forEach(function (call) { calls.appendChild(toolCall(call)); });
+        li.appendChild(calls);
+      }
       list.appendChild(li);
     });
     box.appendChild(list);
+    return box;
+  }
+  function toolCall(call) {
+    var li = el("li", "call"), head = el("div", "call-head", "tool call ");
+    head.appendChild(el("code", null, call[0] === null ? "(unnamed)" : call[0]));
+    if (call[4] !== null) head.appendChild(document.createTextNode(" · " + fmtDuration(call[4])));
+    li.appendChild(head);
+    if (call[1] !== null) li.appendChild(labelled("arguments", call[1]));
+    if (call[2] !== null) li.appendChild(labelled("result", call[2]));
+    if (call[3] !== null) li.appendChild(labelled("error", call[3], "err"));
+    return li;
+  }
+  function labelled(name, text, cls) {
+    var box = el("div", "io" + (cls ? " " + cls : ""));
+    box.appendChild(el("span", "io-name", name));
+    box.appendChild(el("pre", null, text));
     return box;
   }
 
