@@ -148,3 +148,11 @@ def test_the_summary_stays_under_one_mebibyte(write_config, tmp_path):
     [path] = write_reports(str(tmp_path / "out"), ["markdown"], RUN, results[:1])
     assert Path(path).read_text(encoding="utf-8") == small
     assert os.listdir(tmp_path / "out") == ["summary.md"]
+
+
+def test_durations_read_as_in_the_report_and_the_terminal(write_config):
+    [result] = [yamleval.run_experiment(e) for e in yamleval.load_experiments(write_config(PASSING))]
+    summary = dataclasses.replace(result.summary, duration_ms=1234.5,
+                                  latency_ms=dataclasses.replace(result.summary.latency_ms, p95=340.2))
+    text = markdown.render(RUN, [dataclasses.replace(result, summary=summary)])
+    assert "| 340 ms |" in text and "| 1.2 s |" in text

@@ -41,9 +41,14 @@ def _mean(summaries) -> str:
 @cli.command()
 @STORE_OPTION
 @click.option("-n", "--limit", default=20, show_default=True, help="How many runs to list.")
-def runs(store_file, limit):
+@click.option("--ids", "ids_only", is_flag=True, help="Only the run ids, newest first, one a line (for scripts).")
+def runs(store_file, limit, ids_only):
     """List recent runs: id, start, experiments, status, pass rate, mean score."""
     store = _open(store_file)
+    if ids_only:
+        for info in store.runs(limit):
+            click.echo(info.run_id)
+        return
     rows = []
     for info in store.runs(limit):
         summaries = store.summaries(info.run_id)

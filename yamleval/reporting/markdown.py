@@ -88,7 +88,7 @@ def _statistics(result: ExperimentResult) -> list[str]:
             "| duration |",
             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
             f"| {s.total} | {s.passed} | {s.failed} | {s.errored} | {s.skipped} | {figures.percent(s.pass_rate)} | "
-            f"{figures.number(s.mean_score)} | {figures.ms(s.latency_ms.p95)} | {tokens} | {s.duration_ms / 1000:.2f} s |",
+            f"{figures.number(s.mean_score)} | {figures.ms(s.latency_ms.p95)} | {tokens} | {figures.ms(s.duration_ms)} |",
             ""] + ([f"Throttled: {throttled}.", ""] if throttled else [])
 
 
