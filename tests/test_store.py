@@ -208,17 +208,18 @@ def test_report_rerenders_byte_identically(write_config, tmp_path):
     for name in ("results.json", "junit.xml", "summary.md", "report.html"):
         assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "out" / name).read_bytes(), name
 
-    with sqlite3.connect(tmp_path / "r.db") as con:  # as a yamleval from before histograms and throttling stored it
-        [(text,)] = con.execute("SELECT summary FROM experiments").fetchall()
+    with sqlite3.connect(tmp_path / "r.db") as con:  # as a yamleval from before histograms, throttling and
+        [(text,)] = con.execute("SELECT summary FROM experiments").fetchall()  # intervals stored it
         summary = json.loads(text)
-        assert all(scorer[11] for scorer in summary["scorers"])
+        assert all(scorer[11] and scorer[12] and scorer[13] for scorer in summary["scorers"])
         summary["scorers"] = [scorer[:11] for scorer in summary["scorers"]]
         assert summary.pop("throttling") == [0, 0, 0.0]
+        assert [summary.pop(key) for key in ("confidence", "pass_rate_ci", "mean_score_ci")][0] == 0.95
         con.execute("UPDATE experiments SET summary = ?", (json.dumps(summary),))
     older = run_cli("report", "latest", "--store", "r.db", "--format", "json,html", "--report-dir", "older",
                     cwd=tmp_path)
     assert older.returncode == 0, older.stderr
-    for name in ("results.json", "report.html"):  # the histograms are counted from the items
+    for name in ("results.json", "report.html"):  # the histograms and intervals are counted from the items
         assert (tmp_path / "older" / name).read_bytes() == (tmp_path / "out" / name).read_bytes(), name
 
 

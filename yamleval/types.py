@@ -111,6 +111,8 @@ class ScorerSummary:
     errored: int
     skipped: int
     histogram: tuple[int, ...] | None = None  # scores in ten bins over [0, 1]
+    pass_rate_ci: tuple[float, float] | None = None  # [low, high] at the summary's confidence
+    mean_ci: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -160,6 +162,9 @@ class Summary:
     criteria: tuple[CriterionResult, ...] = ()
     judge_tokens: Usage = Usage()  # kept apart from the system under test's
     throttling: Throttling = Throttling()
+    confidence: float = 0.95  # the level of the intervals: [low, high], None with too few items
+    pass_rate_ci: tuple[float, float] | None = None
+    mean_score_ci: tuple[float, float] | None = None  # of the per-item means of their scores
 
 
 class ItemResults:
