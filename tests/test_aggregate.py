@@ -59,10 +59,10 @@ def test_pass_rates_and_means_carry_intervals_clustered_by_item(confidence):
     def wilson(passed, n):
         return pytest.approx(proportion_confint(passed, n, alpha=1 - confidence, method="wilson"), rel=1e-9)
 
-    def t_interval(values):
-        mean = sum(values) / len(values)
-        return pytest.approx(scipy_stats.t.interval(confidence, len(values) - 1, loc=mean,
-                                                    scale=scipy_stats.sem(values)), rel=1e-9)
+    def t_interval(values):  # cut to [0, 1], where a mean of scores lies
+        low, high = scipy_stats.t.interval(confidence, len(values) - 1, loc=sum(values) / len(values),
+                                           scale=scipy_stats.sem(values))
+        return pytest.approx((max(low, 0.0), min(high, 1.0)), rel=1e-9)
 
     assert s.confidence == confidence
     assert s.pass_rate_ci == wilson(4, 7)  # the skipped item is not judged; the errored one did not pass

@@ -54,6 +54,41 @@ def test_exit_0_when_every_experiment_passes(write_config, tmp_path):
     assert report["experiments"][0]["summary"]["passed"] == 2
 
 
+def test_every_report_gives_the_intervals_at_the_configured_confidence(write_config, tmp_path):
+    """8 of 10 items pass: the Wilson interval of the pass rate and the t interval of the mean score
+    (cut at 1) at 90%, as statsmodels and scipy give them."""
+    items = ", ".join(f"{{input: {n}, expected: {n if n < 8 else 'other'}}}" for n in range(10))
+    write_config(f"""
+        defaults: {{confidence: 0.9}}
+        experiments:
+          - id: e
+            dataset: {{items: [{items}]}}
+            runner: echo
+            scorers: [exact_match]
+    """)
+    done = run_cli("run", "--report-dir", "out", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "\n  90% CI      mean score 0.556–1.000 · pass rate 54.1–93.1%\n" in done.stdout
+    assert "  exact_match   0.800  0.000  1.000      80.0%  0.556–1.000   54.1–93.1%  8/2/0/0\n" in done.stdout
+    summary_md = (tmp_path / "out" / "summary.md").read_text()
+    assert "\n90% CI: pass rate 54.1–93.1%, mean score 0.556–1.000.\n" in summary_md
+    assert "\n| exact\\_match | 0.800 | 0.556–1.000 | 80.0% | 54.1–93.1% |\n" in summary_md
+    junit = (tmp_path / "out" / "junit.xml").read_text()
+    for name, value in (("confidence", "0.9"), ("pass_rate_ci", "[0.540793, 0.931442]"),
+                        ("mean_score_ci", "[0.555585, 1]"), ("scorer.exact_match.mean_ci", "[0.555585, 1]"),
+                        ("scorer.exact_match.pass_rate_ci", "[0.540793, 0.931442]")):
+        assert f'<property name="{name}" value="{value}" />' in junit
+    summary = json.loads((tmp_path / "out" / "results.json").read_text())["experiments"][0]["summary"]
+    wilson, t = [0.5407928056874879, 0.9314420122624679], [0.5555849423125017, 1.0]
+    assert (summary["confidence"], summary["pass_rate_ci"], summary["mean_score_ci"]) == (
+        0.9, pytest.approx(wilson, rel=1e-9), pytest.approx(t, rel=1e-9))
+    scorer = summary["scorers"]["exact_match"]
+    assert (scorer["pass_rate_ci"], scorer["mean_ci"]) == (pytest.approx(wilson, rel=1e-9), pytest.approx(t, rel=1e-9))
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "54.1–93.1%</div><div class=\"stat-name\">Pass rate 90% CI" in html
+    assert "0.556–1.000</div><div class=\"stat-name\">Mean score 90% CI" in html
+
+
 def test_exit_1_when_an_experiment_fails(write_config, tmp_path):
     write_config(FAILING)
     done = run_cli("run", cwd=tmp_path)

@@ -119,6 +119,12 @@ class SortedRuns:
         return found
 
 
+def _score_interval(scores: ExactSum, confidence: float) -> stats.Interval | None:
+    """The t interval of a mean of scores, cut to [0, 1], where scores and so their mean lie."""
+    found = scores.interval(confidence)
+    return None if found is None else (max(0.0, found[0]), min(1.0, found[1]))
+
+
 class _ScorerTally:
     __slots__ = ("name", "threshold", "values", "low", "high", "passed", "failed", "errored", "skipped", "bins")
 
@@ -231,7 +237,7 @@ class Aggregator:
                 pass_rate=t.passed / decided if decided else None,
                 passed=t.passed, failed=t.failed, errored=t.errored, skipped=t.skipped, histogram=tuple(t.bins),
                 pass_rate_ci=stats.wilson_interval(t.passed, decided, self.confidence),
-                mean_ci=t.values.interval(self.confidence),
+                mean_ci=_score_interval(t.values, self.confidence),
             )
         return Summary(
             total=max(total or 0, self.completed), completed=self.completed,
@@ -242,7 +248,7 @@ class Aggregator:
             duration_ms=duration_ms, latency_ms=latency,
             tokens=self.tokens.usage(), scorers=scorers, judge_tokens=self.judge_tokens.usage(),
             confidence=self.confidence, pass_rate_ci=stats.wilson_interval(counts["passed"], judged, self.confidence),
-            mean_score_ci=self.item_means.interval(self.confidence),
+            mean_score_ci=_score_interval(self.item_means, self.confidence),
         )
 
 
