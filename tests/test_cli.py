@@ -373,3 +373,70 @@ def test_no_secret_in_any_artefact(write_config, tmp_path):
     assert secret not in done.stdout + done.stderr
     assert "::error" in done.stdout, "failing items are annotated inside GitHub Actions"
     assert "❌" in summary.read_text() or "FAILED" in summary.read_text()
+
+
+def _two_stored_runs(write_config, tmp_path, failing_before: int, failing_after: int, items: int = 200):
+    """Two runs of the same experiment into r.db, the second failing more of its first items."""
+    config = """
+        store: r.db
+        reports: {dir: out, formats: []}
+        experiments:
+          - id: e
+            dataset: {file: DATA}
+            runner: echo
+            scorers: [exact_match]
+    """
+    for name, failing in (("base.jsonl", failing_before), ("candidate.jsonl", failing_after)):
+        rows = [{"id": f"i{n}", "input": f"answer {n}", "expected": "wrong" if n < failing else f"answer {n}"}
+                for n in range(items)]
+        (tmp_path / name).write_text("".join(json.dumps(row) + "\n" for row in rows))
+        write_config(config.replace("DATA", name))
+        assert run_cli("run", "-q", cwd=tmp_path).returncode == (1 if failing else 0)
+    from yamleval.store import Store
+
+    store = Store(str(tmp_path / "r.db"))
+    candidate, base = (run.run_id for run in store.runs(2))
+    store.close()
+    return base, candidate
+
+
+def test_compare_finds_twenty_more_failures_in_two_hundred_items_a_significant_regression(write_config, tmp_path):
+    base, candidate = _two_stored_runs(write_config, tmp_path, 10, 30)
+    gate = run_cli("compare", base, candidate, "--store", "r.db", "--fail-on-regression", cwd=tmp_path)
+    assert gate.returncode == 1
+    assert gate.stderr == "regression gate failed: significant regression (alpha 0.05) in e, e › exact_match\n"
+    lines = gate.stdout.splitlines()
+    assert lines[:2] == [f"{base} (completed) → {candidate} (completed): 20 regressions",
+                         "paired verdict (alpha 0.05): regressed: e, e › exact_match"]
+    assert lines[5].startswith("regressed: 200 pairs, 20 pass → fail, 0 fail → pass, McNemar p = 1.9e-06; "
+                               "mean score -0.100 (95% CI -0.1")
+    data = json.loads(run_cli("compare", base, candidate, "--store", "r.db", "--format", "json",
+                              cwd=tmp_path).stdout)
+    assert (data["alpha"], data["margin"], data["significant_regressions"]) == (0.05, 0.0, ["e", "e › exact_match"])
+    for change in (data["experiments"][0]["change"], data["experiments"][0]["scorer_changes"]["exact_match"]):
+        assert (change["verdict"], change["pairs"], change["pass_to_fail"], change["fail_to_pass"]) == (
+            "regressed", 200, 20, 0)
+        assert change["p_value"] < 0.001 and change["mean_difference"] == pytest.approx(-0.1)
+        assert change["ci_method"] == "bootstrap" and change["mean_difference_ci"][1] < 0
+    markdown = run_cli("compare", base, candidate, "--store", "r.db", "--format", "markdown", cwd=tmp_path).stdout
+    assert "\n**regressed**: 200 pairs, 20 pass → fail" in markdown
+    # a margin above the 10-point drop, or a stricter alpha than its p-value, lets it through
+    for options in (["--margin", "0.15"], ["--alpha", "0.000001"]):
+        assert run_cli("compare", base, candidate, "--store", "r.db", "--fail-on-regression", *options,
+                       cwd=tmp_path).returncode == 0
+
+
+def test_compare_gates_one_item_worse_only_under_the_strict_flag(write_config, tmp_path):
+    base, candidate = _two_stored_runs(write_config, tmp_path, 0, 1, items=50)
+    significant = run_cli("compare", base, candidate, "--store", "r.db", "--fail-on-regression", cwd=tmp_path)
+    assert significant.returncode == 0, significant.stderr
+    assert "paired verdict (alpha 0.05): no significant change\n" in significant.stdout
+    strict = run_cli("compare", base, candidate, "--store", "r.db", "--fail-on-any-regression", cwd=tmp_path)
+    assert (strict.returncode, strict.stderr) == (1, "regression gate failed: 1 item got worse\n")
+
+
+@pytest.mark.parametrize("option", [["--alpha", "0"], ["--alpha", "1"], ["--margin", "-0.1"]])
+def test_compare_refuses_an_alpha_or_margin_out_of_range(write_config, tmp_path, option):
+    base, candidate = _two_stored_runs(write_config, tmp_path, 0, 0, items=2)
+    done = run_cli("compare", base, candidate, "--store", "r.db", *option, cwd=tmp_path)
+    assert done.returncode == 2 and "Invalid value for" in done.stderr

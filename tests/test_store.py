@@ -223,7 +223,7 @@ def test_report_rerenders_byte_identically(write_config, tmp_path):
         assert (tmp_path / "older" / name).read_bytes() == (tmp_path / "out" / name).read_bytes(), name
 
 
-def test_compare_lists_flips_and_fails_on_regression(write_config, tmp_path):
+def test_compare_lists_flips_and_the_strict_gate_fails_on_one(write_config, tmp_path):
     config = """
         store: r.db
         reports: {dir: out, formats: [json]}
@@ -244,9 +244,10 @@ def test_compare_lists_flips_and_fails_on_regression(write_config, tmp_path):
     done = run_cli("compare", base[:20], candidate, "--store", "r.db", cwd=tmp_path)
     assert done.returncode == 0
     assert "b: passed → failed (regressed)" in done.stdout
-    gate = run_cli("compare", base, "latest", "--store", "r.db", "--fail-on-regression", "--format", "json",
+    gate = run_cli("compare", base, "latest", "--store", "r.db", "--fail-on-any-regression", "--format", "json",
                    cwd=tmp_path)
     assert gate.returncode == 1
+    assert run_cli("compare", base, "latest", "--store", "r.db", "--fail-on-regression", cwd=tmp_path).returncode == 0
     data = json.loads(gate.stdout)
     assert data["regressions"] == 1
     assert data["experiments"][0]["flips"] == [{"item": "b", "before": "passed", "after": "failed",

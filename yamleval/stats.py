@@ -18,7 +18,7 @@ from typing import Sequence
 
 Interval = tuple[float, float]
 BOOTSTRAP_BELOW = 1000  # pairs: fewer get a bootstrap interval; more, where the t interval is as good, a t interval
-RESAMPLES = 2000
+RESAMPLES = 1000
 SEED = 0  # the bootstrap's, so that comparing the same two runs gives the same interval each time
 
 
