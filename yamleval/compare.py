@@ -2,8 +2,8 @@
 and whether each experiment and scorer changed beyond chance, its items paired by id.
 
 Items are read from both runs at once, in dataset order, and paired as their ids meet: an item
-waits (as the little pairing needs of it) only until its partner is read, so two runs of the
-same dataset are compared in constant memory, whatever their size.
+waits (as the few facts pairing needs of it) only until its partner is read, so two runs of
+the same dataset are compared in constant memory, whatever their size.
 """
 from __future__ import annotations
 
@@ -88,7 +88,12 @@ class Comparison:
             worse = self.regressions
             return f"{len(worse)} item{'s' if len(worse) != 1 else ''} got worse" if worse else None
         regressed = self.significant_regressions
-        return (f"significant regression (alpha {self.alpha:g}) in {', '.join(regressed)}") if regressed else None
+        return f"significant regression ({self.rule}) in {', '.join(regressed)}" if regressed else None
+
+    @property
+    def rule(self) -> str:
+        """When a change counts: ``alpha 0.05`` (``, margin 0.02``)."""
+        return f"alpha {self.alpha:g}" + (f", margin {self.margin:g}" if self.margin else "")
 
     @property
     def unfinished(self) -> str | None:
@@ -292,11 +297,10 @@ def to_json(c: Comparison) -> str:
 
 def _verdict_line(c: Comparison) -> str:
     """What changed beyond chance, in one line."""
-    rule = f"alpha {c.alpha:g}" + (f", margin {c.margin:g}" if c.margin else "")
     named = {verdict: [name for e in c.experiments for name, change in _changes(e) if change.verdict == verdict]
              for verdict in (REGRESSED, IMPROVED)}
     found = "; ".join(f"{verdict}: {', '.join(names)}" for verdict, names in named.items() if names)
-    return f"paired verdict ({rule}): {found or NO_CHANGE}"
+    return f"paired verdict ({c.rule}): {found or NO_CHANGE}"
 
 
 def _change_text(change: PairedChange, alpha: float, markdown: bool) -> str:
