@@ -37,6 +37,47 @@ def test_summary_counts_means_and_percentiles():
 def test_empty_summary():
     s = Aggregator({}).summary(0.0, total=0)
     assert (s.total, s.mean_score, s.pass_rate, s.latency_ms.p50) == (0, None, None, None)
+    assert (s.pass_rate_ci, s.mean_score_ci, s.confidence) == (None, None, 0.95)
+
+
+@pytest.mark.parametrize("confidence", [0.9, 0.95])
+def test_pass_rates_and_means_carry_intervals_clustered_by_item(confidence):
+    """The mean score's interval counts items, not scores: each item is the mean of its scores."""
+    from scipy import stats as scipy_stats
+    from statsmodels.stats.proportion import proportion_confint
+
+    agg = Aggregator({"a": ("a", 0.5), "b": ("b", None)}, confidence=confidence)
+    rows = [(1.0, 0.8), (0.0, 0.4), (1.0, None), (0.5, 0.1), (0.0, 0.0), (1.0, 0.9)]
+    for index, (a, b) in enumerate(rows):
+        scores = [ScoreResult("a", "success", a, a >= 0.5, 0.5)] + ([ScoreResult("b", "success", b)] if b is not None
+                                                                    else [ScoreResult("b", "skipped")])
+        agg.add(result(index, "passed" if a >= 0.5 else "failed", 1.0, scores))
+    agg.add(result(len(rows), "skipped", 1.0, [ScoreResult("a", "skipped"), ScoreResult("b", "skipped")]))
+    agg.add(result(len(rows) + 1, "error", 1.0))
+    s = agg.summary(0.0)
+
+    def wilson(passed, n):
+        return pytest.approx(proportion_confint(passed, n, alpha=1 - confidence, method="wilson"), rel=1e-9)
+
+    def t_interval(values):  # cut to [0, 1], where a mean of scores lies
+        low, high = scipy_stats.t.interval(confidence, len(values) - 1, loc=sum(values) / len(values),
+                                           scale=scipy_stats.sem(values))
+        return pytest.approx((max(low, 0.0), min(high, 1.0)), rel=1e-9)
+
+    assert s.confidence == confidence
+    assert s.pass_rate_ci == wilson(4, 7)  # the skipped item is not judged; the errored one did not pass
+    assert s.mean_score_ci == t_interval([(a + b) / 2 if b is not None else a for a, b in rows])
+    a, b = s.scorers["a"], s.scorers["b"]
+    assert (a.pass_rate_ci, a.mean_ci) == (wilson(4, 6), t_interval([a for a, _ in rows]))
+    assert (b.pass_rate_ci, b.mean_ci) == (None, t_interval([b for _, b in rows if b is not None]))
+
+
+def test_a_mean_of_one_item_has_no_interval():
+    agg = Aggregator({"a": ("a", None)})
+    agg.add(result(0, "passed", 1.0, [ScoreResult("a", "success", 0.7)]))
+    s = agg.summary(0.0)
+    assert (s.mean_score_ci, s.scorers["a"].mean_ci) == (None, None)
+    assert s.pass_rate_ci == pytest.approx((0.2065493143772375, 1.0))
 
 
 def test_large_runs_keep_exact_order_independent_means_and_percentiles():
@@ -45,7 +86,7 @@ def test_large_runs_keep_exact_order_independent_means_and_percentiles():
     import math
     import random
 
-    from yamleval import aggregate
+    from yamleval import aggregate, stats
 
     rng = random.Random(7)
     n = aggregate.RUN * 2 + 123
@@ -73,6 +114,7 @@ def test_large_runs_keep_exact_order_independent_means_and_percentiles():
     assert s.latency_ms.p95 == pytest.approx(percentile(0.95), rel=1e-6)
     assert s.latency_ms.max == ordered[-1] and s.latency_ms.mean == math.fsum(latencies) / n
     assert s.scorers["s"].mean == math.fsum(scores) / n and s.mean_score == math.fsum(scores) / n
+    assert s.scorers["s"].mean_ci == s.mean_score_ci == pytest.approx(stats.mean_interval(scores), rel=1e-12)
 
 
 def test_exact_parts_keep_the_exact_sum():

@@ -60,6 +60,41 @@ def test_exit_0_when_every_experiment_passes(write_config, tmp_path):
     assert report["experiments"][0]["summary"]["passed"] == 2
 
 
+def test_every_report_gives_the_intervals_at_the_configured_confidence(write_config, tmp_path):
+    """8 of 10 items pass: the Wilson interval of the pass rate and the t interval of the mean score
+    (cut at 1) at 90%, as statsmodels and scipy give them."""
+    items = ", ".join(f"{{input: {n}, expected: {n if n < 8 else 'other'}}}" for n in range(10))
+    write_config(f"""
+        defaults: {{confidence: 0.9}}
+        experiments:
+          - id: e
+            dataset: {{items: [{items}]}}
+            runner: echo
+            scorers: [exact_match]
+    """)
+    done = run_cli("run", "--report-dir", "out", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "\n  90% CI      mean score 0.556–1.000 · pass rate 54.1–93.1%\n" in done.stdout
+    assert "  exact_match   0.800  0.000  1.000      80.0%  0.556–1.000   54.1–93.1%  8/2/0/0\n" in done.stdout
+    summary_md = (tmp_path / "out" / "summary.md").read_text()
+    assert "\n90% CI: pass rate 54.1–93.1%, mean score 0.556–1.000.\n" in summary_md
+    assert "\n| exact\\_match | 0.800 | 0.556–1.000 | 80.0% | 54.1–93.1% |\n" in summary_md
+    junit = (tmp_path / "out" / "junit.xml").read_text()
+    for name, value in (("confidence", "0.9"), ("pass_rate_ci", "[0.540793, 0.931442]"),
+                        ("mean_score_ci", "[0.555585, 1]"), ("scorer.exact_match.mean_ci", "[0.555585, 1]"),
+                        ("scorer.exact_match.pass_rate_ci", "[0.540793, 0.931442]")):
+        assert f'<property name="{name}" value="{value}" />' in junit
+    summary = json.loads((tmp_path / "out" / "results.json").read_text())["experiments"][0]["summary"]
+    wilson, t = [0.5407928056874879, 0.9314420122624679], [0.5555849423125017, 1.0]
+    assert (summary["confidence"], summary["pass_rate_ci"], summary["mean_score_ci"]) == (
+        0.9, pytest.approx(wilson, rel=1e-9), pytest.approx(t, rel=1e-9))
+    scorer = summary["scorers"]["exact_match"]
+    assert (scorer["pass_rate_ci"], scorer["mean_ci"]) == (pytest.approx(wilson, rel=1e-9), pytest.approx(t, rel=1e-9))
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "54.1–93.1%</div><div class=\"stat-name\">Pass rate 90% CI" in html
+    assert "0.556–1.000</div><div class=\"stat-name\">Mean score 90% CI" in html
+
+
 def test_exit_1_when_an_experiment_fails(write_config, tmp_path):
     write_config(FAILING)
     done = run_cli("run", cwd=tmp_path)
@@ -461,10 +496,10 @@ def test_compare_says_whether_the_configuration_changed_and_how(write_config, tm
                             run_cli("runs", "--store", "r.db", cwd=tmp_path).stdout.splitlines()[1:]][::-1]
 
     same = run_cli("compare", first, second, "--store", "r.db", cwd=tmp_path)
-    assert same.stdout.splitlines()[1] == "same configuration"
+    assert same.stdout.splitlines()[2] == "same configuration"  # after the verdict line
     changed = run_cli("compare", second, third, "--store", "r.db", cwd=tmp_path)
     assert changed.returncode == 0, changed.stderr
-    assert changed.stdout.splitlines()[1:9] == [
+    assert changed.stdout.splitlines()[2:10] == [
         "configuration changed:",
         "  --- base/evals.yaml",
         "  +++ candidate/evals.yaml",
@@ -478,3 +513,71 @@ def test_compare_says_whether_the_configuration_changed_and_how(write_config, tm
     assert data["config_diff"][:2] == ["--- base/evals.yaml", "+++ candidate/evals.yaml"]
     markdown = run_cli("compare", second, third, "--store", "r.db", "--format", "markdown", cwd=tmp_path).stdout
     assert "configuration changed:\n\n    --- base/evals.yaml\n" in markdown
+
+
+def _two_stored_runs(write_config, tmp_path, failing_before: int, failing_after: int, items: int = 200):
+    """Two runs of the same experiment into r.db, the second failing more of its first items."""
+    config = """
+        store: r.db
+        reports: {dir: out, formats: []}
+        experiments:
+          - id: e
+            dataset: {file: DATA}
+            runner: echo
+            scorers: [exact_match]
+    """
+    for name, failing in (("base.jsonl", failing_before), ("candidate.jsonl", failing_after)):
+        rows = [{"id": f"i{n}", "input": f"answer {n}", "expected": "wrong" if n < failing else f"answer {n}"}
+                for n in range(items)]
+        (tmp_path / name).write_text("".join(json.dumps(row) + "\n" for row in rows))
+        write_config(config.replace("DATA", name))
+        assert run_cli("run", "-q", cwd=tmp_path).returncode == (1 if failing else 0)
+    from yamleval.store import Store
+
+    store = Store(str(tmp_path / "r.db"))
+    candidate, base = (run.run_id for run in store.runs(2))
+    store.close()
+    return base, candidate
+
+
+def test_compare_finds_twenty_more_failures_in_two_hundred_items_a_significant_regression(write_config, tmp_path):
+    base, candidate = _two_stored_runs(write_config, tmp_path, 10, 30)
+    gate = run_cli("compare", base, candidate, "--store", "r.db", "--fail-on-regression", cwd=tmp_path)
+    assert gate.returncode == 1
+    assert gate.stderr == "regression gate failed: significant regression (alpha 0.05) in e, e › exact_match\n"
+    lines = gate.stdout.splitlines()
+    assert lines[:2] == [f"{base} (completed) → {candidate} (completed): 20 regressions",
+                         "paired verdict (alpha 0.05): regressed: e, e › exact_match"]
+    verdict = lines[lines.index("e") + 2]  # the experiment's heading, its deltas, its verdict
+    assert verdict.startswith("regressed: 200 pairs, 20 pass → fail, 0 fail → pass, McNemar p = 1.9e-06; "
+                              "mean score -0.100 (95% CI -0.1")
+    data = json.loads(run_cli("compare", base, candidate, "--store", "r.db", "--format", "json",
+                              cwd=tmp_path).stdout)
+    assert (data["alpha"], data["margin"], data["significant_regressions"]) == (0.05, 0.0, ["e", "e › exact_match"])
+    for change in (data["experiments"][0]["change"], data["experiments"][0]["scorer_changes"]["exact_match"]):
+        assert (change["verdict"], change["pairs"], change["pass_to_fail"], change["fail_to_pass"]) == (
+            "regressed", 200, 20, 0)
+        assert change["p_value"] < 0.001 and change["mean_difference"] == pytest.approx(-0.1)
+        assert change["ci_method"] == "bootstrap" and change["mean_difference_ci"][1] < 0
+    markdown = run_cli("compare", base, candidate, "--store", "r.db", "--format", "markdown", cwd=tmp_path).stdout
+    assert "\n**regressed**: 200 pairs, 20 pass → fail" in markdown
+    # a margin above the 10-point drop, or a stricter alpha than its p-value, lets it through
+    for options in (["--margin", "0.15"], ["--alpha", "0.000001"]):
+        assert run_cli("compare", base, candidate, "--store", "r.db", "--fail-on-regression", *options,
+                       cwd=tmp_path).returncode == 0
+
+
+def test_compare_gates_one_item_worse_only_under_the_strict_flag(write_config, tmp_path):
+    base, candidate = _two_stored_runs(write_config, tmp_path, 0, 1, items=50)
+    significant = run_cli("compare", base, candidate, "--store", "r.db", "--fail-on-regression", cwd=tmp_path)
+    assert significant.returncode == 0, significant.stderr
+    assert "paired verdict (alpha 0.05): no significant change\n" in significant.stdout
+    strict = run_cli("compare", base, candidate, "--store", "r.db", "--fail-on-any-regression", cwd=tmp_path)
+    assert (strict.returncode, strict.stderr) == (1, "regression gate failed: 1 item got worse\n")
+
+
+@pytest.mark.parametrize("option", [["--alpha", "0"], ["--alpha", "1"], ["--margin", "-0.1"]])
+def test_compare_refuses_an_alpha_or_margin_out_of_range(write_config, tmp_path, option):
+    base, candidate = _two_stored_runs(write_config, tmp_path, 0, 0, items=2)
+    done = run_cli("compare", base, candidate, "--store", "r.db", *option, cwd=tmp_path)
+    assert done.returncode == 2 and "Invalid value for" in done.stderr

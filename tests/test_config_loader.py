@@ -13,19 +13,22 @@ from yamleval.errors import ConfigError
 
 def test_defaults_are_inherited_and_overridden(write_config):
     path = write_config("""
-        defaults: {concurrency: 3, timeout: 5}
+        defaults: {concurrency: 3, timeout: 5, confidence: 0.9}
         experiments:
           - id: inherits
             dataset: {items: [{input: 1}]}
             runner: echo
           - id: overrides
             concurrency: 7
+            confidence: 0.99
             dataset: {items: [{input: 1}]}
             runner: {uses: echo, timeout: 2}
     """)
     inherits, overrides = load_project([path]).experiments
-    assert (inherits.concurrency, inherits.timeout, inherits.retries) == (3, 5.0, 2)
-    assert (overrides.concurrency, overrides.timeout) == (7, 2.0)
+    assert (inherits.concurrency, inherits.timeout, inherits.retries, inherits.confidence) == (3, 5.0, 2, 0.9)
+    assert (overrides.concurrency, overrides.timeout, overrides.confidence) == (7, 2.0, 0.99)
+    assert load_project([write_config("experiments: [{id: e, dataset: {items: [{input: 1}]}, runner: echo}]",
+                                      "alone.yaml")]).experiments[0].confidence == 0.95
 
 
 @pytest.mark.parametrize("setting, message", [
@@ -33,6 +36,7 @@ def test_defaults_are_inherited_and_overridden(write_config):
     ("timeout: .inf", "timeout: error: expected a number, got a value that is not a finite number .inf"),
     ("timeout: .nan", "timeout: error: expected a number, got a value that is not a finite number .nan"),
     ("labl: x", "labl: error: unknown key 'labl' (did you mean 'label'?)"),
+    ("confidence: 1", "confidence: error: must be less than 1, got 1"),
 ])
 def test_values_the_schema_refuses_are_errors(write_config, setting, message):
     """Cases where JSON Schema's own reading is laxer than a setting can use (2.0 counts as an

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from yamleval.records import encode_record, item_from_record, summary_from_json, summary_to_json
-from yamleval.types import CriterionResult, Item, ItemResult, LatencySummary, ScoreResult, Summary, Usage
+from yamleval.types import (CriterionResult, Item, ItemResult, LatencySummary, ScoreResult, ScorerSummary, Summary,
+                            Usage)
 
 CASES = [
     ItemResult(item=Item(id="a", index=0, input="q", expected="x"), status="passed", output="x", latency_ms=0.5,
@@ -57,3 +58,18 @@ def test_a_record_read_back_is_written_as_read_and_a_changed_result_anew():
     changed = dataclasses.replace(back, status="failed")
     assert json.loads(encode_record(changed))["status"] == "failed"
     assert back == item_from_record(json.loads(text)), "the text is no part of the result's value"
+
+
+def test_summaries_keep_their_intervals_and_old_summaries_without_them_still_read():
+    scorer = ScorerSummary("s", "s", 0.5, 0.75, 0.0, 1.0, 0.5, 2, 2, 0, 0, (1,) * 10, (0.15, 0.85), (0.2, 1.0))
+    summary = Summary(4, 4, 2, 2, 0, 0, 0.75, 0.5, 5.0, LatencySummary(), Usage(), {"s": scorer},
+                      confidence=0.9, pass_rate_ci=(0.1500641, 0.8499359), mean_score_ci=(0.2, 1.0))
+    assert summary_from_json(summary_to_json(summary)) == summary
+    old = json.loads(summary_to_json(summary))
+    for key in ("confidence", "pass_rate_ci", "mean_score_ci"):
+        del old[key]
+    old["scorers"] = [x[:12] for x in old["scorers"]]  # as written before intervals were kept
+    read = summary_from_json(json.dumps(old))
+    assert (read.confidence, read.pass_rate_ci, read.mean_score_ci) == (0.95, None, None)
+    assert (read.scorers["s"].pass_rate_ci, read.scorers["s"].mean_ci) == (None, None)
+    assert read.scorers["s"].histogram == scorer.histogram and read.mean_score == 0.75

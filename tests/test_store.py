@@ -208,21 +208,22 @@ def test_report_rerenders_byte_identically(write_config, tmp_path):
     for name in ("results.json", "junit.xml", "summary.md", "report.html"):
         assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "out" / name).read_bytes(), name
 
-    with sqlite3.connect(tmp_path / "r.db") as con:  # as a yamleval from before histograms and throttling stored it
-        [(text,)] = con.execute("SELECT summary FROM experiments").fetchall()
+    with sqlite3.connect(tmp_path / "r.db") as con:  # as a yamleval from before histograms, throttling and
+        [(text,)] = con.execute("SELECT summary FROM experiments").fetchall()  # intervals stored it
         summary = json.loads(text)
-        assert all(scorer[11] for scorer in summary["scorers"])
+        assert all(scorer[11] and scorer[12] and scorer[13] for scorer in summary["scorers"])
         summary["scorers"] = [scorer[:11] for scorer in summary["scorers"]]
         assert summary.pop("throttling") == [0, 0, 0.0]
+        assert [summary.pop(key) for key in ("confidence", "pass_rate_ci", "mean_score_ci")][0] == 0.95
         con.execute("UPDATE experiments SET summary = ?", (json.dumps(summary),))
     older = run_cli("report", "latest", "--store", "r.db", "--format", "json,html", "--report-dir", "older",
                     cwd=tmp_path)
     assert older.returncode == 0, older.stderr
-    for name in ("results.json", "report.html"):  # the histograms are counted from the items
+    for name in ("results.json", "report.html"):  # the histograms and intervals are counted from the items
         assert (tmp_path / "older" / name).read_bytes() == (tmp_path / "out" / name).read_bytes(), name
 
 
-def test_compare_lists_flips_and_fails_on_regression(write_config, tmp_path):
+def test_compare_lists_flips_and_the_strict_gate_fails_on_one(write_config, tmp_path):
     config = """
         store: r.db
         reports: {dir: out, formats: [json]}
@@ -243,9 +244,10 @@ def test_compare_lists_flips_and_fails_on_regression(write_config, tmp_path):
     done = run_cli("compare", base[:20], candidate, "--store", "r.db", cwd=tmp_path)
     assert done.returncode == 0
     assert "b: passed → failed (regressed)" in done.stdout
-    gate = run_cli("compare", base, "latest", "--store", "r.db", "--fail-on-regression", "--format", "json",
+    gate = run_cli("compare", base, "latest", "--store", "r.db", "--fail-on-any-regression", "--format", "json",
                    cwd=tmp_path)
     assert gate.returncode == 1
+    assert run_cli("compare", base, "latest", "--store", "r.db", "--fail-on-regression", cwd=tmp_path).returncode == 0
     data = json.loads(gate.stdout)
     assert data["regressions"] == 1
     assert data["experiments"][0]["flips"] == [{"item": "b", "before": "passed", "after": "failed",

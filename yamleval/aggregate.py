@@ -1,18 +1,20 @@
 """A summary built up one item at a time, so no run has to keep its items to count them.
 
-Memory stays small at any size: score sums are kept exact as a few partial sums (so a mean
-does not depend on the order items finish in), and latencies, which percentiles need all of,
-are kept as sorted runs (4-byte numbers past the first 65,536) that are merged only as far
-as a percentile needs.
+Memory stays small at any size: score sums (and sums of their squares, for the interval of a
+mean) are kept exact as a few partial sums (so a mean does not depend on the order items
+finish in), and latencies, which percentiles need all of, are kept as sorted runs (4-byte
+numbers past the first 65,536) that are merged only as far as a percentile needs.
 """
 from __future__ import annotations
 
 import heapq
 import itertools
 import math
+import operator
 from array import array
-from typing import Mapping
+from typing import Iterable, Mapping
 
+from yamleval import stats
 from yamleval.types import ItemResult, LatencySummary, ScorerSummary, Summary, Usage
 
 BINS = 10  # score histogram bins over [0, 1]; scores outside it count in the first or last
@@ -38,12 +40,14 @@ def exact_parts(values) -> list[float]:
 
 
 class ExactSum:
-    """A sum of floats that is exact until it is read (then correctly rounded), in bounded memory."""
+    """A sum of floats, and the sum of their squares, each exact until it is read (then correctly
+    rounded), in bounded memory. Squares are summed as the numbers fold, not one by one."""
 
-    __slots__ = ("parts", "pending", "count")
+    __slots__ = ("parts", "square_parts", "pending", "count")
 
     def __init__(self):
         self.parts: list[float] = []
+        self.square_parts: list[float] = []
         self.pending = array("d")
         self.count = 0
 
@@ -52,13 +56,26 @@ class ExactSum:
         self.count += 1
         if len(self.pending) >= RUN:
             self.parts = exact_parts(itertools.chain(self.parts, self.pending))
+            self.square_parts = exact_parts(itertools.chain(self.square_parts, self._squares()))
             self.pending = array("d")
+
+    def _squares(self):
+        return map(operator.mul, self.pending, self.pending)
 
     def terms(self):
         return itertools.chain(self.parts, self.pending)
 
     def total(self) -> float:
         return math.fsum(self.terms())
+
+    def interval(self, confidence: float) -> stats.Interval | None:
+        """The t interval of the mean of the numbers; None for fewer than two."""
+        n = self.count
+        if n < 2:
+            return None
+        total = self.total()
+        squares = math.fsum(itertools.chain(self.square_parts, self._squares()))
+        return stats.t_interval(n, total / n, (squares - total * total / n) / (n - 1), confidence)
 
 
 class SortedRuns:
@@ -100,6 +117,12 @@ class SortedRuns:
                 if len(found) == len(wanted):
                     break
         return found
+
+
+def _score_interval(scores: ExactSum, confidence: float) -> stats.Interval | None:
+    """The t interval of a mean of scores, cut to [0, 1], where scores and so their mean lie."""
+    found = scores.interval(confidence)
+    return None if found is None else (max(0.0, found[0]), min(1.0, found[1]))
 
 
 class _ScorerTally:
@@ -155,8 +178,10 @@ class _Tokens:
 class Aggregator:
     """Counts, score statistics, latency and tokens of the items recorded so far."""
 
-    def __init__(self, scorers: Mapping[str, tuple[str, float | None]]):
+    def __init__(self, scorers: Mapping[str, tuple[str, float | None]], confidence: float = 0.95):
         self.tallies = {sid: _ScorerTally(name, threshold) for sid, (name, threshold) in scorers.items()}
+        self.confidence = confidence
+        self.item_means = ExactSum()  # each item's mean score: items are the clusters of a mean's interval
         self.counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
         self.completed = self.noted = 0
         self.latencies = SortedRuns()
@@ -171,6 +196,7 @@ class Aggregator:
             self.noted += 1
         if result.usage is not None:
             self.tokens.add(result.usage)
+        item_total, item_scores = 0.0, 0
         for sid, score in result.scores.items():
             tally = self.tallies[sid]
             if score.usage is not None:
@@ -184,6 +210,8 @@ class Aggregator:
             if score.score is not None:
                 value = score.score
                 tally.values.add(value)
+                item_total += value
+                item_scores += 1
                 if value < tally.low:
                     tally.low = value
                 if value > tally.high:
@@ -193,6 +221,8 @@ class Aggregator:
                 tally.failed += 1
             elif score.passed:
                 tally.passed += 1
+        if item_scores:
+            self.item_means.add(item_total / item_scores)
 
     def summary(self, duration_ms: float, total: int | None = None) -> Summary:
         counts = self.counts
@@ -208,6 +238,8 @@ class Aggregator:
                 min=t.low if t.values.count else None, max=t.high if t.values.count else None,
                 pass_rate=t.passed / decided if decided else None,
                 passed=t.passed, failed=t.failed, errored=t.errored, skipped=t.skipped, histogram=tuple(t.bins),
+                pass_rate_ci=stats.wilson_interval(t.passed, decided, self.confidence),
+                mean_ci=_score_interval(t.values, self.confidence),
             )
         return Summary(
             total=max(total or 0, self.completed), completed=self.completed,
@@ -217,4 +249,18 @@ class Aggregator:
             pass_rate=counts["passed"] / judged if judged else None,
             duration_ms=duration_ms, latency_ms=latency,
             tokens=self.tokens.usage(), scorers=scorers, judge_tokens=self.judge_tokens.usage(), noted=self.noted,
+            confidence=self.confidence, pass_rate_ci=stats.wilson_interval(counts["passed"], judged, self.confidence),
+            mean_score_ci=_score_interval(self.item_means, self.confidence),
         )
+
+
+def recount(summary: Summary | None, items: Iterable[ItemResult]) -> Summary:
+    """The summary of ``items`` with the scorers and confidence of ``summary`` (without one, the
+    scorers the items name), no criteria: what a stored run that never finished, or one stored
+    before a figure was kept, has counted again."""
+    aggregator = Aggregator({sid: (s.name, s.threshold) for sid, s in summary.scorers.items()} if summary else
+                            {sid: (sid, s.threshold) for item in items for sid, s in item.scores.items()},
+                            summary.confidence if summary else 0.95)
+    for item in items:
+        aggregator.add(item)
+    return aggregator.summary(0.0)

@@ -104,7 +104,9 @@ def summary_text(result: ExperimentResult) -> str:
              + (f" · {s.skipped} skipped" if s.skipped else ""),
              f"  mean score  {figures.number(s.mean_score)}    pass rate {figures.percent(s.pass_rate)}    "
              f"latency p50 {figures.ms(s.latency_ms.p50)}, p95 {figures.ms(s.latency_ms.p95)}    "
-             f"duration {s.duration_ms / 1000:.2f} s"]
+             f"duration {s.duration_ms / 1000:.2f} s",
+             f"  {figures.level(s.confidence):<10}  mean score {figures.interval(s.mean_score_ci)} · "
+             f"pass rate {figures.interval(s.pass_rate_ci, rate=True)}"]
     for name, used in (("tokens", s.tokens), ("judge", s.judge_tokens)):
         if used.total_tokens:
             cost = f", ${used.cost:.4f}" if used.cost is not None else ""
@@ -116,12 +118,13 @@ def summary_text(result: ExperimentResult) -> str:
     if s.scorers:
         width = max(10, *(len(sid) for sid in s.scorers))
         lines.append(f"  {'scorer':<{width}}  {'mean':>6} {'min':>6} {'max':>6} {'pass rate':>10}  "
-                     "passed/failed/errors/skipped")
+                     f"{'mean CI':>11} {'pass rate CI':>12}  passed/failed/errors/skipped")
         for sid, sc in s.scorers.items():
             threshold = f"  (threshold {sc.threshold:g})" if sc.threshold is not None else ""
             lines.append(f"  {sid:<{width}}  {figures.number(sc.mean):>6} {figures.number(sc.min):>6} {figures.number(sc.max):>6} "
-                         f"{figures.percent(sc.pass_rate):>10}  {sc.passed}/{sc.failed}/{sc.errored}/{sc.skipped}"
-                         f"{threshold}")
+                         f"{figures.percent(sc.pass_rate):>10}  {figures.interval(sc.mean_ci):>11} "
+                         f"{figures.interval(sc.pass_rate_ci, rate=True):>12}  "
+                         f"{sc.passed}/{sc.failed}/{sc.errored}/{sc.skipped}{threshold}")
     if s.criteria:
         lines.append("  criteria")
         for c in s.criteria:

@@ -147,7 +147,7 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
     """
     experiment = prepared.experiment
     dataset = prepared.open_dataset(limit)
-    aggregator = Aggregator({s.id: (s.spec.name, s.spec.threshold) for s in prepared.scorers})
+    aggregator = Aggregator({s.id: (s.spec.name, s.spec.threshold) for s in prepared.scorers}, experiment.confidence)
     results: list[ItemResult] = []
     warnings: list[str] = []
     executor = LocalExecutor(concurrency or experiment.concurrency, experiment.timeout, close_thread_loop)

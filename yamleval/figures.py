@@ -28,3 +28,17 @@ def ms(value: float | None) -> str:
     if value >= 99.95:
         return f"{value:.0f} ms"
     return f"{value:.1f} ms" if value >= 1 else f"{value:.2f} ms"
+
+
+def interval(bounds: tuple[float, float] | None, rate: bool = False) -> str:
+    """A confidence interval as ``0.712–0.803``, or of a rate as ``71.2–80.3%``; a dash without one."""
+    if bounds is None:
+        return MISSING
+    if rate:
+        return f"{bounds[0] * 100:.1f}–{bounds[1] * 100:.1f}%"
+    return f"{number(bounds[0])}–{number(bounds[1])}"
+
+
+def level(confidence: float) -> str:
+    """A confidence level as ``95% CI``."""
+    return f"{confidence * 100:g}% CI"

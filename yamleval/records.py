@@ -163,22 +163,30 @@ def summary_to_json(s: Summary) -> str:
         "tokens": [s.tokens.prompt_tokens, s.tokens.completion_tokens, s.tokens.cost],
         "judge_tokens": [s.judge_tokens.prompt_tokens, s.judge_tokens.completion_tokens, s.judge_tokens.cost],
         "scorers": [[x.id, x.name, x.threshold, x.mean, x.min, x.max, x.pass_rate, x.passed, x.failed, x.errored,
-                     x.skipped, x.histogram] for x in s.scorers.values()],
+                     x.skipped, x.histogram, x.pass_rate_ci, x.mean_ci] for x in s.scorers.values()],
         "criteria": [[c.type, c.min, c.actual, c.passed, c.severity, c.scorer, c.label, c.source] for c in s.criteria],
         "throttling": [s.throttling.calls, s.throttling.throttled, s.throttling.waited_seconds],
         "noted": s.noted,
+        "confidence": s.confidence, "pass_rate_ci": s.pass_rate_ci, "mean_score_ci": s.mean_score_ci,
     })
+
+
+def _interval(value: list | None) -> tuple[float, float] | None:
+    return None if value is None else (value[0], value[1])
 
 
 def summary_from_json(text: str) -> Summary:
     d = json.loads(text)
+    get = d.get  # what summaries stored before it was kept lack: no throttling, no intervals
     return Summary(
         total=d["total"], completed=d["completed"], passed=d["passed"], failed=d["failed"], errored=d["errored"],
         skipped=d["skipped"], mean_score=d["mean_score"], pass_rate=d["pass_rate"], duration_ms=d["duration_ms"],
         latency_ms=LatencySummary(*d["latency_ms"]), tokens=Usage(*d["tokens"]),
-        scorers={x[0]: ScorerSummary(*x[:11], histogram=tuple(x[11]) if len(x) > 11 and x[11] else None)
+        scorers={x[0]: ScorerSummary(*x[:11], histogram=tuple(x[11]) if len(x) > 11 and x[11] else None,
+                                     pass_rate_ci=_interval(x[12]) if len(x) > 12 else None,
+                                     mean_ci=_interval(x[13]) if len(x) > 13 else None)
                  for x in d["scorers"]},
         criteria=tuple(CriterionResult(*c) for c in d["criteria"]), judge_tokens=Usage(*d["judge_tokens"]),
-        throttling=Throttling(*d.get("throttling", ())),  # stored before it was kept: none
-        noted=d.get("noted", 0),
+        throttling=Throttling(*get("throttling", ())), noted=get("noted", 0), confidence=get("confidence", 0.95),
+        pass_rate_ci=_interval(get("pass_rate_ci")), mean_score_ci=_interval(get("mean_score_ci")),
     )

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import tenacity
 
 from yamleval import criteria
-from yamleval.aggregate import Aggregator
+from yamleval.aggregate import Aggregator, recount
 from yamleval.config.model import Experiment
 from yamleval.errors import UsageError
 from yamleval.records import encode, encode_record, item_from_record, storable_text, summary_from_json, summary_to_json
@@ -73,22 +73,22 @@ _INSERT_ITEM = ("INSERT INTO items (run_id, experiment_id, item_id, position, st
 
 
 def _counted(summary: Summary | None, items: "StoredItems") -> Summary:
-    """The summary of an experiment's stored items with the scorers and criteria of ``summary``
-    (for one that never finished: as it started; without one, the scorers its items name)."""
-    aggregator = Aggregator({sid: (s.name, s.threshold) for sid, s in summary.scorers.items()} if summary else
-                            {sid: (sid, s.threshold) for item in items for sid, s in item.scores.items()})
-    for item in items:
-        aggregator.add(item)
-    return criteria.with_criteria(aggregator.summary(0.0), summary.criteria if summary else ())
+    """The summary of an experiment's stored items with the scorers, criteria and confidence of
+    ``summary`` (for one that never finished: as it started; without one, the scorers its items name)."""
+    return criteria.with_criteria(recount(summary, items), summary.criteria if summary else ())
 
 
-def _with_histograms(summary: Summary, items: "StoredItems") -> Summary:
-    """A summary stored before score histograms were kept, with them counted from its items."""
-    if not summary.completed or all(s.histogram is not None for s in summary.scorers.values()):
+def _with_counted(summary: Summary, items: "StoredItems") -> Summary:
+    """A summary stored before score histograms or intervals were kept (with judged items, a pass
+    rate has one), with them counted from its items."""
+    if not summary.completed or (all(s.histogram for s in summary.scorers.values())
+                                 and (summary.pass_rate_ci or summary.completed == summary.skipped)):
         return summary
-    counted = _counted(summary, items).scorers
-    return dataclasses.replace(summary, scorers={sid: dataclasses.replace(s, histogram=counted[sid].histogram)
-                                                 if s.histogram is None else s for sid, s in summary.scorers.items()})
+    counted = _counted(summary, items)
+    scorers = {sid: dataclasses.replace(s, histogram=c.histogram, pass_rate_ci=c.pass_rate_ci, mean_ci=c.mean_ci)
+               for (sid, s), c in zip(summary.scorers.items(), counted.scorers.values())}
+    return dataclasses.replace(summary, scorers=scorers, pass_rate_ci=counted.pass_rate_ci,
+                               mean_score_ci=counted.mean_score_ci)
 
 
 class Store:
@@ -213,8 +213,8 @@ class Store:
                          started_at: str) -> None:
         """The experiment as it starts (again, when resumed): what it runs, and its summary before
         any item, whose scorers and criteria count its items should the run never finish it."""
-        summary = criteria.with_criteria(Aggregator({s.id: (s.name, s.threshold) for s in experiment.scorers})
-                                         .summary(0.0), experiment.pass_criteria)
+        summary = criteria.with_criteria(Aggregator({s.id: (s.name, s.threshold) for s in experiment.scorers},
+                                                    experiment.confidence).summary(0.0), experiment.pass_criteria)
         self._write(
             "INSERT OR REPLACE INTO experiments (run_id, experiment_id, position, label, description, tags, runner,"
             " dataset, scorers, dataset_hash, status, started_at, summary)"
@@ -349,7 +349,7 @@ class Store:
             items = self.item_view(run_id, row["experiment_id"], 0)
             incomplete = row["status"] == "running"
             stored = summary_from_json(row["summary"]) if row["summary"] else None
-            summary = _counted(stored, items) if incomplete else _with_histograms(stored, items)
+            summary = _counted(stored, items) if incomplete else _with_counted(stored, items)
             items.count = summary.completed
             out.append(ExperimentResult(
                 experiment_id=row["experiment_id"], label=row["label"], passed=bool(row["passed"]), summary=summary,

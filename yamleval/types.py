@@ -121,6 +121,8 @@ class ScorerSummary:
     errored: int
     skipped: int
     histogram: tuple[int, ...] | None = None  # scores in ten bins over [0, 1]
+    pass_rate_ci: tuple[float, float] | None = None  # [low, high] at the summary's confidence
+    mean_ci: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -171,6 +173,9 @@ class Summary:
     judge_tokens: Usage = Usage()  # kept apart from the system under test's
     throttling: Throttling = Throttling()
     noted: int = 0  # items with notes (``ItemResult.notes``)
+    confidence: float = 0.95  # the level of the intervals: [low, high], None with too few items
+    pass_rate_ci: tuple[float, float] | None = None
+    mean_score_ci: tuple[float, float] | None = None  # of the per-item means of their scores
 
 
 class ItemResults:

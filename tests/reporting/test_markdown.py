@@ -94,7 +94,8 @@ def test_at_most_ten_items_per_experiment_errors_first(write_config):
             scorers: [{{uses: fixture_plugins.behaviours:fixed, threshold: 0.9}}]
     """)
     text = markdown.render(RUN, results)
-    rows = [line for line in text.splitlines() if line.startswith("| e ") or line.startswith("| f")]
+    worst = text.split("**Worst items**")[1]
+    rows = [line for line in worst.splitlines() if line.startswith("| e ") or line.startswith("| f")]
     assert [row.split(" | ")[0][2:] for row in rows] == ["e"] + [f"f{n:02}" for n in range(9)]
     assert "6 more failed or errored items in the full report." in text
 

@@ -233,7 +233,7 @@ def _check_markdown(text: str) -> None:
             assert len(cells) in _CELLS, f"table broken: {line[:300]!r}"
 
 
-_CELLS = (8, 12)  # split on "|": the items table (6 columns + 2 edges), statistics (10 + 2)
+_CELLS = (7, 8, 12)  # split on "|": scorers (5 columns + 2 edges), the items table (6 + 2), statistics (10 + 2)
 
 
 def test_markdown_summaries_escape_every_payload(run):

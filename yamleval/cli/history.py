@@ -129,10 +129,19 @@ def report(run_ref, store_file, formats, report_dir, junit_family):
 @click.argument("candidate_ref", metavar="[CANDIDATE]", default="latest")
 @STORE_OPTION
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True,
+              help="Significance level of each paired verdict (and 1 − alpha the level of its interval).")
+@click.option("--margin", type=click.FloatRange(0, 1), default=0.0, show_default=True,
+              help="The smallest change that counts: of a pass rate or a mean score, in [0, 1] (0.02: 2 points).")
 @click.option("--fail-on-regression", is_flag=True,
+              help="Exit 1 when an experiment or scorer regressed significantly (paired test at --alpha, beyond "
+                   "--margin) or the candidate run did not complete.")
+@click.option("--fail-on-any-regression", is_flag=True,
               help="Exit 1 when any item got worse (e.g. passed → failed) or the candidate run did not complete.")
-def compare(base_ref, candidate_ref, store_file, fmt, fail_on_regression):
-    """Compare two stored runs item by item: flips, score deltas, added and removed items.
+def compare(base_ref, candidate_ref, store_file, fmt, alpha, margin, fail_on_regression, fail_on_any_regression):
+    """Compare two stored runs item by item: flips, score deltas, added and removed items, how
+    their configs differ, and a paired verdict per experiment and scorer: regressed, improved
+    or no significant change.
 
     BASE and CANDIDATE are each a run id, a unique prefix of one, or `latest`; CANDIDATE is
     `latest` when it is not given."""
@@ -140,10 +149,12 @@ def compare(base_ref, candidate_ref, store_file, fmt, fail_on_regression):
 
     store = _open(store_file)
     base, candidate = store.find_run(base_ref), store.find_run(candidate_ref)
-    result = comparing.compare(base, store.results(base.run_id), candidate, store.results(candidate.run_id))
+    result = comparing.compare(base, store.results(base.run_id), candidate, store.results(candidate.run_id),
+                               alpha=alpha, margin=margin)
     text = comparing.to_json(result) if fmt == "json" else comparing.to_text(result, markdown=fmt == "markdown")
     click.echo(text, nl=False)
-    if fail_on_regression and (result.regressions or result.unfinished):
-        if result.unfinished:
-            click.echo(f"regression gate failed: {result.unfinished}", err=True)
-        sys.exit(ExitCode.FAILED)
+    if fail_on_regression or fail_on_any_regression:
+        failure = result.gate_failure(strict=fail_on_any_regression)
+        if failure:
+            click.echo(f"regression gate failed: {failure}", err=True)
+            sys.exit(ExitCode.FAILED)

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 from yamleval.config.yaml_source import Path, SourceMap
 from yamleval.redaction import Secrets
 
-DEFAULTS = {"concurrency": 8, "timeout": 60.0, "retries": 2}
+DEFAULTS = {"concurrency": 8, "timeout": 60.0, "retries": 2, "confidence": 0.95}
 
 
 @dataclass(frozen=True)
@@ -128,6 +128,7 @@ class Experiment:
     concurrency: int = DEFAULTS["concurrency"]
     timeout: float = DEFAULTS["timeout"]
     retries: int = DEFAULTS["retries"]
+    confidence: float = DEFAULTS["confidence"]  # of the intervals around its pass rates and means
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     secrets: Secrets = field(default_factory=Secrets, repr=False, compare=False)  # of the project's whole load
 
@@ -207,5 +208,6 @@ def build_experiment(data: Mapping[str, Any], raw: Mapping[str, Any], path: Path
         vars={**project_vars, **(data.get("vars") or {})},
         models=dict(models or {}),
         concurrency=settings["concurrency"], timeout=float(settings["timeout"]), retries=settings["retries"],
+        confidence=float(settings["confidence"]),
         raw=raw,
     )

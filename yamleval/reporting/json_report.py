@@ -26,14 +26,15 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
     return {
         "total": summary.total, "completed": summary.completed, "passed": summary.passed,
         "failed": summary.failed, "errored": summary.errored, "skipped": summary.skipped,
-        "mean_score": summary.mean_score, "pass_rate": summary.pass_rate,
+        "mean_score": summary.mean_score, "pass_rate": summary.pass_rate, "confidence": summary.confidence,
+        "pass_rate_ci": summary.pass_rate_ci, "mean_score_ci": summary.mean_score_ci,
         "duration_ms": round(summary.duration_ms, 3),
         "latency_ms": asdict(summary.latency_ms),
         "tokens": _tokens(summary.tokens), "judge_tokens": _tokens(summary.judge_tokens),
         "throttling": asdict(summary.throttling), "noted": summary.noted,
         "scorers": {sid: {"name": s.name, "mean": s.mean, "min": s.min, "max": s.max, "pass_rate": s.pass_rate,
                           "passed": s.passed, "failed": s.failed, "errored": s.errored, "skipped": s.skipped,
-                          "threshold": s.threshold}
+                          "threshold": s.threshold, "pass_rate_ci": s.pass_rate_ci, "mean_ci": s.mean_ci}
                     for sid, s in summary.scorers.items()},
         "criteria": [{"type": c.type, "scorer": c.scorer, "min": c.min, "actual": c.actual, "passed": c.passed,
                       "severity": c.severity, "label": c.label} for c in summary.criteria],

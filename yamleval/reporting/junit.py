@@ -44,6 +44,11 @@ def _number(value: float | None) -> str:
     return "" if value is None else f"{value:.6g}"
 
 
+def _interval(bounds: tuple[float, float] | None) -> str:
+    """``[low, high]``; nothing (the property is left out) without an interval."""
+    return "" if bounds is None else f"[{_number(bounds[0])}, {_number(bounds[1])}]"
+
+
 class _Names:
     """Unique testcase names within one classname: ``a``, ``a #2``, ``a #3``.
 
@@ -199,6 +204,10 @@ def _properties(run: RunInfo, result: ExperimentResult) -> str:
               ("yamleval_version", run.yamleval_version), ("label", result.label or ""),
               ("runner", result.runner or ""), ("dataset", result.dataset or ""),
               ("mean_score", _number(s.mean_score)), ("pass_rate", _number(s.pass_rate)),
+              ("confidence", _number(s.confidence)), ("mean_score_ci", _interval(s.mean_score_ci)),
+              ("pass_rate_ci", _interval(s.pass_rate_ci)),
+              *((f"scorer.{sid}.{name}", _interval(ci)) for sid, sc in s.scorers.items()
+                for name, ci in (("mean_ci", sc.mean_ci), ("pass_rate_ci", sc.pass_rate_ci))),
               ("passed", "true" if result.passed else "false"))
     kept = [(name, value) for name, value in values if value]
     if not kept:

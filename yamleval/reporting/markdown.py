@@ -84,12 +84,25 @@ def _statistics(result: ExperimentResult) -> list[str]:
     tokens = "–" if not s.tokens.total_tokens else (
         f"{s.tokens.total_tokens} ({s.tokens.prompt_tokens} prompt, {s.tokens.completion_tokens} completion)")
     throttled = throttling_text(s.throttling)
+    level = figures.level(s.confidence)
     return ["| items | passed | failed | errored | skipped | pass rate | mean score | p95 latency | tokens "
             "| duration |",
             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
             f"| {s.total} | {s.passed} | {s.failed} | {s.errored} | {s.skipped} | {figures.percent(s.pass_rate)} | "
             f"{figures.number(s.mean_score)} | {figures.ms(s.latency_ms.p95)} | {tokens} | {figures.ms(s.duration_ms)} |",
-            ""] + ([f"Throttled: {throttled}.", ""] if throttled else [])
+            "", f"{level}: pass rate {figures.interval(s.pass_rate_ci, rate=True)}, mean score "
+            f"{figures.interval(s.mean_score_ci)}.", ""] + _scorers(result, level) + (
+        [f"Throttled: {throttled}.", ""] if throttled else [])
+
+
+def _scorers(result: ExperimentResult, level: str) -> list[str]:
+    if not result.summary.scorers:
+        return []
+    lines = [f"| scorer | mean | mean {level} | pass rate | pass rate {level} |", "|---|---:|---:|---:|---:|"]
+    for sid, s in result.summary.scorers.items():
+        lines.append(f"| {shorten(sid, 100)} | {figures.number(s.mean)} | {figures.interval(s.mean_ci)} | "
+                     f"{figures.percent(s.pass_rate)} | {figures.interval(s.pass_rate_ci, rate=True)} |")
+    return lines + [""]
 
 
 def _criteria(result: ExperimentResult) -> list[str]:
