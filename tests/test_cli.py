@@ -581,3 +581,21 @@ def test_compare_refuses_an_alpha_or_margin_out_of_range(write_config, tmp_path,
     base, candidate = _two_stored_runs(write_config, tmp_path, 0, 0, items=2)
     done = run_cli("compare", base, candidate, "--store", "r.db", *option, cwd=tmp_path)
     assert done.returncode == 2 and "Invalid value for" in done.stderr
+
+
+def test_the_progress_of_a_jsonl_file_counts_its_rows(write_config, tmp_path):
+    rows = [json.dumps({"id": f"r{n}", "input": "x", "expected": "x"}) for n in range(3)]
+    (tmp_path / "rows.jsonl").write_text("\n".join(rows[:2]) + "\n\n   \n" + rows[2] + "\n", encoding="utf-8")
+    write_config("""
+        experiments:
+          - id: file
+            concurrency: 1
+            dataset: {file: rows.jsonl}
+            runner: echo
+            scorers: [exact_match]
+    """)
+    done = run_cli("run", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"^file: 1/3 items · ", done.stderr, re.M), done.stderr  # the blank lines are no rows
+    limited = run_cli("run", "--limit", "2", cwd=tmp_path)
+    assert re.search(r"^file: 1/2 items · ", limited.stderr, re.M), limited.stderr

@@ -44,7 +44,8 @@ class Progress:
     def _text(self, now: float) -> str:
         c = self.counts
         of = f"/{self.total}" if self.total else ""
-        parts = [f"{self.experiment_id}: {self.completed}{of} items"]
+        noun = "item" if self.completed == 1 and not self.total else "items"
+        parts = [f"{self.experiment_id}: {self.completed}{of} {noun}"]
         elapsed = now - self.started
         rate = sum(c.values()) / elapsed if elapsed > 0 else 0.0
         if rate:
@@ -104,7 +105,7 @@ def summary_text(result: ExperimentResult) -> str:
              + (f" · {s.skipped} skipped" if s.skipped else ""),
              f"  mean score  {figures.number(s.mean_score)}    pass rate {figures.percent(s.pass_rate)}    "
              f"latency p50 {figures.ms(s.latency_ms.p50)}, p95 {figures.ms(s.latency_ms.p95)}    "
-             f"duration {s.duration_ms / 1000:.2f} s",
+             f"duration {figures.ms(s.duration_ms)}",
              f"  {figures.level(s.confidence):<10}  mean score {figures.interval(s.mean_score_ci)} · "
              f"pass rate {figures.interval(s.pass_rate_ci, rate=True)}"]
     for name, used in (("tokens", s.tokens), ("judge", s.judge_tokens)):

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import yamleval
+from yamleval.console import summary_text
 from yamleval.reporting import markdown, write_reports
 from yamleval.types import RunInfo
 
@@ -157,3 +158,5 @@ def test_durations_read_as_in_the_report_and_the_terminal(write_config):
                                   latency_ms=dataclasses.replace(result.summary.latency_ms, p95=340.2))
     text = markdown.render(RUN, [dataclasses.replace(result, summary=summary)])
     assert "| 340 ms |" in text and "| 1.2 s |" in text
+    shown = summary_text(dataclasses.replace(result, summary=summary))
+    assert "p95 340 ms" in shown and "duration 1.2 s" in shown

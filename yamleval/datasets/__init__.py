@@ -184,6 +184,16 @@ def _remote_rows(spec: DatasetSpec, cap: int | None) -> Iterator[Row]:
         raise spec.error(str(exc), sub=("url",)) from None
 
 
+def _count_rows(path: str) -> int | None:
+    """The rows of a JSONL file (its lines that are not blank), counted in one quick pass, for
+    the progress line to show how many items there are; None when it cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            return sum(1 for line in handle if not line.isspace())
+    except OSError:
+        return None
+
+
 def open_dataset(spec: DatasetSpec, limit: int | None = None,
                  load_plugin: Callable[[DatasetSpec], Callable[..., Any]] | None = None) -> Dataset:
     """Open ``spec`` for reading; ``limit`` (e.g. from the command line) caps the spec's own."""
@@ -202,7 +212,9 @@ def open_dataset(spec: DatasetSpec, limit: int | None = None,
         if not os.path.isfile(path):
             raise spec.error(f"dataset file not found: {spec.file}", sub=("file",), hint=_missing_file_hint(spec, path))
         rows = read_rows(path, fmt, display_path(path))
-        total = None
+        total = _count_rows(path) if fmt == "jsonl" else None  # others are parsed before their rows are known
+        if total is not None and cap is not None:
+            total = min(total, cap)
         description = spec.file
     elif spec.url is not None:
         rows = _remote_rows(spec, cap)
