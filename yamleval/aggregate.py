@@ -158,7 +158,7 @@ class Aggregator:
     def __init__(self, scorers: Mapping[str, tuple[str, float | None]]):
         self.tallies = {sid: _ScorerTally(name, threshold) for sid, (name, threshold) in scorers.items()}
         self.counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
-        self.completed = self.noted = 0
+        self.completed = self.noted = self.flaky = 0
         self.latencies = SortedRuns()
         self.tokens = _Tokens()
         self.judge_tokens = _Tokens()
@@ -169,6 +169,8 @@ class Aggregator:
         self.latencies.add(result.latency_ms)
         if result.notes:
             self.noted += 1
+        if result.flaky:
+            self.flaky += 1
         if result.usage is not None:
             self.tokens.add(result.usage)
         for sid, score in result.scores.items():
@@ -217,4 +219,5 @@ class Aggregator:
             pass_rate=counts["passed"] / judged if judged else None,
             duration_ms=duration_ms, latency_ms=latency,
             tokens=self.tokens.usage(), scorers=scorers, judge_tokens=self.judge_tokens.usage(), noted=self.noted,
+            flaky=self.flaky,
         )

@@ -95,6 +95,8 @@ class ItemResult:
     scores: Mapping[str, ScoreResult] = field(default_factory=dict)
     metadata: Mapping[str, Any] | None = None
     trace: list[Any] | None = None
+    repeats: tuple["ItemResult", ...] = ()  # each run of the item, with ``repeats: N`` over 1
+    flaky: bool = False  # its repeats disagree: some passed, some failed
     # the item's record as the store keeps it, when read from there (a report copies it);
     # not copied by dataclasses.replace, so a changed result is encoded anew
     record: str | None = field(default=None, init=False, compare=False, repr=False)
@@ -134,13 +136,14 @@ class LatencySummary:
 @dataclass(frozen=True)
 class CriterionResult:
     type: str
-    min: float
+    min: float | None  # None for a criterion with a ``max`` (flaky_rate)
     actual: float | None
     passed: bool
     severity: str = "error"
     scorer: str | None = None
     label: str | None = None
     source: str | None = None  # "file:line" of the criterion in the config
+    max: float | None = None
 
 
 @dataclass(frozen=True)
@@ -171,6 +174,7 @@ class Summary:
     judge_tokens: Usage = Usage()  # kept apart from the system under test's
     throttling: Throttling = Throttling()
     noted: int = 0  # items with notes (``ItemResult.notes``)
+    flaky: int = 0  # items whose repeats disagree (``ItemResult.flaky``)
 
 
 class ItemResults:

@@ -173,7 +173,8 @@ def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
                for sid, s in summary.scorers.items()]
     criteria = [{"name": c.label or (c.type + (f" of {c.scorer}" if c.scorer else "")), "labelled": bool(c.label),
                  "what": c.type + (f" of {c.scorer}" if c.scorer else ""),
-                 "actual": figures.number(c.actual), "min": figures.number(c.min), "severity": c.severity, "passed": c.passed}
+                 "actual": figures.number(c.actual), "severity": c.severity, "passed": c.passed,
+                 "min": figures.number(c.min) if c.max is None else f"≤ {c.max:g}"}
                 for c in summary.criteria]
     view = {
         "anchor": f"exp-{number}", "number": number, "id": result.experiment_id,

@@ -98,7 +98,8 @@ def _criteria(result: ExperimentResult) -> list[str]:
     lines = ["| | criterion | actual | min | severity |", "|:---:|---|---:|---:|---|"]
     for c in result.summary.criteria:
         mark = "✅" if c.passed else ("⚠️" if c.severity == "warn" else "❌")
-        lines.append(f"| {mark} | {shorten(criterion_name(c), 300)} | {figures.number(c.actual)} | {c.min:g} | {c.severity} |")
+        limit = f"≤ {c.max:g}" if c.max is not None else f"{c.min:g}"
+        lines.append(f"| {mark} | {shorten(criterion_name(c), 300)} | {figures.number(c.actual)} | {limit} | {c.severity} |")
     return lines + [""]
 
 

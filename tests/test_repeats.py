@@ -1,0 +1,113 @@
+"""Repeats: each item run N times, reduced to one verdict; items whose repeats disagree are flaky."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import yamleval
+from yamleval.records import encode_record, item_from_record
+
+# CoinFlip answers right for these inputs this many times in 5 calls (fixed by its hash)
+RIGHT_OF_5 = {"q3": 4, "q4": 2, "q6": 3, "q13": 1}
+
+
+def coin_config(reduce: str = "mean", threshold: str = "", criteria: str = "", repeats: int = 5) -> str:
+    items = ", ".join(f"{{id: {q}, input: {q}, expected: right}}" for q in RIGHT_OF_5)
+    return f"""
+        experiments:
+          - id: coin
+            repeats: {repeats}
+            reduce: {reduce}
+            concurrency: 3
+            dataset: {{items: [{items}]}}
+            runner: fixture_plugins.behaviours:CoinFlip
+            scorers: [{{uses: exact_match{threshold}}}]
+            {criteria}
+    """
+
+
+def run(write_config, body: str):
+    [experiment] = yamleval.load_experiments(write_config(body))
+    return yamleval.run_experiment(experiment)
+
+
+def statuses(result) -> dict[str, str]:
+    return {r.item.id: r.status for r in result.items}
+
+
+def test_each_item_runs_n_times_and_keeps_every_repeat(write_config):
+    result = run(write_config, coin_config())
+    for item in result.items:
+        assert len(item.repeats) == 5
+        passed = [r for r in item.repeats if r.status == "passed"]
+        assert len(passed) == RIGHT_OF_5[item.item.id]
+        assert all(r.output == "right" and r.scores["exact_match"].score == 1.0 for r in passed)
+        assert all(r.output == "wrong" and r.status == "failed" for r in item.repeats if r not in passed)
+        assert item.scores["exact_match"].score == pytest.approx(RIGHT_OF_5[item.item.id] / 5)
+        assert item.flaky is True  # every one of them was right some times and wrong others
+    assert result.summary.flaky == 4
+    assert result.summary.completed == 4, "an item counts once, however many times it ran"
+
+
+@pytest.mark.parametrize("reduce, threshold, expected", [
+    ("mean", "", {"q3": "passed", "q4": "failed", "q6": "passed", "q13": "failed"}),  # half the verdicts
+    ("mean", ", threshold: 0.7", {"q3": "passed", "q4": "failed", "q6": "failed", "q13": "failed"}),
+    ("majority", "", {"q3": "passed", "q4": "failed", "q6": "passed", "q13": "failed"}),
+    ("all", "", {"q3": "failed", "q4": "failed", "q6": "failed", "q13": "failed"}),
+    ("any", "", {"q3": "passed", "q4": "passed", "q6": "passed", "q13": "passed"}),
+])
+def test_reduce_turns_the_repeats_into_the_items_verdict(write_config, reduce, threshold, expected):
+    assert statuses(run(write_config, coin_config(reduce, threshold))) == expected
+
+
+def test_a_repeat_that_errors_makes_the_item_an_error(write_config):
+    result = run(write_config, """
+        experiments:
+          - id: e
+            repeats: 3
+            dataset: {items: [{input: raise, expected: a}, {input: a, expected: a}]}
+            runner: fixture_plugins.behaviours:per_item
+            scorers: [exact_match]
+    """)
+    broken, fine = result.items
+    assert broken.status == "error" and broken.error == "runner raised RuntimeError: boom on purpose"
+    assert [r.status for r in broken.repeats] == ["error"] * 3 and broken.flaky is False
+    assert fine.status == "passed" and fine.flaky is False and len(fine.repeats) == 3
+
+
+def test_repeats_and_reduce_are_inherited_from_defaults(write_config):
+    [experiment] = yamleval.load_experiments(write_config("""
+        defaults: {repeats: 3, reduce: any}
+        experiments:
+          - id: e
+            dataset: {items: [{input: a}]}
+            runner: echo
+    """))
+    assert (experiment.repeats, experiment.reduce) == (3, "any")
+
+
+@pytest.mark.parametrize("most, passed", [(1.0, True), (0.5, False)])
+def test_flaky_rate_gates_on_the_share_of_flaky_items(write_config, most, passed):
+    result = run(write_config, coin_config(criteria=f"pass_criteria: [{{type: flaky_rate, max: {most}}}]",
+                                           reduce="any"))
+    [criterion] = result.summary.criteria
+    assert (criterion.actual, criterion.max, criterion.passed) == (1.0, most, passed)
+    assert result.passed is passed
+
+
+def test_one_repeat_is_an_ordinary_run_and_its_records_do_not_change(write_config):
+    result = run(write_config, coin_config(repeats=1))
+    for item in result.items:
+        record = json.loads(encode_record(item))
+        assert item.repeats == () and item.flaky is False
+        assert "repeats" not in record and "flaky" not in record
+    assert result.summary.flaky == 0
+
+
+def test_a_record_keeps_the_repeats_and_reads_back_the_same(write_config):
+    for item in run(write_config, coin_config()).items:
+        text = encode_record(item)
+        back = item_from_record(json.loads(text))
+        assert back == item
+        assert encode_record(back) == text
