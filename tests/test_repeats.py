@@ -1,11 +1,14 @@
 """Repeats: each item run N times, reduced to one verdict; items whose repeats disagree are flaky."""
 from __future__ import annotations
 
+import collections
 import json
+import threading
 
 import pytest
 
 import yamleval
+from conftest import run_cli
 from yamleval.records import encode_record, item_from_record
 
 # CoinFlip answers right for these inputs this many times in 5 calls (fixed by its hash)
@@ -111,3 +114,53 @@ def test_a_record_keeps_the_repeats_and_reads_back_the_same(write_config):
         back = item_from_record(json.loads(text))
         assert back == item
         assert encode_record(back) == text
+
+
+def test_a_resumed_run_runs_each_unfinished_item_with_all_its_repeats(write_config, tmp_path):
+    from yamleval.api import run as run_project
+    from yamleval.runs import RunWatcher
+
+    log = tmp_path / "calls.log"
+    config = write_config(f"""
+        experiments:
+          - id: e
+            repeats: 3
+            concurrency: 2
+            dataset: {{items: [{", ".join(f"{{id: q-{i}, input: a, expected: a}}" for i in range(10))}]}}
+            runner: {{uses: fixture_plugins.behaviours:counting, with: {{log: "{log}", seconds: 0.01}}}}
+            scorers: [exact_match]
+    """)
+    stop = threading.Event()
+    first: list[str] = []
+
+    class StopAfterOne(RunWatcher):
+        def item_finished(self, experiment_id, result):
+            first.append(result.item.id)
+            stop.set()
+
+    store, options = str(tmp_path / "results.db"), {"report_dir": str(tmp_path / "out"), "formats": ()}
+    stopped = run_project(config, store=store, stop=stop, watcher=StopAfterOne(), **options)
+    assert stopped.interrupted and 1 <= len(first) < 10
+    resumed = run_project(config, store=store, resume="latest", **options)
+    [result] = resumed.results
+    assert result.summary.completed == 10
+    assert all(len(item.repeats) == 3 for item in result.items)
+    calls = collections.Counter(line.split()[1] for line in log.read_text().splitlines())
+    assert all(calls[item_id] == 3 for item_id in first), "an item stored with its repeats is not run again"
+    assert all(calls[f"q-{i}"] >= 3 for i in range(10))
+
+
+def test_acceptance_a_coin_flip_runner_repeated_is_flaky_gated_and_reported(write_config, tmp_path):
+    write_config(coin_config(reduce="majority", criteria="pass_criteria: [{type: flaky_rate, max: 0.5}]"))
+    done = run_cli("run", "--report-dir", "out", "--store", "results.db", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr  # all four items are flaky: more than half
+    report = json.loads((tmp_path / "out" / "results.json").read_text())
+    [experiment] = report["experiments"]
+    assert experiment["summary"]["flaky"] == 4
+    assert all(item["flaky"] and len(item["repeats"]) == 5 for item in experiment["items"])
+    junit = (tmp_path / "out" / "junit.xml").read_text()
+    assert junit.count("<flakyFailure ") == 1 + 2, "q3 failed once, q6 twice; q4 and q13 did not pass"
+    assert "flaky_rate &lt;= 0.5" in junit and "flaky_rate 1.000 &gt; max 0.5" in junit
+    once = run_cli("run", "--repeats", "1", "--report-dir", "once", "--store", "results.db", cwd=tmp_path)
+    assert once.returncode == 0, once.stderr  # one answer each: nothing can be flaky
+    assert json.loads((tmp_path / "once" / "results.json").read_text())["experiments"][0]["summary"]["flaky"] == 0
