@@ -157,6 +157,9 @@ def test_acceptance_a_coin_flip_runner_repeated_is_flaky_gated_and_reported(writ
     report = json.loads((tmp_path / "out" / "results.json").read_text())
     [experiment] = report["experiments"]
     assert experiment["summary"]["flaky"] == 4
+    assert "4 total · 2 passed · 2 failed · 0 errors · 4 flaky" in done.stdout
+    assert "  flaky       4 items (their repeats disagree)\n    ✓ q3 passed: 4 of 5 repeats passed\n" in done.stdout
+    assert "    ✗ q13 failed: 1 of 5 repeats passed\n" in done.stdout
     assert all(item["flaky"] and len(item["repeats"]) == 5 for item in experiment["items"])
     junit = (tmp_path / "out" / "junit.xml").read_text()
     assert junit.count("<flakyFailure ") == 1 + 2, "q3 failed once, q6 twice; q4 and q13 did not pass"

@@ -101,7 +101,7 @@ def summary_text(result: ExperimentResult) -> str:
     title = result.experiment_id + (f" — {terminal_line(result.label, 200)}" if result.label else "")
     lines = [title,
              f"  items       {s.total} total · {s.passed} passed · {s.failed} failed · {s.errored} errors"
-             + (f" · {s.skipped} skipped" if s.skipped else ""),
+             + (f" · {s.skipped} skipped" if s.skipped else "") + (f" · {s.flaky} flaky" if s.flaky else ""),
              f"  mean score  {figures.number(s.mean_score)}    pass rate {figures.percent(s.pass_rate)}    "
              f"latency p50 {figures.ms(s.latency_ms.p50)}, p95 {figures.ms(s.latency_ms.p95)}    "
              f"duration {s.duration_ms / 1000:.2f} s"]
@@ -142,6 +142,14 @@ def summary_text(result: ExperimentResult) -> str:
                      for r in noted)
         if s.noted > len(noted):
             lines.append(f"    … and {s.noted - len(noted)} more (see the report)")
+    flaky = result.items.flaky(SHOWN_PROBLEMS) if s.flaky else []
+    if flaky:
+        lines.append(f"  flaky       {s.flaky} item{'s' if s.flaky != 1 else ''} (their repeats disagree)")
+        lines.extend(f"    {MARKS[r.status]} {terminal_line(r.item.id, 120)} {r.status}: "
+                     f"{sum(x.status == 'passed' for x in r.repeats)} of {len(r.repeats)} repeats passed"
+                     for r in flaky)
+        if s.flaky > len(flaky):
+            lines.append(f"    … and {s.flaky - len(flaky)} more (see the report)")
     for warning in result.warnings:
         lines.append(f"  warning: {terminal_line(warning)}")
     words = {"aborted": f"STOPPED ({stopped_because(result)})", "incomplete": f"INCOMPLETE: {INCOMPLETE}"}

@@ -198,6 +198,10 @@ class ItemResults:
         """The first ``limit`` items with notes, in dataset order."""
         return list(itertools.islice((r for r in self if r.notes), limit))
 
+    def flaky(self, limit: int) -> list[ItemResult]:
+        """The first ``limit`` flaky items, in dataset order."""
+        return list(itertools.islice((r for r in self if r.flaky), limit))
+
 
 class ItemList(ItemResults):
     """Item results held in memory."""

@@ -33,7 +33,7 @@ EAGER_SECTIONS = 5  # experiments in the page as they are; the page builds later
 # An output equal to the expected text is sent as 0, not a second copy (text fields are strings).
 SAME_AS_EXPECTED = 0
 ROW_FIELDS = ("id", "status", "input", "output", "expected", "error", "latency_ms", "tokens",
-              "scores", "label", "metadata", "trajectory", "assertions", "notes")
+              "scores", "label", "metadata", "trajectory", "assertions", "notes", "flaky", "repeats")
 
 # One compact encoder for the blob; ``default=str`` as in results.json.
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
@@ -117,7 +117,9 @@ def _row(result: ItemResult, scorer_ids: Sequence[str]) -> list[Any]:
             None if result.usage is None else result.usage.total_tokens,
             [_score_cell(scores.get(sid)) for sid in scorer_ids], _text(item.label),
             _text(item.metadata) if item.metadata else None, _trajectory(result.trace), _assertions(item.assertions),
-            [_text(note) for note in result.notes] or None]
+            [_text(note) for note in result.notes] or None, result.flaky or None,
+            [[r.status, _text(r.output), _text(r.error), _ms(r.latency_ms),
+              [_score_cell(r.scores.get(sid)) for sid in scorer_ids]] for r in result.repeats] or None]
 
 
 def _histogram_svg(counts: list[int]) -> dict[str, Any]:
