@@ -167,3 +167,14 @@ def test_acceptance_a_coin_flip_runner_repeated_is_flaky_gated_and_reported(writ
     once = run_cli("run", "--repeats", "1", "--report-dir", "once", "--store", "results.db", cwd=tmp_path)
     assert once.returncode == 0, once.stderr  # one answer each: nothing can be flaky
     assert json.loads((tmp_path / "once" / "results.json").read_text())["experiments"][0]["summary"]["flaky"] == 0
+
+
+def test_scoring_again_scores_each_repeat_and_reduces_them_anew(write_config):
+    from yamleval import engine, plan
+
+    first = run(write_config, coin_config(reduce="all"))
+    [again] = yamleval.load_experiments(write_config(coin_config(reduce="any"), name="again.yaml"))
+    rescored = list(engine.rescored(plan.prepare(again), first.items))
+    assert [r.status for r in first.items] == ["failed"] * 4
+    assert [r.status for r in rescored] == ["passed"] * 4
+    assert [[x.output for x in r.repeats] for r in rescored] == [[x.output for x in r.repeats] for r in first.items]
