@@ -163,6 +163,7 @@ def test_acceptance_a_coin_flip_runner_repeated_is_flaky_gated_and_reported(writ
     assert all(item["flaky"] and len(item["repeats"]) == 5 for item in experiment["items"])
     junit = (tmp_path / "out" / "junit.xml").read_text()
     assert junit.count("<flakyFailure ") == 1 + 2, "q3 failed once, q6 twice; q4 and q13 did not pass"
+    assert "Flaky: 4 of 4 items (their repeats disagree)." in (tmp_path / "out" / "summary.md").read_text()
     assert "flaky_rate &lt;= 0.5" in junit and "flaky_rate 1.000 &gt; max 0.5" in junit
     once = run_cli("run", "--repeats", "1", "--report-dir", "once", "--store", "results.db", cwd=tmp_path)
     assert once.returncode == 0, once.stderr  # one answer each: nothing can be flaky

@@ -528,6 +528,7 @@ def test_a_flaky_row_is_marked_and_its_expanded_view_shows_each_repeat(browser, 
     [path] = write_reports(str(tmp_path), ["html"], run, results)
     by_input = {item.item.id: [r.output for r in item.repeats] for item in results[0].items}
     with open_report(browser, path) as opened:
+        assert "2\nFlaky items" in opened.section().locator(".stats").inner_text()
         flaky_row = opened.rows().nth(0)
         assert [opened.rows().nth(n).locator(".pill.flaky").count() for n in (0, 1)] == [
             int(item.flaky) for item in results[0].items] == [1, 1]

@@ -188,7 +188,7 @@ def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
         "stats": [("Pass rate", figures.percent(summary.pass_rate)), ("Mean score", figures.number(summary.mean_score)),
                   ("Avg latency", figures.ms(summary.latency_ms.mean)), ("p95 latency", figures.ms(summary.latency_ms.p95)),
                   ("Total tokens", f"{summary.tokens.total_tokens:,}"), ("Duration", figures.ms(summary.duration_ms)),
-                  ("Items", f"{summary.total:,}")],
+                  ("Items", f"{summary.total:,}")] + ([("Flaky items", f"{summary.flaky:,}")] if summary.flaky else []),
         "counts": counts, "shares": _shares(counts), "scorers": scorers, "criteria": criteria,
     }
     return view

@@ -89,7 +89,8 @@ def _statistics(result: ExperimentResult) -> list[str]:
             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
             f"| {s.total} | {s.passed} | {s.failed} | {s.errored} | {s.skipped} | {figures.percent(s.pass_rate)} | "
             f"{figures.number(s.mean_score)} | {figures.ms(s.latency_ms.p95)} | {tokens} | {s.duration_ms / 1000:.2f} s |",
-            ""] + ([f"Throttled: {throttled}.", ""] if throttled else [])
+            ""] + ([f"Throttled: {throttled}.", ""] if throttled else []) + (
+        [f"Flaky: {s.flaky} of {s.completed} items (their repeats disagree).", ""] if s.flaky else [])
 
 
 def _criteria(result: ExperimentResult) -> list[str]:
