@@ -79,6 +79,22 @@ def test_a_repeat_that_errors_makes_the_item_an_error(write_config):
     assert fine.status == "passed" and fine.flaky is False and len(fine.repeats) == 3
 
 
+def test_an_item_whose_first_repeat_failed_to_run_keeps_the_scores_of_the_others(write_config):
+    [item] = run(write_config, """
+        experiments:
+          - id: e
+            repeats: 3
+            concurrency: 1
+            timeout: 1
+            dataset: {items: [{input: a, expected: a}]}
+            runner: fixture_plugins.behaviours:FailsFirst
+            scorers: [exact_match]
+    """).items
+    assert [r.status for r in item.repeats] == ["error", "passed", "passed"]
+    assert item.status == "error" and item.error == "runner raised RuntimeError: the first call fails"
+    assert item.scores["exact_match"].score == 1.0 and item.scores["exact_match"].reason == "2 of 2 repeats passed"
+
+
 def test_repeats_and_reduce_are_inherited_from_defaults(write_config):
     [experiment] = yamleval.load_experiments(write_config("""
         defaults: {repeats: 3, reduce: any}

@@ -105,8 +105,8 @@ def _status(repeats: Sequence[ItemResult], scores: dict[str, ScoreResult], reduc
 
 def reduced(repeats: Sequence[ItemResult], reduce: str) -> ItemResult:
     """One item's result from its repeats (in order), which it keeps."""
-    scores = {sid: _reduced_score([r.scores[sid] for r in repeats if sid in r.scores], reduce)
-              for sid in repeats[0].scores}
+    scorer_ids = dict.fromkeys(sid for r in repeats for sid in r.scores)  # a repeat whose runner failed has none
+    scores = {sid: _reduced_score([r.scores[sid] for r in repeats if sid in r.scores], reduce) for sid in scorer_ids}
     status, error = _status(repeats, scores, reduce)
     shown = next((r for r in repeats if r.status == status), repeats[0])  # an answer that gave the verdict
     usages = [r.usage for r in repeats if r.usage is not None]

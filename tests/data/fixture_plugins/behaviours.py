@@ -187,3 +187,16 @@ class CoinFlip:
             self.calls[input] = count + 1
         heads = hashlib.sha256(f"{input}/{count}".encode()).digest()[0] % 2 == 0
         return item.expected if heads else "wrong"
+
+
+class FailsFirst:
+    """Raise on the first call, echo the expected answer after."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, item):
+        self.calls += 1
+        if self.calls == 1:
+            raise RuntimeError("the first call fails")
+        return item.expected
