@@ -183,7 +183,7 @@ class Aggregator:
         self.confidence = confidence
         self.item_means = ExactSum()  # each item's mean score: items are the clusters of a mean's interval
         self.counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
-        self.completed = self.noted = 0
+        self.completed = self.noted = self.flaky = 0
         self.latencies = SortedRuns()
         self.tokens = _Tokens()
         self.judge_tokens = _Tokens()
@@ -194,6 +194,8 @@ class Aggregator:
         self.latencies.add(result.latency_ms)
         if result.notes:
             self.noted += 1
+        if result.flaky:
+            self.flaky += 1
         if result.usage is not None:
             self.tokens.add(result.usage)
         item_total, item_scores = 0.0, 0
@@ -251,6 +253,7 @@ class Aggregator:
             tokens=self.tokens.usage(), scorers=scorers, judge_tokens=self.judge_tokens.usage(), noted=self.noted,
             confidence=self.confidence, pass_rate_ci=stats.wilson_interval(counts["passed"], judged, self.confidence),
             mean_score_ci=_score_interval(self.item_means, self.confidence),
+            flaky=self.flaky,
         )
 
 

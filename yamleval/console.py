@@ -8,7 +8,7 @@ import time
 from typing import TextIO
 
 from yamleval import figures
-from yamleval.reporting.text import INCOMPLETE, item_message, stopped_because, terminal_line, throttling_text
+from yamleval.reporting.text import INCOMPLETE, bound, item_message, stopped_because, terminal_line, throttling_text
 from yamleval.types import ExperimentResult, ItemResult
 
 MARKS = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "-"}
@@ -102,7 +102,7 @@ def summary_text(result: ExperimentResult) -> str:
     title = result.experiment_id + (f" — {terminal_line(result.label, 200)}" if result.label else "")
     lines = [title,
              f"  items       {s.total} total · {s.passed} passed · {s.failed} failed · {s.errored} errors"
-             + (f" · {s.skipped} skipped" if s.skipped else ""),
+             + (f" · {s.skipped} skipped" if s.skipped else "") + (f" · {s.flaky} flaky" if s.flaky else ""),
              f"  mean score  {figures.number(s.mean_score)}    pass rate {figures.percent(s.pass_rate)}    "
              f"latency p50 {figures.ms(s.latency_ms.p50)}, p95 {figures.ms(s.latency_ms.p95)}    "
              f"duration {figures.ms(s.duration_ms)}",
@@ -131,7 +131,7 @@ def summary_text(result: ExperimentResult) -> str:
         for c in s.criteria:
             name = terminal_line(c.label, 200) if c.label else (f"{c.type}({c.scorer})" if c.scorer else c.type)
             warn = " (warn)" if c.severity == "warn" else ""
-            lines.append(f"    {'✓' if c.passed else '✗'} {name} ≥ {c.min:g}: {figures.number(c.actual)}{warn}")
+            lines.append(f"    {'✓' if c.passed else '✗'} {name} {bound(c, '≥', '≤')}: {figures.number(c.actual)}{warn}")
     problems = result.items.with_status(("failed", "error"), SHOWN_PROBLEMS)
     if problems:
         lines.append("  not passed")
@@ -146,6 +146,14 @@ def summary_text(result: ExperimentResult) -> str:
                      for r in noted)
         if s.noted > len(noted):
             lines.append(f"    … and {s.noted - len(noted)} more (see the report)")
+    flaky = result.items.flaky(SHOWN_PROBLEMS) if s.flaky else []
+    if flaky:
+        lines.append(f"  flaky       {s.flaky} item{'s' if s.flaky != 1 else ''} (their repeats disagree)")
+        lines.extend(f"    {MARKS[r.status]} {terminal_line(r.item.id, 120)} {r.status}: "
+                     f"{sum(x.status == 'passed' for x in r.repeats)} of {len(r.repeats)} repeats passed"
+                     for r in flaky)
+        if s.flaky > len(flaky):
+            lines.append(f"    … and {s.flaky - len(flaky)} more (see the report)")
     for warning in result.warnings:
         lines.append(f"  warning: {terminal_line(warning)}")
     words = {"aborted": f"STOPPED ({stopped_because(result)})", "incomplete": f"INCOMPLETE: {INCOMPLETE}"}

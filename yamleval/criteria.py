@@ -9,6 +9,8 @@ from yamleval.types import CriterionResult, Summary
 
 
 def actual_value(criterion: CriterionSpec, summary: Summary) -> float | None:
+    if criterion.type == "flaky_rate":
+        return summary.flaky / summary.completed if summary.completed else None
     if criterion.scorer is None:
         return summary.mean_score if criterion.type == "mean_score" else summary.pass_rate
     scorer = summary.scorers.get(criterion.scorer)
@@ -22,9 +24,9 @@ def evaluate(criteria: Iterable[CriterionSpec], summary: Summary) -> tuple[Crite
     results = []
     for c in criteria:
         actual = actual_value(c, summary)
-        results.append(CriterionResult(type=c.type, min=c.min, actual=actual,
-                                       passed=actual is not None and actual >= c.min,
-                                       severity=c.severity, scorer=c.scorer, label=c.label, source=c.source))
+        holds = actual is not None and (actual <= c.max if c.max is not None else actual >= c.min)
+        results.append(CriterionResult(type=c.type, min=c.min, actual=actual, passed=holds, severity=c.severity,
+                                       scorer=c.scorer, label=c.label, source=c.source, max=c.max))
     return tuple(results)
 
 

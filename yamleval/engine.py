@@ -11,7 +11,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Iterator
 
-from yamleval import criteria, endpoints, throttle
+from yamleval import criteria, endpoints, repeats, throttle
 from yamleval.aggregate import Aggregator
 from yamleval.calls import ItemContext, close_thread_loop
 from yamleval.executor import LocalExecutor, Slot
@@ -106,7 +106,11 @@ def rescored(prepared: Prepared, results: Iterable[ItemResult]) -> Iterator[Item
     call); an item whose runner failed has no output to score and stays as it was."""
     processor = _ItemProcessor(prepared)
     for result in results:
-        if result.error is None or result.scores:
+        if result.repeats:
+            result = repeats.reduced([processor.scored(r) if r.error is None or r.scores else r
+                                      for r in result.repeats], prepared.experiment.reduce)
+            result = redact_item(result, prepared.secrets)
+        elif result.error is None or result.scores:
             result = redact_item(processor.scored(result), prepared.secrets)
         yield result
 
@@ -143,7 +147,9 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
     ``previous`` are results of items finished earlier (a resumed run): they count, and
     items with their ids are not run again. Without ``keep_items`` the result's ``items``
     are empty: ``on_item`` has seen each (the command line stores them), and a run of any
-    size needs no memory for them.
+    size needs no memory for them. With ``repeats`` over one, each item runs that many times
+    and is recorded once all its runs are in (``repeats``); an item cut short has no result,
+    so a resumed run runs it again in full.
     """
     experiment = prepared.experiment
     dataset = prepared.open_dataset(limit)
@@ -188,7 +194,19 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
     items = _unfinished(dataset, done, experiment.id) if done else iter(dataset)
     started_at, started, calls = _now(), time.perf_counter(), throttle.snapshot()
     endpoint_counts = endpoints.snapshot()
-    executor.run(items, _ItemProcessor(prepared), record, error_result, stop=stop, abandon=abandon)
+    if experiment.repeats > 1:  # the executor runs each repeat as a unit of its own
+        gathered, processor = repeats.Gathered(experiment.repeats, experiment.reduce), _ItemProcessor(prepared)
+
+        def record_repeat(done: tuple[repeats.Repeat, ItemResult]) -> None:
+            result = gathered.add(done[0], redact_item(done[1], prepared.secrets))
+            if result is not None:
+                record(result)
+
+        executor.run(repeats.units(items, experiment.repeats), lambda unit, slot: (unit, processor(unit.item, slot)),
+                     record_repeat, lambda unit, why, ms: (unit, error_result(unit.item, why, ms)),
+                     stop=stop, abandon=abandon)
+    else:
+        executor.run(items, _ItemProcessor(prepared), record, error_result, stop=stop, abandon=abandon)
     with executor.recording:
         finished = ItemList(sorted(results, key=lambda r: r.item.index))
         summary = aggregator.summary((time.perf_counter() - started) * 1000.0, dataset.total)

@@ -18,9 +18,12 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
-from yamleval.types import Item, ItemResult
+# what the executor runs: an item, or whatever unit of work the engine makes of one (a repeat);
+# and what it records: what running one gives
+Unit = Any
+Done = Any
 
 POLL_SECONDS = 0.05  # how often a waiting thread looks at stop and abandon, and the watchdog at the time
 
@@ -29,7 +32,7 @@ class Slot:
     """The item one worker is running, and the phases it has entered (when), so that a
     timeout can say where the item was when its time ran out."""
 
-    def __init__(self, item: Item):
+    def __init__(self, item: Unit):
         self.item = item
         self.started = time.monotonic()
         self.phases = [("runner", self.started)]
@@ -41,8 +44,8 @@ class Slot:
         return [name for name, since in self.phases if since <= moment][-1]
 
 
-RunItem = Callable[[Item, Slot], ItemResult]
-LostResult = Callable[[Item, str, float], ItemResult]
+RunItem = Callable[[Unit, Slot], Done]
+LostResult = Callable[[Unit, str, float], Done]
 
 
 class LocalExecutor:
@@ -61,18 +64,18 @@ class LocalExecutor:
         self.thread_exit = thread_exit
         self.failure: BaseException | None = None
         self._reading = threading.Lock()  # over the dataset: one thread reads at a time
-        self._ahead: collections.deque[Item] = collections.deque()  # read, not started
+        self._ahead: collections.deque[Unit] = collections.deque()  # read, not started
         self._exhausted = False  # nothing more to read: the end, or a failure
         self._taking = True  # whether workers take more items
         self._closed = False  # the run has ended: nothing more is recorded
         self._running: dict[Slot, None] = {}  # who removes a slot from here records its item
-        self._finished: collections.deque[ItemResult] = collections.deque()  # to record
+        self._finished: collections.deque[Done] = collections.deque()  # to record
         self.recording = threading.Lock()  # held by the one thread recording
         self._counting = threading.Lock()
         self._workers = 0  # those that will take items again (not stuck in an item given up on)
         self._all_ended = threading.Event()
 
-    def run(self, items: Iterator[Item], process: RunItem, record: Callable[[ItemResult], None], lost: LostResult,
+    def run(self, items: Iterator[Unit], process: RunItem, record: Callable[[Done], None], lost: LostResult,
             stop: threading.Event | None = None, abandon: threading.Event | None = None) -> None:
         """Run every item; return when all have been recorded. ``stop`` set: start no new
         items, wait for those running. ``abandon`` set: stop waiting for them; they are dropped."""

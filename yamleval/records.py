@@ -104,6 +104,18 @@ def item_record(result: ItemResult) -> dict[str, Any]:
         out["metadata"] = item.metadata
     if item.source is not None:
         out["source"] = item.source
+    _add_run(out, result)
+    if result.flaky:
+        out["flaky"] = True
+    if result.repeats:
+        out["repeats"] = [_add_run({"status": r.status, "output": r.output, "latency_ms": r.latency_ms,
+                                    "error": r.error, "scores": {sid: _score(s) for sid, s in r.scores.items()}}, r)
+                          for r in result.repeats]
+    return out
+
+
+def _add_run(out: dict[str, Any], result: ItemResult) -> dict[str, Any]:
+    """``out`` with what the runner said beside its output, when it said it."""
     if result.usage is not None:
         out["tokens"] = tokens(result.usage)
     if result.metadata:
@@ -120,6 +132,15 @@ def item_from_record(d: dict[str, Any], text: str | None = None) -> ItemResult:
     get = d.get
     item = Item(d["id"], d["index"], d["input"], d["expected"], get("context"), get("assertions"), get("metadata"),
                 get("label"), get("source"))
+    repeats = get("repeats")
+    result = _result(item, d, tuple(_result(item, r) for r in repeats) if repeats else (), get("flaky", False))
+    if text is not None:
+        object.__setattr__(result, "record", text)
+    return result
+
+
+def _result(item: Item, d: dict[str, Any], repeats: tuple = (), flaky: bool = False) -> ItemResult:
+    get = d.get
     scores = {}
     for sid, s in d["scores"].items():
         if len(s) == 5:  # score, status, threshold, passed, reason: nothing else to look for
@@ -129,11 +150,9 @@ def item_from_record(d: dict[str, Any], text: str | None = None) -> ItemResult:
                                       None if "error" in s else s["reason"], s.get("error"), s.get("metadata"),
                                       _usage(s.get("tokens")))
     tokens = get("tokens")
-    result = ItemResult(item, d["status"], d["output"], d["error"], d["latency_ms"],
-                        None if tokens is None else _usage(tokens), scores, get("output_metadata"), get("trace"))
-    if text is not None:
-        object.__setattr__(result, "record", text)
-    return result
+    return ItemResult(item, d["status"], d["output"], d["error"], d["latency_ms"],
+                      None if tokens is None else _usage(tokens), scores, get("output_metadata"), get("trace"),
+                      repeats, flaky)
 
 
 def encode_record(result: ItemResult) -> str:
@@ -164,10 +183,12 @@ def summary_to_json(s: Summary) -> str:
         "judge_tokens": [s.judge_tokens.prompt_tokens, s.judge_tokens.completion_tokens, s.judge_tokens.cost],
         "scorers": [[x.id, x.name, x.threshold, x.mean, x.min, x.max, x.pass_rate, x.passed, x.failed, x.errored,
                      x.skipped, x.histogram, x.pass_rate_ci, x.mean_ci] for x in s.scorers.values()],
-        "criteria": [[c.type, c.min, c.actual, c.passed, c.severity, c.scorer, c.label, c.source] for c in s.criteria],
+        "criteria": [[c.type, c.min, c.actual, c.passed, c.severity, c.scorer, c.label, c.source, c.max]
+                     for c in s.criteria],
         "throttling": [s.throttling.calls, s.throttling.throttled, s.throttling.waited_seconds],
         "noted": s.noted,
         "confidence": s.confidence, "pass_rate_ci": s.pass_rate_ci, "mean_score_ci": s.mean_score_ci,
+        "flaky": s.flaky,
     })
 
 
@@ -189,4 +210,5 @@ def summary_from_json(text: str) -> Summary:
         criteria=tuple(CriterionResult(*c) for c in d["criteria"]), judge_tokens=Usage(*d["judge_tokens"]),
         throttling=Throttling(*get("throttling", ())), noted=get("noted", 0), confidence=get("confidence", 0.95),
         pass_rate_ci=_interval(get("pass_rate_ci")), mean_score_ci=_interval(get("mean_score_ci")),
+        flaky=get("flaky", 0),
     )

@@ -109,7 +109,7 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
                 report_dir: str | None = None, formats: Sequence[str] | None = None, resume: str | None = None,
                 force: bool = False, limit: int | None = None, concurrency: int | None = None,
                 stop: threading.Event | None = None, abandon: threading.Event | None = None,
-                watcher: RunWatcher | None = None) -> RunOutcome:
+                watcher: RunWatcher | None = None, repeats: int | None = None) -> RunOutcome:
     """Run ``experiments`` (default: all) of a loaded ``project`` as one stored run.
 
     ``store``: the results database (default: the project's ``store:``, else
@@ -117,6 +117,7 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     ``reports:``. ``resume``: a run id (or ``latest``) to continue; its finished items are
     kept. ``force``: resume although the config or a dataset changed, or the run looks
     alive. ``stop`` set: start no new items; ``abandon`` set: stop waiting for running ones.
+    ``repeats``: how many times each item runs, whatever the experiments say.
     A config error raises ConfigError before anything is stored.
     """
     from yamleval import fingerprint, plan, provenance
@@ -137,6 +138,8 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
         run_info = None
         experiments = list(project.experiments if experiments is None else experiments)
         git = provenance.GitState(os.path.dirname(os.path.abspath(project.files[0])) if project.files else ".")
+    if repeats is not None:
+        experiments = [dataclasses.replace(e, repeats=repeats) for e in experiments]
     prepared = [plan.prepare(e) for e in experiments]
     ids = [e.id for e in experiments]
     texts = provenance.config_texts(project.files)

@@ -95,6 +95,8 @@ class ItemResult:
     scores: Mapping[str, ScoreResult] = field(default_factory=dict)
     metadata: Mapping[str, Any] | None = None
     trace: list[Any] | None = None
+    repeats: tuple["ItemResult", ...] = ()  # each run of the item, with ``repeats: N`` over 1
+    flaky: bool = False  # its repeats disagree: some passed, some failed
     # the item's record as the store keeps it, when read from there (a report copies it);
     # not copied by dataclasses.replace, so a changed result is encoded anew
     record: str | None = field(default=None, init=False, compare=False, repr=False)
@@ -136,13 +138,14 @@ class LatencySummary:
 @dataclass(frozen=True)
 class CriterionResult:
     type: str
-    min: float
+    min: float | None  # None for a criterion with a ``max`` (flaky_rate)
     actual: float | None
     passed: bool
     severity: str = "error"
     scorer: str | None = None
     label: str | None = None
     source: str | None = None  # "file:line" of the criterion in the config
+    max: float | None = None
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,7 @@ class Summary:
     confidence: float = 0.95  # the level of the intervals: [low, high], None with too few items
     pass_rate_ci: tuple[float, float] | None = None
     mean_score_ci: tuple[float, float] | None = None  # of the per-item means of their scores
+    flaky: int = 0  # items whose repeats disagree (``ItemResult.flaky``)
 
 
 class ItemResults:
@@ -198,6 +202,10 @@ class ItemResults:
     def with_notes(self, limit: int) -> list[ItemResult]:
         """The first ``limit`` items with notes, in dataset order."""
         return list(itertools.islice((r for r in self if r.notes), limit))
+
+    def flaky(self, limit: int) -> list[ItemResult]:
+        """The first ``limit`` flaky items, in dataset order."""
+        return list(itertools.islice((r for r in self if r.flaky), limit))
 
 
 class ItemList(ItemResults):

@@ -512,3 +512,34 @@ def test_the_scorers_table_fits_its_card_at_1280_px(browser, report, tmp_path):
             assert box["width"] > 50 and box["x"] + box["width"] <= right
         card.screenshot(path=str(tmp_path / "scorers-1280.png"))
         opened.assert_quiet()
+
+
+def test_a_flaky_row_is_marked_and_its_expanded_view_shows_each_repeat(browser, tmp_path):
+    (tmp_path / "evals.yaml").write_text(textwrap.dedent("""
+        experiments:
+          - id: coin
+            repeats: 5
+            dataset: {items: [{id: mostly, input: q3, expected: right}, {id: often, input: q0, expected: right}]}
+            runner: fixture_plugins.behaviours:CoinFlip
+            scorers: [exact_match]
+    """), encoding="utf-8")
+    results = [yamleval.run_experiment(e) for e in yamleval.load_experiments(tmp_path / "evals.yaml")]
+    run = RunInfo(run_id="coin-run", status="completed", started_at="2026-01-01T00:00:00.000Z")
+    [path] = write_reports(str(tmp_path), ["html"], run, results)
+    by_input = {item.item.id: [r.output for r in item.repeats] for item in results[0].items}
+    with open_report(browser, path) as opened:
+        assert "2\nFlaky items" in opened.section().locator(".stats").inner_text()
+        flaky_row = opened.rows().nth(0)
+        assert [opened.rows().nth(n).locator(".pill.flaky").count() for n in (0, 1)] == [
+            int(item.flaky) for item in results[0].items] == [1, 1]
+        assert flaky_row.locator(".pill.flaky").get_attribute("title") == "its repeats disagree: some passed, some failed"
+        flaky_row.click()
+        repeats = opened.section().locator("tr.detail section.repeats")
+        assert repeats.locator("h4").text_content() == "Repeats · 4 of 5 passed"
+        rows = repeats.locator("tr").all()[1:]
+        assert [row.locator("td").nth(2).inner_text() for row in rows] == by_input["mostly"]
+        assert [row.locator("td").nth(1).inner_text() for row in rows] == [
+            "pass" if output == "right" else "fail" for output in by_input["mostly"]]
+        assert [row.locator("td.score .pill").inner_text() for row in rows] == [
+            "1.00 ✓" if output == "right" else "0.00 ✗" for output in by_input["mostly"]]
+        opened.assert_quiet()

@@ -375,3 +375,23 @@ def test_an_unknown_family_is_refused(tmp_path):
     with pytest.raises(UsageError, match="unknown JUnit family 'xunit3'; choose xunit2 or xunit1"):
         write_reports(str(tmp_path), ["junit:xunit3"], RUN, [])
     assert os.listdir(tmp_path) == [], "no file is left"
+
+
+def test_the_failed_repeats_of_a_passed_flaky_item_are_flaky_failures(write_config, schema):
+    [result] = run_all(write_config, """
+        experiments:
+          - id: coin
+            repeats: 5
+            reduce: any
+            dataset: {items: [{id: mostly, input: q3, expected: right}, {id: rarely, input: q13, expected: right}]}
+            runner: fixture_plugins.behaviours:CoinFlip
+            scorers: [exact_match]
+    """)
+    root = validated(schema, junit.render(RUN, [result]))
+    cases = {case.get("name"): case for case in root.iter("testcase")}
+    for name, failed in (("mostly", 1), ("rarely", 4)):  # CoinFlip is right 4 times and once in 5 for them
+        flaky = cases[name].findall("flakyFailure")
+        assert len(flaky) == failed and cases[name].find("failure") is None
+        assert all(f.get("type") == "failure" and " of 5: exact_match failed (0.000)" in f.get("message")
+                   and "output:\nwrong" in f.text for f in flaky)
+    assert counts(root.find("testsuite"))[:3] == (2, 0, 0), "a flaky item that passed is a passed test"

@@ -53,6 +53,7 @@ class _Interrupts:
               help="Run only this experiment (repeatable).")
 @click.option("--limit", type=click.IntRange(min=0), help="Run at most N items of each experiment.")
 @click.option("--concurrency", type=click.IntRange(min=1, max=1000), help="Items run at once (overrides the config).")
+@click.option("--repeats", type=click.IntRange(min=1, max=1000), help="Run each item N times (overrides the config).")
 @click.option("--report-dir", type=click.Path(file_okay=False), help="Where reports go [config, else ./reports].")
 @click.option("--store", "store_file", type=click.Path(dir_okay=False),
               help="The results database [config `store:`, else .yamleval/results.db].")
@@ -62,7 +63,7 @@ class _Interrupts:
               " the run seems to be running still.")
 @JUNIT_FAMILY_OPTION
 @click.option("-q", "--quiet", is_flag=True, help="No progress; only the verdict per experiment.")
-def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resume, force, junit_family, quiet):
+def run(paths, experiment_ids, limit, concurrency, repeats, report_dir, store_file, resume, force, junit_family, quiet):
     """Run the experiments in PATHS (default: evals.yaml), store the results, write reports.
 
     Exit code: 0 every experiment passed, 1 one failed, 2 invalid config, 3 could not evaluate (an
@@ -79,7 +80,7 @@ def run(paths, experiment_ids, limit, concurrency, report_dir, store_file, resum
         watcher = _Console(interrupts, quiet)
         outcome = run_project(project, experiments, store=store_file, report_dir=report_dir, formats=formats,
                               resume=resume, force=force, limit=limit, concurrency=concurrency, stop=interrupts.stop,
-                              abandon=interrupts.abandon, watcher=watcher)
+                              abandon=interrupts.abandon, watcher=watcher, repeats=repeats)
     for path in outcome.reports:
         click.echo(f"report: {display_path(path)}", err=quiet)
     _github(outcome.run, outcome.results, outcome.reports)

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 from yamleval.config.yaml_source import Path, SourceMap
 from yamleval.redaction import Secrets
 
-DEFAULTS = {"concurrency": 8, "timeout": 60.0, "retries": 2, "confidence": 0.95}
+DEFAULTS = {"concurrency": 8, "timeout": 60.0, "retries": 2, "confidence": 0.95, "repeats": 1, "reduce": "mean"}
 
 
 @dataclass(frozen=True)
@@ -60,12 +60,13 @@ class ScorerSpec:
 @dataclass(frozen=True)
 class CriterionSpec:
     type: str
-    min: float
+    min: float | None  # the bound of mean_score and pass_rate; flaky_rate has a max
     scorer: str | None = None
     label: str | None = None
     severity: str = "error"
     description: str | None = None
     source: str | None = None  # "file:line" where it is written
+    max: float | None = None
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,8 @@ class Experiment:
     timeout: float = DEFAULTS["timeout"]
     retries: int = DEFAULTS["retries"]
     confidence: float = DEFAULTS["confidence"]  # of the intervals around its pass rates and means
+    repeats: int = DEFAULTS["repeats"]  # runs of each item
+    reduce: str = DEFAULTS["reduce"]  # how an item's repeats become its verdict (``repeats``)
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     secrets: Secrets = field(default_factory=Secrets, repr=False, compare=False)  # of the project's whole load
 
@@ -195,7 +198,7 @@ def build_experiment(data: Mapping[str, Any], raw: Mapping[str, Any], path: Path
         runner=runner,
         scorers=build_scorers(data.get("scorers") or [], path + ("scorers",), source),
         pass_criteria=tuple(
-            CriterionSpec(type=c["type"], min=c["min"], scorer=c.get("scorer"), label=c.get("label"),
+            CriterionSpec(type=c["type"], min=c.get("min"), max=c.get("max"), scorer=c.get("scorer"), label=c.get("label"),
                           severity=c.get("severity", "error"), description=c.get("description"),
                           source=source.locate(path + ("pass_criteria", index)).file_line())
             for index, c in enumerate(data.get("pass_criteria") or [])
@@ -209,5 +212,6 @@ def build_experiment(data: Mapping[str, Any], raw: Mapping[str, Any], path: Path
         models=dict(models or {}),
         concurrency=settings["concurrency"], timeout=float(settings["timeout"]), retries=settings["retries"],
         confidence=float(settings["confidence"]),
+        repeats=settings["repeats"], reduce=settings["reduce"],
         raw=raw,
     )

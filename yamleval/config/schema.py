@@ -213,6 +213,9 @@ def _messages(error, source: SourceMap, path: tuple) -> list[ConfigError]:
             hint = f"did you mean '{close[0]}'?" if close else f"allowed keys: {', '.join(allowed)}"
             out.append(source.error(path + (key,), f"unknown key '{key}'", key=True, hint=hint))
         return out
+    if v == "not" and value == {}:  # a key that the rest of its mapping rules out
+        return [source.error(path, f"key '{path[-1]}' is not allowed here", key=True,
+                             hint=error.schema.get("description"))]
     if v == "required":
         missing = [k for k in value if k not in instance]
         return [source.error(path, f"missing required key '{k}'", key=True) for k in missing]

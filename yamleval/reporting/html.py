@@ -33,7 +33,7 @@ EAGER_SECTIONS = 5  # experiments in the page as they are; the page builds later
 # An output equal to the expected text is sent as 0, not a second copy (text fields are strings).
 SAME_AS_EXPECTED = 0
 ROW_FIELDS = ("id", "status", "input", "output", "expected", "error", "latency_ms", "tokens",
-              "scores", "label", "metadata", "trajectory", "assertions", "notes")
+              "scores", "label", "metadata", "trajectory", "assertions", "notes", "flaky", "repeats")
 
 # One compact encoder for the blob; ``default=str`` as in results.json.
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
@@ -117,7 +117,9 @@ def _row(result: ItemResult, scorer_ids: Sequence[str]) -> list[Any]:
             None if result.usage is None else result.usage.total_tokens,
             [_score_cell(scores.get(sid)) for sid in scorer_ids], _text(item.label),
             _text(item.metadata) if item.metadata else None, _trajectory(result.trace), _assertions(item.assertions),
-            [_text(note) for note in result.notes] or None]
+            [_text(note) for note in result.notes] or None, result.flaky or None,
+            [[r.status, _text(r.output), _text(r.error), _ms(r.latency_ms),
+              [_score_cell(r.scores.get(sid)) for sid in scorer_ids]] for r in result.repeats] or None]
 
 
 def _histogram_svg(counts: list[int]) -> dict[str, Any]:
@@ -173,7 +175,8 @@ def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
                for sid, s in summary.scorers.items()]
     criteria = [{"name": c.label or (c.type + (f" of {c.scorer}" if c.scorer else "")), "labelled": bool(c.label),
                  "what": c.type + (f" of {c.scorer}" if c.scorer else ""),
-                 "actual": figures.number(c.actual), "min": figures.number(c.min), "severity": c.severity, "passed": c.passed}
+                 "actual": figures.number(c.actual), "severity": c.severity, "passed": c.passed,
+                 "min": figures.number(c.min) if c.max is None else f"≤ {c.max:g}"}
                 for c in summary.criteria]
     view = {
         "anchor": f"exp-{number}", "number": number, "id": result.experiment_id,
@@ -187,7 +190,7 @@ def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
                   (f"Mean score {figures.level(summary.confidence)}", figures.interval(summary.mean_score_ci)),
                   ("Avg latency", figures.ms(summary.latency_ms.mean)), ("p95 latency", figures.ms(summary.latency_ms.p95)),
                   ("Total tokens", f"{summary.tokens.total_tokens:,}"), ("Duration", figures.ms(summary.duration_ms)),
-                  ("Items", f"{summary.total:,}")],
+                  ("Items", f"{summary.total:,}")] + ([("Flaky items", f"{summary.flaky:,}")] if summary.flaky else []),
         "counts": counts, "shares": _shares(counts), "scorers": scorers, "criteria": criteria,
     }
     return view

@@ -31,13 +31,14 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
         "duration_ms": round(summary.duration_ms, 3),
         "latency_ms": asdict(summary.latency_ms),
         "tokens": _tokens(summary.tokens), "judge_tokens": _tokens(summary.judge_tokens),
-        "throttling": asdict(summary.throttling), "noted": summary.noted,
+        "throttling": asdict(summary.throttling), "noted": summary.noted, "flaky": summary.flaky,
         "scorers": {sid: {"name": s.name, "mean": s.mean, "min": s.min, "max": s.max, "pass_rate": s.pass_rate,
                           "passed": s.passed, "failed": s.failed, "errored": s.errored, "skipped": s.skipped,
                           "threshold": s.threshold, "pass_rate_ci": s.pass_rate_ci, "mean_ci": s.mean_ci}
                     for sid, s in summary.scorers.items()},
         "criteria": [{"type": c.type, "scorer": c.scorer, "min": c.min, "actual": c.actual, "passed": c.passed,
-                      "severity": c.severity, "label": c.label} for c in summary.criteria],
+                      "severity": c.severity, "label": c.label, **({"max": c.max} if c.max is not None else {})}
+                     for c in summary.criteria],
     }
 
 

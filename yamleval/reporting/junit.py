@@ -6,7 +6,8 @@ then one per pass criterion (``criterion: pass_rate >= 0.9``), all with
 split a classname at its last dot (Jenkins into package and class, action-junit-report
 takes the last part as the file and the title), so that part is the whole experiment.
 A failed item is a ``<failure>``, an errored item an ``<error>``, a skipped item
-``<skipped>``. A failed warn-severity criterion is ``<skipped>`` with the miss as its
+``<skipped>``; a passed item whose repeats disagree has a ``<flakyFailure>`` per failed
+repeat, as Maven Surefire writes a test that passed on a rerun. A failed warn-severity criterion is ``<skipped>`` with the miss as its
 message: it must not fail the report, and test-report actions list skipped cases with
 their message while they hide passed ones and their ``<system-out>``.
 
@@ -174,6 +175,12 @@ def _item_case(classname: str, name: str, result: ItemResult, located: bool) -> 
         else:
             tag = "failure" if result.status == "failed" else "error"
             parts.append(_element(3, tag, _details(result, message), type_=tag, message=one_line(message)))
+    elif result.flaky:  # as Maven Surefire reports a test that passed on a rerun
+        for number, repeat in enumerate(result.repeats, 1):
+            if repeat.status == "failed":
+                message = f"repeat {number} of {len(result.repeats)}: {item_message(repeat)}"
+                parts.append(_element(3, "flakyFailure", _details(repeat, message), type_="failure",
+                                      message=one_line(message)))
     parts.append(f"      <system-out>{_text(_metrics(result))}</system-out>\n    </testcase>\n")
     return "".join(parts)
 

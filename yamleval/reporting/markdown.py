@@ -92,7 +92,8 @@ def _statistics(result: ExperimentResult) -> list[str]:
             f"{figures.number(s.mean_score)} | {figures.ms(s.latency_ms.p95)} | {tokens} | {figures.ms(s.duration_ms)} |",
             "", f"{level}: pass rate {figures.interval(s.pass_rate_ci, rate=True)}, mean score "
             f"{figures.interval(s.mean_score_ci)}.", ""] + _scorers(result, level) + (
-        [f"Throttled: {throttled}.", ""] if throttled else [])
+        [f"Throttled: {throttled}.", ""] if throttled else []) + (
+        [f"Flaky: {s.flaky} of {s.completed} items (their repeats disagree).", ""] if s.flaky else [])
 
 
 def _scorers(result: ExperimentResult, level: str) -> list[str]:
@@ -111,7 +112,8 @@ def _criteria(result: ExperimentResult) -> list[str]:
     lines = ["| | criterion | actual | min | severity |", "|:---:|---|---:|---:|---|"]
     for c in result.summary.criteria:
         mark = "✅" if c.passed else ("⚠️" if c.severity == "warn" else "❌")
-        lines.append(f"| {mark} | {shorten(criterion_name(c), 300)} | {figures.number(c.actual)} | {c.min:g} | {c.severity} |")
+        limit = f"≤ {c.max:g}" if c.max is not None else f"{c.min:g}"
+        lines.append(f"| {mark} | {shorten(criterion_name(c), 300)} | {figures.number(c.actual)} | {limit} | {c.severity} |")
     return lines + [""]
 
 

@@ -132,17 +132,24 @@ def throttling_text(throttling: Throttling) -> str | None:
             f"{throttling.waited_seconds:.1f} s waited in all")
 
 
+def bound(criterion: CriterionResult, at_least: str = ">=", at_most: str = "<=") -> str:
+    """What a criterion asks of its value: ``>= 0.9``, or ``<= 0.1`` for a maximum (flaky_rate)."""
+    return f"{at_most} {criterion.max:g}" if criterion.max is not None else f"{at_least} {criterion.min:g}"
+
+
 def criterion_name(criterion: CriterionResult) -> str:
     """``pass_rate[exact_match] >= 0.9``, after the label when there is one."""
     subject = criterion.type + (f"[{criterion.scorer}]" if criterion.scorer else "")
-    rule = f"{subject} >= {criterion.min:g}"
+    rule = f"{subject} {bound(criterion)}"
     return f"{criterion.label} ({rule})" if criterion.label else rule
 
 
 def criterion_message(criterion: CriterionResult) -> str:
     subject = criterion.type + (f" of {criterion.scorer}" if criterion.scorer else "")
     if criterion.actual is None:
-        return f"{subject}: no value (nothing was scored), needs at least {criterion.min:g}"
+        return f"{subject}: no value (nothing was scored), needs {bound(criterion, 'at least', 'at most')}"
+    if criterion.max is not None:
+        return f"{subject} {criterion.actual:.3f} {'<=' if criterion.passed else '>'} max {criterion.max:g}"
     relation = ">=" if criterion.passed else "<"
     return f"{subject} {criterion.actual:.3f} {relation} min {criterion.min:g}"
 

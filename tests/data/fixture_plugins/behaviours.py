@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import signal
 import sys
@@ -169,3 +170,33 @@ def agentish(input):
         {"type": "model", "step": 2, "text": "4", "tool_calls": [], "latency_ms": 9.0,
          "tokens": {"prompt": 20, "completion": 3}},
     ])
+
+
+class CoinFlip:
+    """Right (the expected answer) or wrong with probability 0.5 per call, decided by a hash of
+    the input and how many times this runner has answered it, so every run gives the same
+    answers, in whatever order its calls happen."""
+
+    def __init__(self):
+        self.calls: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def __call__(self, input, item):
+        with self.lock:
+            count = self.calls.get(input, 0)
+            self.calls[input] = count + 1
+        heads = hashlib.sha256(f"{input}/{count}".encode()).digest()[0] % 2 == 0
+        return item.expected if heads else "wrong"
+
+
+class FailsFirst:
+    """Raise on the first call, echo the expected answer after."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, item):
+        self.calls += 1
+        if self.calls == 1:
+            raise RuntimeError("the first call fails")
+        return item.expected

@@ -351,6 +351,11 @@
     tr.appendChild(textCell(it[F.input]));
     var verdict = el("td");
     verdict.appendChild(el("span", "pill pill-" + VERDICT[it[F.status]], VERDICT[it[F.status]]));
+    if (it[F.flaky]) {
+      var flaky = el("span", "pill pill-warn flaky", "flaky");
+      flaky.title = "its repeats disagree: some passed, some failed";
+      verdict.appendChild(flaky);
+    }
     (it[F.notes] || []).forEach(function (note) { verdict.appendChild(el("span", "note", clip(note))); });
     tr.appendChild(verdict);
     if (it[F.output] === null && it[F.error] !== null) tr.appendChild(textCell(it[F.error], "err"));
@@ -425,6 +430,7 @@
     diff.appendChild(renderDiff(it[F.expected], it[F.output]));
     grid.appendChild(diff);
     if (this.scorers.length) grid.appendChild(this.scoreTable(it[F.scores]));
+    if (it[F.repeats]) grid.appendChild(this.repeatTable(it[F.repeats]));
     if (it[F.metadata] !== null) grid.appendChild(block("Metadata", it[F.metadata], "wide"));
     if (it[F.trajectory]) grid.appendChild(trajectory(it[F.trajectory]));
     td.appendChild(grid);
@@ -485,6 +491,29 @@
     box.appendChild(el("pre", null, text));
     return box;
   }
+
+  // Each run of a repeated item: [status, output, error, latency, score cells].
+  Table.prototype.repeatTable = function (repeats) {
+    var box = el("section", "wide repeats"), table = el("table", "scores"), head = el("tr");
+    box.appendChild(el("h4", null, "Repeats · " + repeats.filter(function (r) { return r[0] === "passed"; }).length
+      + " of " + repeats.length + " passed"));
+    ["#", "Verdict", "Output"].concat(this.scorers, ["Latency"]).forEach(function (name) {
+      head.appendChild(el("th", null, name));
+    });
+    table.appendChild(head);
+    repeats.forEach(function (r, n) {
+      var tr = el("tr"), verdict = el("td");
+      tr.appendChild(el("td", "num", String(n + 1)));
+      verdict.appendChild(el("span", "pill pill-" + VERDICT[r[0]], VERDICT[r[0]]));
+      tr.appendChild(verdict);
+      tr.appendChild(r[1] === null && r[2] !== null ? textCell(r[2], "err") : textCell(r[1]));
+      r[4].forEach(function (score) { tr.appendChild(scoreCell(score)); });
+      tr.appendChild(el("td", "num", fmtDuration(r[3])));
+      table.appendChild(tr);
+    });
+    box.appendChild(table);
+    return box;
+  };
 
   Table.prototype.scoreTable = function (scores) {
     var box = el("section", "wide"), table = el("table", "scores"), head = el("tr");
