@@ -81,6 +81,8 @@ def test_a_model_nothing_listens_for_stops_the_run_with_exit_3(write_config, tmp
     done = run_cli("run", "--store", "r.db", cwd=tmp_path)
     _stopped_early(tmp_path, done)
     _check_golden("model_refused", done.stderr, port)
+    quiet = run_cli("run", "-q", "--store", "r.db", cwd=tmp_path)
+    assert quiet.returncode == 3 and quiet.stdout.startswith("chat: STOPPED (could not evaluate) ("), quiet.stdout
 
 
 def test_a_judge_that_refuses_its_key_stops_the_run_with_exit_3(openai_server, write_config, tmp_path):  # noqa: F811

@@ -156,6 +156,12 @@ def summary_text(result: ExperimentResult) -> str:
             lines.append(f"    … and {s.flaky - len(flaky)} more (see the report)")
     for warning in result.warnings:
         lines.append(f"  warning: {terminal_line(warning)}")
-    words = {"aborted": f"STOPPED ({stopped_because(result)})", "incomplete": f"INCOMPLETE: {INCOMPLETE}"}
-    lines.append(f"  {words.get(result.outcome, result.outcome.upper())}")
+    lines.append(f"  {verdict_word(result)}")
     return "\n".join(lines)
+
+
+def verdict_word(result: ExperimentResult, short: bool = False) -> str:
+    """``PASSED``, ``FAILED``, ``INTERRUPTED``, ``STOPPED (could not evaluate)``, ..."""
+    words = {"aborted": f"STOPPED ({stopped_because(result)})",
+             "incomplete": "INCOMPLETE" if short else f"INCOMPLETE: {INCOMPLETE}"}
+    return words.get(result.outcome, result.outcome.upper())

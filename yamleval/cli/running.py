@@ -117,14 +117,13 @@ class _Console:
             self.bar.on_progress(completed, total)
 
     def experiment_finished(self, result) -> None:
-        from yamleval.console import summary_text
+        from yamleval.console import summary_text, verdict_word
 
         if self.bar is not None:
             self.bar.close()
             self.bar = None
         if self.quiet:
-            verdict = "INTERRUPTED" if result.interrupted else "PASSED" if result.passed else "FAILED"
-            click.echo(f"{result.experiment_id}: {verdict} "
+            click.echo(f"{result.experiment_id}: {verdict_word(result, short=True)} "
                        f"({result.summary.passed}/{result.summary.completed} items passed)")
         else:
             click.echo(summary_text(result) + "\n")
