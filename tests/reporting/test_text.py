@@ -9,3 +9,16 @@ def test_clean_text_keeps_only_xml_characters_and_marks_cuts():
     assert text.clean_text("short", limit=5) == "short"
     assert text.one_line("  two\n lines\x07 ") == "two lines"
     assert text.one_line("x" * 500).endswith(text.TRUNCATED) and len(text.one_line("x" * 500)) == 200
+
+
+def test_a_score_just_below_its_threshold_never_reads_as_the_threshold():
+    from yamleval.reporting.text import item_message
+    from yamleval.types import Item, ItemResult, ScoreResult
+
+    def message(score: float, threshold: float) -> str:
+        return item_message(ItemResult(Item("i", 0, "q"), "failed", "a",
+                                       scores={"lev": ScoreResult("lev", "success", score, False, threshold)}))
+
+    assert message(0.0996, 0.1) == "lev 0.0996 < 0.1"
+    assert message(0.79999, 0.8) == "lev 0.79999 < 0.8"
+    assert message(0.5, 0.8) == "lev 0.500 < 0.8"

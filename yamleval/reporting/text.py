@@ -94,6 +94,16 @@ def score_text(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
+def below(score: float, threshold: float) -> str:
+    """``score`` (below ``threshold``) with three decimals, or as many more as it takes not to
+    read as the threshold itself: 0.0996 under 0.1 is ``0.0996``, not ``0.100``."""
+    for digits in range(3, 10):
+        text = f"{score:.{digits}f}"
+        if float(text) < threshold:
+            return text
+    return repr(score)
+
+
 def item_message(result: ItemResult) -> str:
     """Why an item did not pass, in a line: the error, or each failing scorer with
     its score against the threshold and its reason; then its notes, in brackets."""
@@ -111,7 +121,7 @@ def _why(result: ItemResult) -> str:
         if s.passed is not False:
             continue
         if s.threshold is not None and s.score is not None and s.score < s.threshold:
-            miss = f"{sid} {score_text(s.score)} < {s.threshold:g}"
+            miss = f"{sid} {below(s.score, s.threshold)} < {s.threshold:g}"
         else:
             miss = f"{sid} failed" + (f" ({score_text(s.score)})" if s.score is not None else "")
         misses.append(miss + (f": {s.reason}" if s.reason else ""))
