@@ -155,8 +155,14 @@ class LocalExecutor:
                 self.thread_exit()
 
     def _record_when_free(self) -> None:
-        """Record the finished results, unless another thread is recording: it records them."""
-        while self._finished and self.recording.acquire(blocking=False):
+        """Record the finished results, unless another thread is recording: it records them.
+        More than ``concurrency`` of them waiting: wait for it, then record them (so results
+        never pile up faster than they are recorded)."""
+        while self._finished:
+            if len(self._finished) > self.concurrency:
+                self.recording.acquire()
+            elif not self.recording.acquire(blocking=False):
+                return
             try:
                 self._record_finished()
             finally:
