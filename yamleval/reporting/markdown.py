@@ -112,8 +112,8 @@ def _criteria(result: ExperimentResult) -> list[str]:
     lines = ["| | criterion | actual | min | severity |", "|:---:|---|---:|---:|---|"]
     for c in result.summary.criteria:
         mark = "✅" if c.passed else ("⚠️" if c.severity == "warn" else "❌")
-        lines.append(f"| {mark} | {shorten(criterion_name(c), 300)} | {criterion_figure(c, c.actual)} | "
-                     f"{limit_text(c)} | {c.severity} |")
+        lines.append(f"| {mark} | {shorten(criterion_name(c), 300)} | {shorten(criterion_figure(c, c.actual))} | "
+                     f"{shorten(limit_text(c))} | {c.severity} |")
     return lines + [""]
 
 
