@@ -132,7 +132,8 @@ def summary_text(result: ExperimentResult) -> str:
         for c in s.criteria:
             name = terminal_line(c.label, 200) if c.label else criterion_subject(c, "({})")
             warn = " (warn)" if c.severity == "warn" else ""
-            lines.append(f"    {'✓' if c.passed else '✗'} {name} {bound(c, '≥', '≤')}: {criterion_figure(c, c.actual)}{warn}")
+            mark = "✓" if c.passed else "✗"
+            lines.append(f"    {mark} {name} {bound(c, '≥', '≤')}: {criterion_figure(c, c.actual)}{warn}")
     problems = result.items.with_status(("failed", "error"), SHOWN_PROBLEMS)
     if problems:
         lines.append("  not passed")

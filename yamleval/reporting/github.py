@@ -8,9 +8,9 @@ its experiment. Failed warn criteria and interrupted runs are warnings. A failed
 item is an error only in an experiment without pass criteria, where any failed
 item fails it; with criteria the verdict is the criteria's, so a failed item is
 a warning that points at a cause. An errored item is likewise a warning when an
-``error_rate`` criterion, not the rule that no item errors, judges the errors. GitHub shows at most 10 annotations of each
-level per step, so the most important come first and a notice tells how many
-were left out.
+``error_rate`` criterion, not the rule that no item errors, judges the errors.
+GitHub shows at most 10 annotations of each level per step, so the most
+important come first and a notice tells how many were left out.
 """
 from __future__ import annotations
 
