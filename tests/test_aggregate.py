@@ -27,6 +27,7 @@ def test_summary_counts_means_and_percentiles():
     assert s.pass_rate == 0.25
     assert (s.latency_ms.mean, s.latency_ms.p50, s.latency_ms.max) == (25.0, 25.0, 40.0)
     assert s.latency_ms.p95 == pytest.approx(38.5)
+    assert (s.latency_ms.p90, s.latency_ms.p99) == (pytest.approx(37.0), pytest.approx(39.7))
     assert s.tokens == Usage(3, 4)
     a, b = s.scorers["a"], s.scorers["b"]
     assert (a.name, a.mean, a.min, a.max, a.pass_rate) == ("A", 0.5, 0.0, 1.0, 0.5)

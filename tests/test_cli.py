@@ -418,7 +418,7 @@ def test_main_job_from_the_repository_root(tmp_path):
     summary = experiment["summary"]
     assert set(summary) >= {"total", "completed", "passed", "failed", "errored", "skipped", "mean_score",
                             "pass_rate", "duration_ms", "latency_ms", "tokens", "scorers", "criteria"}
-    assert set(summary["latency_ms"]) == {"mean", "p50", "p95", "max"}
+    assert set(summary["latency_ms"]) == {"mean", "p50", "p90", "p95", "p99", "max"}
     assert set(summary["tokens"]) == {"prompt", "completion", "total", "cost"}
     for scorer in summary["scorers"].values():
         assert set(scorer) >= {"name", "mean", "min", "max", "pass_rate", "passed", "failed", "errored",

@@ -73,3 +73,18 @@ def test_summaries_keep_their_intervals_and_old_summaries_without_them_still_rea
     assert (read.confidence, read.pass_rate_ci, read.mean_score_ci) == (0.95, None, None)
     assert (read.scorers["s"].pass_rate_ci, read.scorers["s"].mean_ci) == (None, None)
     assert read.scorers["s"].histogram == scorer.histogram and read.mean_score == 0.75
+
+
+def test_latency_p90_p99_and_the_details_of_criteria_are_kept_and_old_summaries_still_read():
+    criteria = (CriterionResult("latency", None, 120.0, True, max=200.0, percentile=99),
+                CriterionResult("cost", None, 0.02, True, max=0.05, per_item=True),
+                CriterionResult("pass_rate", 0.8, 0.7, False, bound="lower", confidence=0.9))
+    summary = Summary(3, 3, 3, 0, 0, 0, 1.0, 1.0, 5.0, LatencySummary(10.0, 9.0, 19.0, 20.0, 18.0, 19.8), Usage(), {},
+                      criteria)
+    assert summary_from_json(summary_to_json(summary)) == summary
+    old = json.loads(summary_to_json(summary))
+    old["latency_ms"] = old["latency_ms"][:4]  # as written before p90 and p99 were kept
+    old["criteria"] = [c[:9] for c in old["criteria"]]  # and before criteria kept their details
+    read = summary_from_json(json.dumps(old))
+    assert read.latency_ms == LatencySummary(10.0, 9.0, 19.0, 20.0)
+    assert [(c.percentile, c.per_item, c.bound) for c in read.criteria] == [(None, False, "point")] * 3

@@ -138,11 +138,12 @@ class _ScorerTally:
 
 
 def _latency(values: SortedRuns) -> LatencySummary:
-    """Mean, p50, p95 (linear interpolation between closest ranks, numpy's default) and max."""
+    """Mean, p50, p90, p95, p99 (linear interpolation between closest ranks, numpy's default) and max."""
     n = values.count
     if not n:
         return LatencySummary()
-    positions = {name: (n - 1) * fraction for name, fraction in (("p50", 0.5), ("p95", 0.95))}
+    fractions = (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99))
+    positions = {name: (n - 1) * fraction for name, fraction in fractions}
     ranks = []
     for position in positions.values():
         low = math.floor(position)

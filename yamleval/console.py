@@ -8,7 +8,8 @@ import time
 from typing import TextIO
 
 from yamleval import figures
-from yamleval.reporting.text import INCOMPLETE, bound, item_message, stopped_because, terminal_line, throttling_text
+from yamleval.reporting.text import (INCOMPLETE, bound, criterion_figure, criterion_subject, item_message,
+                                     stopped_because, terminal_line, throttling_text)
 from yamleval.types import ExperimentResult, ItemResult
 
 MARKS = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "-"}
@@ -129,9 +130,10 @@ def summary_text(result: ExperimentResult) -> str:
     if s.criteria:
         lines.append("  criteria")
         for c in s.criteria:
-            name = terminal_line(c.label, 200) if c.label else (f"{c.type}({c.scorer})" if c.scorer else c.type)
+            name = terminal_line(c.label, 200) if c.label else criterion_subject(c, "({})")
             warn = " (warn)" if c.severity == "warn" else ""
-            lines.append(f"    {'✓' if c.passed else '✗'} {name} {bound(c, '≥', '≤')}: {figures.number(c.actual)}{warn}")
+            mark = "✓" if c.passed else "✗"
+            lines.append(f"    {mark} {name} {bound(c, '≥', '≤')}: {criterion_figure(c, c.actual)}{warn}")
     problems = result.items.with_status(("failed", "error"), SHOWN_PROBLEMS)
     if problems:
         lines.append("  not passed")

@@ -178,13 +178,14 @@ def summary_to_json(s: Summary) -> str:
     return encode({
         "total": s.total, "completed": s.completed, "passed": s.passed, "failed": s.failed, "errored": s.errored,
         "skipped": s.skipped, "mean_score": s.mean_score, "pass_rate": s.pass_rate, "duration_ms": s.duration_ms,
-        "latency_ms": [s.latency_ms.mean, s.latency_ms.p50, s.latency_ms.p95, s.latency_ms.max],
+        "latency_ms": [s.latency_ms.mean, s.latency_ms.p50, s.latency_ms.p95, s.latency_ms.max, s.latency_ms.p90,
+                       s.latency_ms.p99],
         "tokens": [s.tokens.prompt_tokens, s.tokens.completion_tokens, s.tokens.cost],
         "judge_tokens": [s.judge_tokens.prompt_tokens, s.judge_tokens.completion_tokens, s.judge_tokens.cost],
         "scorers": [[x.id, x.name, x.threshold, x.mean, x.min, x.max, x.pass_rate, x.passed, x.failed, x.errored,
                      x.skipped, x.histogram, x.pass_rate_ci, x.mean_ci] for x in s.scorers.values()],
-        "criteria": [[c.type, c.min, c.actual, c.passed, c.severity, c.scorer, c.label, c.source, c.max]
-                     for c in s.criteria],
+        "criteria": [[c.type, c.min, c.actual, c.passed, c.severity, c.scorer, c.label, c.source, c.max,
+                      c.percentile, c.per_item, c.bound, c.confidence] for c in s.criteria],
         "throttling": [s.throttling.calls, s.throttling.throttled, s.throttling.waited_seconds],
         "noted": s.noted,
         "confidence": s.confidence, "pass_rate_ci": s.pass_rate_ci, "mean_score_ci": s.mean_score_ci,

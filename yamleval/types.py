@@ -133,6 +133,8 @@ class LatencySummary:
     p50: float | None = None
     p95: float | None = None
     max: float | None = None
+    p90: float | None = None  # after max: a summary stored before they were kept has none
+    p99: float | None = None
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,10 @@ class CriterionResult:
     label: str | None = None
     source: str | None = None  # "file:line" of the criterion in the config
     max: float | None = None
+    percentile: int | str | None = None  # of latency: 50, 90, 95, 99 or "max"
+    per_item: bool = False  # of tokens and cost: the mean per completed item
+    bound: str = "point"  # of mean_score and pass_rate: "lower" checks the interval's lower end
+    confidence: float | None = None  # the level of that interval, with bound "lower"
 
 
 @dataclass(frozen=True)

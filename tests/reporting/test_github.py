@@ -98,6 +98,25 @@ def test_levels_follow_what_fails_the_experiment(write_config):
     assert lines[5].endswith("::runner raised RuntimeError: boom on purpose")
 
 
+def test_an_error_rate_criterion_speaks_for_the_errored_items(write_config):
+    results = run_all(write_config, f"""
+        experiments:
+          - id: tolerant
+            dataset:
+              items:
+{items(3)}
+                - {{id: boom, input: raise}}
+            runner: fixture_plugins.behaviours:per_item
+            pass_criteria: [{{type: error_rate, max: 0.2}}]
+    """)
+    lines = github.annotations(results)
+    assert [line.split("::")[1] for line in lines] == [
+        "error title=yamleval%3A tolerant › error_rate <= 0.2",
+        "warning title=yamleval%3A tolerant › boom error",
+    ]
+    assert lines[0].endswith("::error_rate 0.250 > max 0.2")
+
+
 def test_at_most_ten_of_each_kind_then_a_notice(write_config):
     results = run_all(write_config, f"""
         experiments:

@@ -60,13 +60,16 @@ class ScorerSpec:
 @dataclass(frozen=True)
 class CriterionSpec:
     type: str
-    min: float | None  # the bound of mean_score and pass_rate; flaky_rate has a max
+    min: float | None  # the bound of mean_score, pass_rate and items; the other types have a max
     scorer: str | None = None
     label: str | None = None
     severity: str = "error"
     description: str | None = None
     source: str | None = None  # "file:line" where it is written
     max: float | None = None
+    percentile: int | str | None = None  # latency: 50, 90, 95, 99 or "max"
+    per_item: bool = False  # tokens and cost: the mean per completed item, not the whole experiment's
+    bound: str = "point"  # mean_score and pass_rate: "lower" holds the interval's lower end to min
 
 
 @dataclass(frozen=True)
@@ -200,6 +203,8 @@ def build_experiment(data: Mapping[str, Any], raw: Mapping[str, Any], path: Path
         pass_criteria=tuple(
             CriterionSpec(type=c["type"], min=c.get("min"), max=c.get("max"), scorer=c.get("scorer"), label=c.get("label"),
                           severity=c.get("severity", "error"), description=c.get("description"),
+                          percentile=c.get("percentile"), per_item=c.get("per_item", False),
+                          bound=c.get("bound", "point"),
                           source=source.locate(path + ("pass_criteria", index)).file_line())
             for index, c in enumerate(data.get("pass_criteria") or [])
         ),

@@ -7,15 +7,17 @@ criteria, aborted experiments and errored items are errors: each of them fails
 its experiment. Failed warn criteria and interrupted runs are warnings. A failed
 item is an error only in an experiment without pass criteria, where any failed
 item fails it; with criteria the verdict is the criteria's, so a failed item is
-a warning that points at a cause. GitHub shows at most 10 annotations of each
-level per step, so the most important come first and a notice tells how many
-were left out.
+a warning that points at a cause. An errored item is likewise a warning when an
+``error_rate`` criterion, not the rule that no item errors, judges the errors.
+GitHub shows at most 10 annotations of each level per step, so the most
+important come first and a notice tells how many were left out.
 """
 from __future__ import annotations
 
 import os
 from typing import Callable, Iterable, Iterator, Mapping
 
+from yamleval.criteria import tolerates_errors
 from yamleval.reporting.text import as_text, criterion_message, criterion_name, item_message, one_line
 from yamleval.types import ExperimentResult, ItemResult
 
@@ -57,7 +59,7 @@ def _experiment_problems(result: ExperimentResult) -> Iterator[tuple[str, str, s
         yield "error", f"yamleval: {name} stopped", one_line(result.aborted, MESSAGE_LIMIT)
     if result.interrupted:
         yield "warning", f"yamleval: {name} interrupted", f"interrupted after {s.completed} of {s.total} items"
-    if s.errored:
+    if s.errored and not tolerates_errors(s):  # else its error_rate criterion speaks for them
         yield ("error", f"yamleval: {name}",
                f"{s.errored} of {s.total} items errored; an errored item fails the experiment")
     for c in s.criteria:
@@ -97,12 +99,13 @@ def annotations(results: Iterable[ExperimentResult]) -> list[str]:
             add(kind, lambda t=title, m=message: (t, m))
     for result in results:
         failed_kind = "warning" if result.summary.criteria else "error"
+        errored_kind = "warning" if tolerates_errors(result.summary) else "error"
         # no more than PER_KIND of each status can be shown: read just those, count the rest
         errored = result.items.with_status(("error",), PER_KIND)
         failed = result.items.with_status(("failed",), PER_KIND)
         for item in sorted(errored + failed, key=lambda r: r.item.index):
-            add("error" if item.status == "error" else failed_kind, lambda r=result, i=item: _item_problem(r, i))
-        left_out["error"] += max(0, result.summary.errored - len(errored))
+            add(errored_kind if item.status == "error" else failed_kind, lambda r=result, i=item: _item_problem(r, i))
+        left_out[errored_kind] += max(0, result.summary.errored - len(errored))
         left_out[failed_kind] += max(0, result.summary.failed - len(failed))
     if left_out["error"] or left_out["warning"]:
         counts = " and ".join(f"{n} more {kind}{'s' if n != 1 else ''}" for kind, n in left_out.items() if n)

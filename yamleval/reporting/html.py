@@ -19,7 +19,7 @@ from typing import IO, Any, Sequence
 from yamleval import figures
 from yamleval.aggregate import BINS
 from yamleval.reporting.files import render_with
-from yamleval.reporting.text import INCOMPLETE
+from yamleval.reporting.text import INCOMPLETE, criterion_figure, criterion_subject, limit_text
 from yamleval.reporting.trajectory import read_trajectory
 from yamleval.types import ExperimentResult, ItemResult, RunInfo, ScoreResult
 
@@ -173,10 +173,10 @@ def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
                 "pass_rate": figures.percent(s.pass_rate), "passed": s.passed, "failed": s.failed,
                 "errored": s.errored, "skipped": s.skipped, "histogram": _histogram_svg(list(s.histogram or [0] * BINS))}
                for sid, s in summary.scorers.items()]
-    criteria = [{"name": c.label or (c.type + (f" of {c.scorer}" if c.scorer else "")), "labelled": bool(c.label),
-                 "what": c.type + (f" of {c.scorer}" if c.scorer else ""),
-                 "actual": figures.number(c.actual), "severity": c.severity, "passed": c.passed,
-                 "min": figures.number(c.min) if c.max is None else f"≤ {c.max:g}"}
+    criteria = [{"name": c.label or criterion_subject(c, " of {}"), "labelled": bool(c.label),
+                 "what": criterion_subject(c, " of {}"),
+                 "actual": criterion_figure(c, c.actual), "severity": c.severity, "passed": c.passed,
+                 "min": limit_text(c)}
                 for c in summary.criteria]
     view = {
         "anchor": f"exp-{number}", "number": number, "id": result.experiment_id,

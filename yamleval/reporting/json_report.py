@@ -10,7 +10,8 @@ from dataclasses import asdict
 from typing import IO, Any, Sequence
 
 from yamleval.records import encode, encode_record
-from yamleval.types import ExperimentResult, ItemResult, RunInfo, Summary, Usage
+from yamleval.reporting.text import criterion_name
+from yamleval.types import CriterionResult, ExperimentResult, ItemResult, RunInfo, Summary, Usage
 
 FILE_NAME = "results.json"  # in the report folder
 FORMAT_VERSION = 1
@@ -20,6 +21,18 @@ _CHUNK = 1000  # items joined into one write
 def _tokens(usage: Usage) -> dict[str, Any]:
     return {"prompt": usage.prompt_tokens, "completion": usage.completion_tokens, "total": usage.total_tokens,
             "cost": usage.cost}
+
+
+def _criterion_details(criterion: CriterionResult) -> dict[str, Any]:
+    """What a criterion says beyond type and bound, when it says it, and its readable name."""
+    out: dict[str, Any] = {"name": criterion_name(criterion)}
+    if criterion.percentile is not None:
+        out["percentile"] = criterion.percentile
+    if criterion.per_item:
+        out["per_item"] = True
+    if criterion.bound != "point":
+        out["bound"], out["confidence"] = criterion.bound, criterion.confidence
+    return out
 
 
 def summary_dict(summary: Summary) -> dict[str, Any]:
@@ -37,7 +50,8 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
                           "threshold": s.threshold, "pass_rate_ci": s.pass_rate_ci, "mean_ci": s.mean_ci}
                     for sid, s in summary.scorers.items()},
         "criteria": [{"type": c.type, "scorer": c.scorer, "min": c.min, "actual": c.actual, "passed": c.passed,
-                      "severity": c.severity, "label": c.label, **({"max": c.max} if c.max is not None else {})}
+                      "severity": c.severity, "label": c.label, **({"max": c.max} if c.max is not None else {}),
+                      **_criterion_details(c)}
                      for c in summary.criteria],
     }
 

@@ -13,8 +13,8 @@ import re
 from typing import IO, Iterable, Sequence
 
 from yamleval import figures
-from yamleval.reporting.text import (INCOMPLETE, as_text, clean_text, criterion_name, item_message, reveal_bidi,
-                                     stopped_because, throttling_text)
+from yamleval.reporting.text import (INCOMPLETE, as_text, clean_text, criterion_figure, criterion_name, item_message,
+                                     limit_text, reveal_bidi, stopped_because, throttling_text)
 from yamleval.types import ExperimentResult, ItemResult, RunInfo
 
 FILE_NAME = "summary.md"  # in the report folder
@@ -112,8 +112,8 @@ def _criteria(result: ExperimentResult) -> list[str]:
     lines = ["| | criterion | actual | min | severity |", "|:---:|---|---:|---:|---|"]
     for c in result.summary.criteria:
         mark = "✅" if c.passed else ("⚠️" if c.severity == "warn" else "❌")
-        limit = f"≤ {c.max:g}" if c.max is not None else f"{c.min:g}"
-        lines.append(f"| {mark} | {shorten(criterion_name(c), 300)} | {figures.number(c.actual)} | {limit} | {c.severity} |")
+        lines.append(f"| {mark} | {shorten(criterion_name(c), 300)} | {shorten(criterion_figure(c, c.actual))} | "
+                     f"{shorten(limit_text(c))} | {c.severity} |")
     return lines + [""]
 
 

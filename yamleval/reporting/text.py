@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from yamleval import figures
+from yamleval.criteria import latency_figure
 from yamleval.reporting.trajectory import read_trajectory
 from yamleval.types import CriterionResult, ExperimentResult, ItemResult, Throttling
 
@@ -142,26 +143,73 @@ def throttling_text(throttling: Throttling) -> str | None:
             f"{throttling.waited_seconds:.1f} s waited in all")
 
 
+def criterion_subject(criterion: CriterionResult, scorer: str = "[{}]") -> str:
+    """What a criterion holds to its bound: ``pass_rate[exact_match]``, ``latency p95``, ``tokens per
+    item``, ``pass_rate (lower 95% bound)``; ``scorer`` says how its scorer follows the type."""
+    text = criterion.type + (scorer.format(criterion.scorer) if criterion.scorer else "")
+    if criterion.percentile is not None:
+        text += f" {latency_figure(criterion.percentile)}"
+    if criterion.per_item:
+        text += " per item"
+    if criterion.bound == "lower":
+        text += f" (lower {criterion.confidence * 100:g}% bound)"
+    return text
+
+
+def criterion_figure(criterion: CriterionResult, value: float | None) -> str:
+    """A value of the criterion's figure: ``0.812``, ``2.3 s``, ``87``, ``$0.0123``; a dash for none."""
+    if value is None:
+        return figures.MISSING
+    if criterion.type == "latency":
+        return figures.ms(value)
+    if criterion.type == "cost":
+        return f"${value:.4f}"
+    if criterion.type in ("items", "tokens"):
+        return f"{value:,.1f}" if criterion.per_item else f"{value:,.0f}"
+    return figures.number(value)
+
+
+def _written(criterion: CriterionResult) -> str:
+    """The criterion's ``min`` or ``max`` as written, with its unit: ``0.8``, ``2000 ms``, ``$5``."""
+    value = criterion.max if criterion.max is not None else criterion.min
+    text = str(int(value)) if value == int(value) else f"{value:g}"
+    return {"latency": f"{text} ms", "cost": f"${text}"}.get(criterion.type, text)
+
+
 def bound(criterion: CriterionResult, at_least: str = ">=", at_most: str = "<=") -> str:
-    """What a criterion asks of its value: ``>= 0.9``, or ``<= 0.1`` for a maximum (flaky_rate)."""
-    return f"{at_most} {criterion.max:g}" if criterion.max is not None else f"{at_least} {criterion.min:g}"
+    """What a criterion asks of its value: ``>= 0.9``, or ``<= 2000 ms`` for a maximum."""
+    return f"{at_most if criterion.max is not None else at_least} {_written(criterion)}"
+
+
+def limit_text(criterion: CriterionResult) -> str:
+    """The bound for a table's ``min`` column: ``0.9``, or ``≤ 2000 ms`` for a maximum."""
+    return f"≤ {_written(criterion)}" if criterion.max is not None else _written(criterion)
 
 
 def criterion_name(criterion: CriterionResult) -> str:
-    """``pass_rate[exact_match] >= 0.9``, after the label when there is one."""
-    subject = criterion.type + (f"[{criterion.scorer}]" if criterion.scorer else "")
-    rule = f"{subject} {bound(criterion)}"
+    """``pass_rate[exact_match] >= 0.9``, ``latency p95 <= 2000 ms``, after the label when there is one."""
+    rule = f"{criterion_subject(criterion)} {bound(criterion)}"
     return f"{criterion.label} ({rule})" if criterion.label else rule
 
 
+def _no_value(criterion: CriterionResult) -> str:
+    """Why a criterion has no value to hold to its bound."""
+    if criterion.type == "cost":
+        return "no call had a known price"
+    if criterion.bound == "lower":
+        return "too few items for an interval"
+    return "nothing was scored" if criterion.type in ("mean_score", "pass_rate") else "no item completed"
+
+
 def criterion_message(criterion: CriterionResult) -> str:
-    subject = criterion.type + (f" of {criterion.scorer}" if criterion.scorer else "")
+    subject = criterion_subject(criterion, " of {}")
     if criterion.actual is None:
-        return f"{subject}: no value (nothing was scored), needs {bound(criterion, 'at least', 'at most')}"
+        return f"{subject}: no value ({_no_value(criterion)}), needs {bound(criterion, 'at least', 'at most')}"
+    actual = criterion_figure(criterion, criterion.actual)
     if criterion.max is not None:
-        return f"{subject} {criterion.actual:.3f} {'<=' if criterion.passed else '>'} max {criterion.max:g}"
+        return f"{subject} {actual} {'<=' if criterion.passed else '>'} max {_written(criterion)}"
     relation = ">=" if criterion.passed else "<"
-    return f"{subject} {criterion.actual:.3f} {relation} min {criterion.min:g}"
+    return f"{subject} {actual} {relation} min {_written(criterion)}"
 
 
 def _counted(n: int, word: str) -> str:
