@@ -281,11 +281,11 @@ def to_text(c: Comparison, markdown: bool = False) -> str:
         lines.append(f"pass rate {_signed(e.summary_deltas['pass_rate'], True)}, "
                      f"mean score {_signed(e.summary_deltas['mean_score'])}")
         if e.change:
-            lines.append(_change_text(e.change, c.alpha, markdown))
+            lines.append(change_text(e.change, c.alpha, markdown))
         for sid, delta in e.score_deltas.items():
             change = e.scorer_changes.get(sid)
             lines.append(f"{'- ' if markdown else '  '}{sid}: mean {_signed(delta)}"
-                         + (f" · {_change_text(change, c.alpha, markdown)}" if change else ""))
+                         + (f" · {change_text(change, c.alpha, markdown)}" if change else ""))
         for f in e.flips:
             mark = "regressed" if f.regression else "improved" if RANK[f.after] > RANK[f.before] else "changed"
             item = f"`{f.item_id}`" if markdown else f.item_id
@@ -333,7 +333,7 @@ def _verdict_line(c: Comparison) -> str:
     return f"paired verdict ({c.rule}): {found or NO_CHANGE}"
 
 
-def _change_text(change: PairedChange, alpha: float, markdown: bool) -> str:
+def change_text(change: PairedChange, alpha: float, markdown: bool) -> str:
     verdict = f"**{change.verdict}**" if markdown and change.verdict != NO_CHANGE else change.verdict
     parts, p, d = [], change.p_value, change.difference
     if change.pairs:

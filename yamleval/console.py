@@ -8,7 +8,8 @@ import time
 from typing import TextIO
 
 from yamleval import figures
-from yamleval.reporting.text import INCOMPLETE, bound, item_message, stopped_because, terminal_line, throttling_text
+from yamleval.reporting.text import (INCOMPLETE, bound, criterion_mark, criterion_outcome, item_message, stopped_because,
+                                     terminal_line, throttling_text)
 from yamleval.types import ExperimentResult, ItemResult
 
 MARKS = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "-"}
@@ -131,7 +132,8 @@ def summary_text(result: ExperimentResult) -> str:
         for c in s.criteria:
             name = terminal_line(c.label, 200) if c.label else (f"{c.type}({c.scorer})" if c.scorer else c.type)
             warn = " (warn)" if c.severity == "warn" else ""
-            lines.append(f"    {'✓' if c.passed else '✗'} {name} {bound(c, '≥', '≤')}: {figures.number(c.actual)}{warn}")
+            mark = criterion_mark(c, "✓", "✗", "✗", "–")
+            lines.append(f"    {mark} {name} {bound(c, '≥', '≤')}: {terminal_line(criterion_outcome(c), 400)}{warn}")
     problems = result.items.with_status(("failed", "error"), SHOWN_PROBLEMS)
     if problems:
         lines.append("  not passed")

@@ -183,8 +183,8 @@ def summary_to_json(s: Summary) -> str:
         "judge_tokens": [s.judge_tokens.prompt_tokens, s.judge_tokens.completion_tokens, s.judge_tokens.cost],
         "scorers": [[x.id, x.name, x.threshold, x.mean, x.min, x.max, x.pass_rate, x.passed, x.failed, x.errored,
                      x.skipped, x.histogram, x.pass_rate_ci, x.mean_ci] for x in s.scorers.values()],
-        "criteria": [[c.type, c.min, c.actual, c.passed, c.severity, c.scorer, c.label, c.source, c.max]
-                     for c in s.criteria],
+        "criteria": [[c.type, c.min, c.actual, c.passed, c.severity, c.scorer, c.label, c.source, c.max, c.baseline,
+                      c.alpha, c.margin, c.skipped, c.detail] for c in s.criteria],
         "throttling": [s.throttling.calls, s.throttling.throttled, s.throttling.waited_seconds],
         "noted": s.noted,
         "confidence": s.confidence, "pass_rate_ci": s.pass_rate_ci, "mean_score_ci": s.mean_score_ci,

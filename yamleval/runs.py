@@ -202,7 +202,7 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore:
                     concurrency, stop: threading.Event, abandon, watcher: RunWatcher) -> ExperimentResult:
     """One experiment, its items stored as they finish; resumed where it was ``begun`` before
     (its finished items scored again first, with ``rescore``)."""
-    from yamleval import engine, plan
+    from yamleval import baseline, engine, plan
     from yamleval.store import StoreWriteError
 
     experiment_id = ready.experiment.id
@@ -232,6 +232,8 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore:
             ready.models.close()
     if failures:
         raise failures[0]
+    db.flush()
+    result = baseline.judge(db, run_id, result)  # its no_regression criteria, against their baselines
     db.finish_experiment(run_id, result)
     # the items are in the store: reports and summaries read them from there, in order
     return dataclasses.replace(result, items=db.item_view(run_id, experiment_id, result.summary.completed))

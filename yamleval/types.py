@@ -146,6 +146,11 @@ class CriterionResult:
     label: str | None = None
     source: str | None = None  # "file:line" of the criterion in the config
     max: float | None = None
+    baseline: str | None = None  # no_regression: what it compares with, at alpha and margin
+    alpha: float | None = None
+    margin: float | None = None
+    skipped: bool = False  # not judged (no_regression without a baseline): never fails
+    detail: str | None = None  # what no_regression found, or why it was skipped
 
 
 @dataclass(frozen=True)

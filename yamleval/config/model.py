@@ -67,6 +67,9 @@ class CriterionSpec:
     description: str | None = None
     source: str | None = None  # "file:line" where it is written
     max: float | None = None
+    baseline: str | None = None  # no_regression: a run id or a tag (yamleval.baseline)
+    alpha: float | None = None
+    margin: float | None = None
 
 
 @dataclass(frozen=True)
@@ -200,7 +203,8 @@ def build_experiment(data: Mapping[str, Any], raw: Mapping[str, Any], path: Path
         pass_criteria=tuple(
             CriterionSpec(type=c["type"], min=c.get("min"), max=c.get("max"), scorer=c.get("scorer"), label=c.get("label"),
                           severity=c.get("severity", "error"), description=c.get("description"),
-                          source=source.locate(path + ("pass_criteria", index)).file_line())
+                          source=source.locate(path + ("pass_criteria", index)).file_line(),
+                          baseline=c.get("baseline"), alpha=c.get("alpha", 0.05), margin=c.get("margin", 0.0))
             for index, c in enumerate(data.get("pass_criteria") or [])
         ),
         path=path, source=source, base_dir=base_dir,

@@ -19,7 +19,7 @@ from typing import IO, Any, Sequence
 from yamleval import figures
 from yamleval.aggregate import BINS
 from yamleval.reporting.files import render_with
-from yamleval.reporting.text import INCOMPLETE
+from yamleval.reporting.text import INCOMPLETE, bound, criterion_outcome
 from yamleval.reporting.trajectory import read_trajectory
 from yamleval.types import ExperimentResult, ItemResult, RunInfo, ScoreResult
 
@@ -175,8 +175,8 @@ def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
                for sid, s in summary.scorers.items()]
     criteria = [{"name": c.label or (c.type + (f" of {c.scorer}" if c.scorer else "")), "labelled": bool(c.label),
                  "what": c.type + (f" of {c.scorer}" if c.scorer else ""),
-                 "actual": figures.number(c.actual), "severity": c.severity, "passed": c.passed,
-                 "min": figures.number(c.min) if c.max is None else f"≤ {c.max:g}"}
+                 "actual": criterion_outcome(c), "severity": c.severity, "passed": c.passed, "skipped": c.skipped,
+                 "min": figures.number(c.min) if c.min is not None else bound(c, "", "≤").strip()}
                 for c in summary.criteria]
     view = {
         "anchor": f"exp-{number}", "number": number, "id": result.experiment_id,

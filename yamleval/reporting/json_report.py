@@ -37,7 +37,9 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
                           "threshold": s.threshold, "pass_rate_ci": s.pass_rate_ci, "mean_ci": s.mean_ci}
                     for sid, s in summary.scorers.items()},
         "criteria": [{"type": c.type, "scorer": c.scorer, "min": c.min, "actual": c.actual, "passed": c.passed,
-                      "severity": c.severity, "label": c.label, **({"max": c.max} if c.max is not None else {})}
+                      "severity": c.severity, "label": c.label, **({"max": c.max} if c.max is not None else {}),
+                      **({"baseline": c.baseline, "alpha": c.alpha, "margin": c.margin, "skipped": c.skipped,
+                          "detail": c.detail} if c.baseline is not None else {})}
                      for c in summary.criteria],
     }
 

@@ -13,8 +13,8 @@ import re
 from typing import IO, Iterable, Sequence
 
 from yamleval import figures
-from yamleval.reporting.text import (INCOMPLETE, as_text, clean_text, criterion_name, item_message, reveal_bidi,
-                                     stopped_because, throttling_text)
+from yamleval.reporting.text import (INCOMPLETE, as_text, bound, clean_text, criterion_mark, criterion_name,
+                                     criterion_outcome, item_message, reveal_bidi, stopped_because, throttling_text)
 from yamleval.types import ExperimentResult, ItemResult, RunInfo
 
 FILE_NAME = "summary.md"  # in the report folder
@@ -111,9 +111,10 @@ def _criteria(result: ExperimentResult) -> list[str]:
         return []
     lines = ["| | criterion | actual | min | severity |", "|:---:|---|---:|---:|---|"]
     for c in result.summary.criteria:
-        mark = "✅" if c.passed else ("⚠️" if c.severity == "warn" else "❌")
-        limit = f"≤ {c.max:g}" if c.max is not None else f"{c.min:g}"
-        lines.append(f"| {mark} | {shorten(criterion_name(c), 300)} | {figures.number(c.actual)} | {limit} | {c.severity} |")
+        mark = criterion_mark(c, "✅", "❌", "⚠️", "⏭️ skipped")
+        limit = bound(c, "", "≤").strip()
+        lines.append(f"| {mark} | {shorten(criterion_name(c), 300)} | {shorten(criterion_outcome(c), 300)} | {limit} |"
+                     f" {c.severity} |")
     return lines + [""]
 
 

@@ -133,7 +133,10 @@ def throttling_text(throttling: Throttling) -> str | None:
 
 
 def bound(criterion: CriterionResult, at_least: str = ">=", at_most: str = "<=") -> str:
-    """What a criterion asks of its value: ``>= 0.9``, or ``<= 0.1`` for a maximum (flaky_rate)."""
+    """What a criterion asks of its value: ``>= 0.9``, or ``<= 0.1`` for a maximum (flaky_rate), or
+    ``vs main`` for no_regression's baseline."""
+    if criterion.baseline is not None:
+        return f"vs {criterion.baseline}"
     return f"{at_most} {criterion.max:g}" if criterion.max is not None else f"{at_least} {criterion.min:g}"
 
 
@@ -144,8 +147,22 @@ def criterion_name(criterion: CriterionResult) -> str:
     return f"{criterion.label} ({rule})" if criterion.label else rule
 
 
+def criterion_outcome(criterion: CriterionResult) -> str:
+    """What a criterion found, for a table cell: its value, or what no_regression found."""
+    return criterion.detail if criterion.detail is not None else figures.number(criterion.actual)
+
+
+def criterion_mark(criterion: CriterionResult, met: str, missed: str, warned: str, skipped: str) -> str:
+    """The one of four marks that says how the criterion came out."""
+    if criterion.skipped:
+        return skipped
+    return met if criterion.passed else warned if criterion.severity == "warn" else missed
+
+
 def criterion_message(criterion: CriterionResult) -> str:
     subject = criterion.type + (f" of {criterion.scorer}" if criterion.scorer else "")
+    if criterion.detail is not None:
+        return f"{subject} {bound(criterion)}: {criterion.detail}"
     if criterion.actual is None:
         return f"{subject}: no value (nothing was scored), needs {bound(criterion, 'at least', 'at most')}"
     if criterion.max is not None:
