@@ -147,7 +147,8 @@ def report(run_ref, store_file, formats, report_dir, junit_family):
 @click.argument("base_ref", metavar="BASE")
 @click.argument("candidate_ref", metavar="[CANDIDATE]", default="latest")
 @STORE_OPTION
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json", "html"]), default="text",
+              show_default=True, help="html: one self-contained page (redirect it to a file: > compare.html).")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True,
               help="Significance level of each paired verdict (and 1 − alpha the level of its interval).")
 @click.option("--margin", type=click.FloatRange(0, 1), default=0.0, show_default=True,
@@ -168,9 +169,14 @@ def compare(base_ref, candidate_ref, store_file, fmt, alpha, margin, fail_on_reg
 
     store = _open(store_file)
     base, candidate = store.find_run(base_ref), store.find_run(candidate_ref)
-    result = comparing.compare(base, store.results(base.run_id), candidate, store.results(candidate.run_id),
-                               alpha=alpha, margin=margin)
-    text = comparing.to_json(result) if fmt == "json" else comparing.to_text(result, markdown=fmt == "markdown")
+    base_results, candidate_results = store.results(base.run_id), store.results(candidate.run_id)
+    result = comparing.compare(base, base_results, candidate, candidate_results, alpha=alpha, margin=margin)
+    if fmt == "html":
+        from yamleval.reporting import compare_html
+
+        text = compare_html.render(result, base_results, candidate_results)
+    else:
+        text = comparing.to_json(result) if fmt == "json" else comparing.to_text(result, markdown=fmt == "markdown")
     click.echo(text, nl=False)
     if fail_on_regression or fail_on_any_regression:
         failure = result.gate_failure(strict=fail_on_any_regression)
