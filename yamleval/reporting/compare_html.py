@@ -10,6 +10,7 @@ from typing import Iterable, Sequence
 
 from yamleval import compare, figures
 from yamleval.reporting.html import asset, csp_hash, field_text, template
+from yamleval.reporting.text import clean_text
 from yamleval.types import ExperimentResult, ItemResult
 
 FLIPS_SHOWN = 200  # of an experiment, side by side; the text and JSON formats list them all
@@ -24,10 +25,17 @@ def _change_row(name: str, change: compare.PairedChange, alpha: float) -> dict:
             "level": figures.level(1 - alpha)}
 
 
+def _shown(value) -> str | None:
+    """A field as the page shows it: capped as in report.html, without the control characters
+    and escape sequences an HTML page cannot show as text."""
+    text = field_text(value)
+    return None if text is None else clean_text(text, limit=len(text) * 4)
+
+
 def _side(result: ItemResult | None) -> dict:
     if result is None:
         return {"status": "–", "output": None, "error": None}
-    return {"status": result.status, "output": field_text(result.output), "error": field_text(result.error)}
+    return {"status": result.status, "output": _shown(result.output), "error": _shown(result.error)}
 
 
 def _flipped(flips: Sequence[compare.Flip], base: Iterable[ItemResult], candidate: Iterable[ItemResult]) -> list:
@@ -35,7 +43,7 @@ def _flipped(flips: Sequence[compare.Flip], base: Iterable[ItemResult], candidat
     shown = {f.item_id: f for f in flips[:FLIPS_SHOWN]}
     before = {r.item.id: r for r in base if r.item.id in shown}
     after = {r.item.id: r for r in candidate if r.item.id in shown}
-    return [{"id": field_text(item_id), "regression": f.regression, "input": field_text(after[item_id].item.input)
+    return [{"id": _shown(item_id), "regression": f.regression, "input": _shown(after[item_id].item.input)
              if item_id in after else None, "base": _side(before.get(item_id)), "candidate": _side(after.get(item_id))}
             for item_id, f in shown.items()]
 
@@ -60,4 +68,4 @@ def render(c: compare.Comparison, base: Sequence[ExperimentResult], candidate: S
            " form-action 'none'; base-uri 'none'; object-src 'none'")
     return template("compare.html").render(
         c=c, verdict=compare.verdict_line(c), unfinished=c.unfinished, experiments=experiments,
-        config_diff="\n".join(c.config_diff), csp=csp, style=Markup(style), regressions=len(c.regressions))
+        config_diff=clean_text("\n".join(c.config_diff), limit=10 ** 9), csp=csp, style=Markup(style), regressions=len(c.regressions))
