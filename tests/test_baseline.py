@@ -25,7 +25,8 @@ GATE = "{type: no_regression, baseline: main}"
 def _config(write_config, wrong: int = 0, criterion: str = GATE, experiment: str = "e"):
     """Ten items that echo their input; the first ``wrong`` of them expect something else."""
     items = ", ".join(f"{{id: i{n}, input: x{n}, expected: {'nope' if n < wrong else f'x{n}'}}}" for n in range(10))
-    write_config(CONFIG.replace("ITEMS", f"[{items}]").replace("CRITERION", criterion).replace("id: e", f"id: {experiment}"))
+    write_config(CONFIG.replace("ITEMS", f"[{items}]").replace("CRITERION", criterion)
+                 .replace("id: e", f"id: {experiment}"))
 
 
 def _criterion(tmp_path) -> dict:
@@ -47,7 +48,8 @@ def test_without_a_tagged_run_the_criterion_is_skipped_and_says_why(write_config
     assert criterion["skipped"] and criterion["passed"] and criterion["baseline"] == "main"
     assert criterion["detail"].startswith("skipped: no baseline yet")
     assert _junit_case(tmp_path).find("skipped").get("message").startswith("no_regression vs main: skipped")
-    assert "⏭️ skipped | no\\_regression vs main | skipped: no baseline yet" in (tmp_path / "out" / "summary.md").read_text()
+    summary = (tmp_path / "out" / "summary.md").read_text()
+    assert "⏭️ skipped | no\\_regression vs main | skipped: no baseline yet" in summary
     assert ">skipped</span>" in (tmp_path / "out" / "report.html").read_text()
 
 
