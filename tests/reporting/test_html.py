@@ -273,7 +273,7 @@ def test_the_script_cannot_end_its_own_element():
     for name in ("report.js", "report.css"):
         text = asset(name).lower()
         assert "</script" not in text and "</style" not in text and "<!--" not in text
-    assert "innerhtml" not in _asset("report.js").lower()
+    assert "innerhtml" not in asset("report.js").lower()
 
 
 def test_importing_the_module_leaves_jinja2_unloaded():
