@@ -517,3 +517,54 @@ def test_the_reports_of_a_crashed_run_show_what_is_stored_marked_incomplete(writ
 
     shown = run_cli("show", "--store", "results.db", cwd=tmp_path)
     assert shown.returncode == 0 and f"  INCOMPLETE: {note}\n" in shown.stdout
+
+
+TAGGED = """
+    store: r.db
+    reports: {dir: out, formats: [json]}
+    experiments:
+      - id: e
+        dataset: {items: [{id: a, input: x, expected: x}]}
+        runner: echo
+        scorers: [exact_match]
+"""
+
+
+def test_runs_are_tagged_when_run_and_afterwards_and_listed_with_their_tags(write_config, tmp_path):
+    write_config(TAGGED)
+    assert run_cli("run", "-q", "--tag", "main", "--tag", "v1.2", "--tag", "main", cwd=tmp_path).returncode == 0
+    assert run_cli("run", "-q", cwd=tmp_path).returncode == 0
+    tagged = run_cli("tag", "latest", "feature/x", "--store", "r.db", cwd=tmp_path)
+    assert tagged.returncode == 0 and "tagged feature/x" in tagged.stdout
+    listing = run_cli("runs", "--store", "r.db", cwd=tmp_path).stdout.splitlines()
+    assert listing[0].split()[-1] == "tags"
+    assert listing[1].endswith(" feature/x") and listing[2].endswith(" main,v1.2")
+    bad = run_cli("tag", "latest", "no spaces", "--store", "r.db", cwd=tmp_path)
+    assert bad.returncode == 2 and "bad tag 'no spaces'" in bad.stderr and "Traceback" not in bad.stderr
+    refused = run_cli("run", "-q", "--tag", "a b", cwd=tmp_path)
+    assert refused.returncode == 2 and "bad tag" in refused.stderr
+
+
+def test_the_api_tags_its_run(write_config, tmp_path, monkeypatch):
+    from yamleval import api, run_tags
+
+    monkeypatch.chdir(tmp_path)
+    outcome = api.run(write_config(TAGGED), formats=(), tags=["nightly"])
+    store = Store(str(tmp_path / "r.db"))
+    assert run_tags.of_run(store, outcome.run.run_id) == ("nightly",)
+    store.close()
+
+
+def test_a_database_of_the_previous_schema_opens_and_takes_tags(write_config, tmp_path):
+    write_config(TAGGED)
+    assert run_cli("run", "-q", cwd=tmp_path).returncode == 0
+    with sqlite3.connect(tmp_path / "r.db") as con:  # as the previous version left it: no tags table
+        con.execute("DROP TABLE run_tags")
+        con.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+    os.chmod(tmp_path / "r.db", 0o444)
+    assert run_cli("runs", "--store", "r.db", cwd=tmp_path).returncode == 0  # read-only: read unmigrated
+    os.chmod(tmp_path / "r.db", 0o644)
+    assert run_cli("tag", "latest", "main", "--store", "r.db", cwd=tmp_path).returncode == 0
+    with sqlite3.connect(tmp_path / "r.db") as con:
+        assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert con.execute("SELECT tag FROM run_tags").fetchall() == [("main",)]

@@ -81,7 +81,7 @@ class Comparison:
     @property
     def significant_regressions(self) -> list[str]:
         """What regressed beyond chance: ``experiment`` or ``experiment › scorer``."""
-        return [name for e in self.experiments for name, change in _changes(e) if change.verdict == REGRESSED]
+        return [name for e in self.experiments for name, change in named_changes(e) if change.verdict == REGRESSED]
 
     def gate_failure(self, strict: bool = False) -> str | None:
         """Why a regression gate fails, or None: an unfinished candidate, or a significant regression
@@ -202,7 +202,7 @@ class _Tally:
         return PairedChange(self.pairs, self.worse, self.better, p_value, difference, verdict)
 
 
-def _changes(e: ExperimentDiff) -> list[tuple[str, PairedChange]]:
+def named_changes(e: ExperimentDiff) -> list[tuple[str, PairedChange]]:
     """The experiment's change and each scorer's, named ``experiment`` and ``experiment › scorer``."""
     found = [(e.experiment_id, e.change)] if e.change else []
     return found + [(f"{e.experiment_id} › {sid}", change) for sid, change in e.scorer_changes.items()]
@@ -259,7 +259,7 @@ def compare(base_run: RunInfo, base: Sequence[ExperimentResult], candidate_run: 
                       config_diff(base_run.config_text, candidate_run.config_text), alpha, margin)
 
 
-def _signed(value: float | None, percent: bool = False) -> str:
+def signed(value: float | None, percent: bool = False) -> str:
     if value is None:
         return "–"
     return f"{value * 100:+.1f} pp" if percent else f"{value:+.3f}"
@@ -268,7 +268,7 @@ def _signed(value: float | None, percent: bool = False) -> str:
 def to_text(c: Comparison, markdown: bool = False) -> str:
     lines = [f"{'## ' if markdown else ''}{c.base} ({c.base_status}) → {c.candidate} ({c.candidate_status}): "
              f"{len(c.regressions)} regressions"]
-    lines.append(_verdict_line(c))
+    lines.append(verdict_line(c))
     if c.unfinished:
         lines.append(c.unfinished)
     lines += _config_lines(c, markdown)
@@ -278,14 +278,14 @@ def to_text(c: Comparison, markdown: bool = False) -> str:
         if e.only_in:
             lines.append(f"only in the {e.only_in} run")
             continue
-        lines.append(f"pass rate {_signed(e.summary_deltas['pass_rate'], True)}, "
-                     f"mean score {_signed(e.summary_deltas['mean_score'])}")
+        lines.append(f"pass rate {signed(e.summary_deltas['pass_rate'], True)}, "
+                     f"mean score {signed(e.summary_deltas['mean_score'])}")
         if e.change:
-            lines.append(_change_text(e.change, c.alpha, markdown))
+            lines.append(change_text(e.change, c.alpha, markdown))
         for sid, delta in e.score_deltas.items():
             change = e.scorer_changes.get(sid)
-            lines.append(f"{'- ' if markdown else '  '}{sid}: mean {_signed(delta)}"
-                         + (f" · {_change_text(change, c.alpha, markdown)}" if change else ""))
+            lines.append(f"{'- ' if markdown else '  '}{sid}: mean {signed(delta)}"
+                         + (f" · {change_text(change, c.alpha, markdown)}" if change else ""))
         for f in e.flips:
             mark = "regressed" if f.regression else "improved" if RANK[f.after] > RANK[f.before] else "changed"
             item = f"`{f.item_id}`" if markdown else f.item_id
@@ -325,15 +325,15 @@ def to_json(c: Comparison) -> str:
     }, indent=2, ensure_ascii=False) + "\n"
 
 
-def _verdict_line(c: Comparison) -> str:
+def verdict_line(c: Comparison) -> str:
     """What changed beyond chance, in one line."""
-    named = {verdict: [name for e in c.experiments for name, change in _changes(e) if change.verdict == verdict]
+    named = {verdict: [name for e in c.experiments for name, change in named_changes(e) if change.verdict == verdict]
              for verdict in (REGRESSED, IMPROVED)}
     found = "; ".join(f"{verdict}: {', '.join(names)}" for verdict, names in named.items() if names)
     return f"paired verdict ({c.rule}): {found or NO_CHANGE}"
 
 
-def _change_text(change: PairedChange, alpha: float, markdown: bool) -> str:
+def change_text(change: PairedChange, alpha: float, markdown: bool) -> str:
     verdict = f"**{change.verdict}**" if markdown and change.verdict != NO_CHANGE else change.verdict
     parts, p, d = [], change.p_value, change.difference
     if change.pairs:
@@ -341,8 +341,8 @@ def _change_text(change: PairedChange, alpha: float, markdown: bool) -> str:
                      f"McNemar p {f'= {p:.2g}' if p else '< 1e-300'}")
     if d.mean is not None:
         low, high = d.interval or (None, None)
-        interval = f" ({figures.level(1 - alpha)} {_signed(low)} to {_signed(high)})" if d.interval else ""
-        parts.append(f"mean score {_signed(d.mean)}{interval}")
+        interval = f" ({figures.level(1 - alpha)} {signed(low)} to {signed(high)})" if d.interval else ""
+        parts.append(f"mean score {signed(d.mean)}{interval}")
     return f"{verdict}: {'; '.join(parts) or 'no item judged or scored in both runs'}"
 
 

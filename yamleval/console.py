@@ -8,8 +8,8 @@ import time
 from typing import TextIO
 
 from yamleval import figures
-from yamleval.reporting.text import (INCOMPLETE, bound, criterion_figure, criterion_subject, item_message,
-                                     stopped_because, terminal_line, throttling_text)
+from yamleval.reporting.text import (INCOMPLETE, bound, criterion_mark, criterion_outcome, criterion_subject,
+                                     item_message, stopped_because, terminal_line, throttling_text)
 from yamleval.types import ExperimentResult, ItemResult
 
 MARKS = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "-"}
@@ -132,8 +132,8 @@ def summary_text(result: ExperimentResult) -> str:
         for c in s.criteria:
             name = terminal_line(c.label, 200) if c.label else criterion_subject(c, "({})")
             warn = " (warn)" if c.severity == "warn" else ""
-            mark = "✓" if c.passed else "✗"
-            lines.append(f"    {mark} {name} {bound(c, '≥', '≤')}: {criterion_figure(c, c.actual)}{warn}")
+            mark = criterion_mark(c, "✓", "✗", "✗", "–")
+            lines.append(f"    {mark} {name} {bound(c, '≥', '≤')}: {terminal_line(criterion_outcome(c), 400)}{warn}")
     problems = result.items.with_status(("failed", "error"), SHOWN_PROBLEMS)
     if problems:
         lines.append("  not passed")

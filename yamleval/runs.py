@@ -109,7 +109,7 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
                 report_dir: str | None = None, formats: Sequence[str] | None = None, resume: str | None = None,
                 force: bool = False, limit: int | None = None, concurrency: int | None = None,
                 stop: threading.Event | None = None, abandon: threading.Event | None = None,
-                watcher: RunWatcher | None = None, repeats: int | None = None) -> RunOutcome:
+                watcher: RunWatcher | None = None, repeats: int | None = None, tags: Sequence[str] = ()) -> RunOutcome:
     """Run ``experiments`` (default: all) of a loaded ``project`` as one stored run.
 
     ``store``: the results database (default: the project's ``store:``, else
@@ -117,16 +117,18 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     ``reports:``. ``resume``: a run id (or ``latest``) to continue; its finished items are
     kept. ``force``: resume although the config or a dataset changed, or the run looks
     alive. ``stop`` set: start no new items; ``abandon`` set: stop waiting for running ones.
-    ``repeats``: how many times each item runs, whatever the experiments say.
+    ``repeats``: how many times each item runs, whatever the experiments say. ``tags``: names
+    the run is tagged with (yamleval.run_tags), so later runs can find it as their baseline.
     A config error raises ConfigError before anything is stored.
     """
-    from yamleval import fingerprint, plan, provenance
+    from yamleval import fingerprint, plan, provenance, run_tags
     from yamleval.store import Store
 
     watcher = watcher or RunWatcher()
     stop = stop or threading.Event()
     formats = project.report_formats if formats is None else tuple(formats)
     out_dir = report_dir or project.reports_dir or "reports"
+    tags = run_tags.checked(tags)
     if formats:
         _writable_folder(out_dir)
     db = Store(store or project.store or DEFAULT_STORE)
@@ -168,6 +170,7 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
             config_hash=config_hash, git_commit=commit, git_dirty=dirty, config_text=texts,
         ), provenance.plugin_versions(experiments, __version__), ids,
             fingerprint.fingerprint(project.environment, experiments))
+    run_tags.add(db, run_id, tags)
     watcher.run_started(run_id, bool(resume))
     completed = set() if rescore else {eid for eid, stored in begun.items() if stored.status == "completed"}
     stored_results = {r.experiment_id: r for r in db.results(run_id, completed)} if completed else {}
@@ -199,7 +202,7 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore:
                     concurrency, stop: threading.Event, abandon, watcher: RunWatcher) -> ExperimentResult:
     """One experiment, its items stored as they finish; resumed where it was ``begun`` before
     (its finished items scored again first, with ``rescore``)."""
-    from yamleval import engine, plan
+    from yamleval import baseline, engine, plan
     from yamleval.store import StoreWriteError
 
     experiment_id = ready.experiment.id
@@ -229,6 +232,8 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore:
             ready.models.close()
     if failures:
         raise failures[0]
+    db.flush()
+    result = baseline.judge(db, run_id, result)  # its no_regression criteria, against their baselines
     db.finish_experiment(run_id, result)
     # the items are in the store: reports and summaries read them from there, in order
     return dataclasses.replace(result, items=db.item_view(run_id, experiment_id, result.summary.completed))

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import tenacity
 
-from yamleval import criteria
+from yamleval import criteria, run_tags
 from yamleval.aggregate import Aggregator, recount
 from yamleval.config.model import Experiment
 from yamleval.errors import UsageError
@@ -24,7 +24,7 @@ from yamleval.records import encode, encode_record, item_from_record, storable_t
 from yamleval.store_errors import FOREIGN, RESUME_HINT, DuplicateItemError, StoreWriteError, cannot, cause
 from yamleval.types import ExperimentResult, ItemResult, ItemResults, RunInfo, StoredExperiment, Summary
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 FLUSH_ITEMS = 500
 FLUSH_SECONDS = 1.0
 BUSY_SECONDS = 10.0  # how long a statement waits for another process's lock (Ctrl-C waits as long)
@@ -58,13 +58,11 @@ MIGRATIONS: dict[int, list[str]] = {
     1: ["CREATE INDEX items_position ON items (run_id, experiment_id, position)"],
     # what decides the answers beyond the config text (yamleval.fingerprint): checked on resume
     2: ["ALTER TABLE runs ADD COLUMN fingerprint TEXT"],
+    3: [run_tags.TABLE],  # names of runs (yamleval.run_tags)
 }
 
-_RUN_DETAILS = {
-    "plugin_versions": "SELECT plugin_versions FROM runs WHERE run_id = ?",
-    "experiment_ids": "SELECT experiment_ids FROM runs WHERE run_id = ?",
-    "fingerprint": "SELECT fingerprint FROM runs WHERE run_id = ?",
-}
+_RUN_DETAILS = {key: f"SELECT {key} FROM runs WHERE run_id = ?" for key in ("plugin_versions", "experiment_ids",
+                                                                             "fingerprint")}
 _ITEMS = "SELECT record FROM items WHERE run_id = ? AND experiment_id = ? ORDER BY position"
 _ITEMS_WITH_STATUS = ("SELECT record FROM items WHERE run_id = ? AND experiment_id = ? AND status IN (?, ?, ?, ?)"
                       " ORDER BY position LIMIT ?")

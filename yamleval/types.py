@@ -152,6 +152,11 @@ class CriterionResult:
     per_item: bool = False  # of tokens and cost: the mean per completed item
     bound: str = "point"  # of mean_score and pass_rate: "lower" checks the interval's lower end
     confidence: float | None = None  # the level of that interval, with bound "lower"
+    baseline: str | None = None  # no_regression: what it compares with, at alpha and margin
+    alpha: float | None = None
+    margin: float | None = None
+    skipped: bool = False  # not judged (no_regression without a baseline): never fails
+    detail: str | None = None  # what no_regression found, or why it was skipped
 
 
 @dataclass(frozen=True)

@@ -268,12 +268,12 @@ def test_write_is_atomic_and_returns_the_path(tmp_path, write_config):
 
 
 def test_the_script_cannot_end_its_own_element():
-    from yamleval.reporting.html import _asset
+    from yamleval.reporting.html import asset
 
     for name in ("report.js", "report.css"):
-        text = _asset(name).lower()
+        text = asset(name).lower()
         assert "</script" not in text and "</style" not in text and "<!--" not in text
-    assert "innerhtml" not in _asset("report.js").lower()
+    assert "innerhtml" not in asset("report.js").lower()
 
 
 def test_importing_the_module_leaves_jinja2_unloaded():

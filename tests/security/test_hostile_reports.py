@@ -17,6 +17,7 @@ import pytest
 import yamleval
 from yamleval.console import summary_text
 from yamleval.reporting import github
+from yamleval.reporting.text import clean_text
 
 from conftest import run_cli
 from reporting.test_html_browser import browser  # noqa: F401  (a fixture: Chromium, launched once)
@@ -314,3 +315,69 @@ def test_console_summary_keeps_each_payload_on_its_line(results):
         assert not _TERMINAL_UNSAFE.search(summary), name
         for line in summary.split("\n"):
             assert not line.startswith("::"), (name, line)
+
+
+# ---- compare --format html --------------------------------------------------------------------
+
+FLIPPING = '''
+from security.hostile import BY_NAME
+
+
+def items():
+    return [{"id": text if len(text) < 1000 else name, "input": name, "expected": text}
+            for name, text in BY_NAME.items() if name != "lone-surrogate"]
+
+
+def answer(input, broken: bool):
+    if broken and len(BY_NAME[input]) % 2:
+        raise RuntimeError(BY_NAME[input][:1000])
+    return BY_NAME[input] + ("!" if broken else "")
+'''
+
+
+def test_the_compare_page_shows_flipped_payloads_as_text_and_runs_nothing(tmp_path, browser):  # noqa: F811
+    (tmp_path / "flipping.py").write_text(FLIPPING, encoding="utf-8")
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), str(TESTS), str(TESTS / "data")])}
+    experiment = {"id": "e", "dataset": {"uses": "flipping:items"}, "scorers": ["exact_match"],
+                  "pass_criteria": [{"type": "no_regression", "baseline": literal(BY_NAME["script"])[:200]}]}
+    for broken in (False, True):
+        experiment["runner"] = {"uses": "flipping:answer", "with": {"broken": broken}}
+        (tmp_path / "evals.yaml").write_text(yaml_text({"version": 1, "store": "r.db", "reports": {
+            "dir": "reports", "formats": ["html"]}, "experiments": [experiment]}), encoding="utf-8")
+        assert run_cli("run", "-q", cwd=tmp_path, timeout=120, **env).returncode == (1 if broken else 0)
+    ids = run_cli("runs", "--ids", "--store", "r.db", cwd=tmp_path).stdout.split()
+    done = run_cli("compare", ids[1], ids[0], "--store", "r.db", "--format", "html", cwd=tmp_path, timeout=120, **env)
+    assert done.returncode == 0, done.stderr
+    path = tmp_path / "compare.html"
+    path.write_text(done.stdout, encoding="utf-8")
+    url = path.as_uri()
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    requests, dialogs, problems = [], [], []
+    context.route("**/*", lambda r: r.continue_() if r.request.url == url else (requests.append(r.request.url),
+                                                                                 r.abort()))
+    context.add_init_script(INSTRUMENT)
+    page = context.new_page()
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    try:
+        page.goto(url)
+        shown = page.locator("table.flips pre").evaluate_all("nodes => nodes.map(n => n.textContent)")
+        ids_shown = page.locator("table.flips td:first-child").evaluate_all("nodes => nodes.map(n => n.textContent)")
+        state = page.evaluate("""() => ({calls: window.__calls, scripts: document.scripts.length,
+            markup: document.querySelectorAll('main img, main iframe, main script, main style, main svg, main form,'
+                                              + ' main a, [onload], [onerror], base').length})""")
+        page.wait_for_timeout(300)  # a refresh or a late load would show by now
+    finally:
+        context.close()
+    assert dialogs == [] and state["calls"] == [] and requests == [] and problems == [], (dialogs, requests)
+    assert state["scripts"] == 0 and state["markup"] == 0, state
+    for name, text in PAYLOADS:
+        if name == "lone-surrogate":
+            continue
+        # without the controls a page cannot show, and its line breaks as HTML reads them
+        wanted = clean_text(text[:20_000], limit=10 ** 9).replace("\r\n", "\n").replace("\r", "\n")
+        assert any(wanted in t for t in shown), f"{name}: the payload is not shown as text"
+        if len(text) < 1000 and text == wanted:
+            assert any(t.startswith(text) for t in ids_shown), f"{name}: the id is not shown as text"
+    body = done.stdout.split("</style>", 1)[1]
+    assert not [fragment for fragment in MARKUP if fragment in body and fragment != "<details"]  # ours: the diff

@@ -1,4 +1,4 @@
-"""Commands over stored runs: runs, show, report, compare."""
+"""Commands over stored runs: runs, show, tag, report, compare."""
 from __future__ import annotations
 
 import sys
@@ -43,7 +43,9 @@ def _mean(summaries) -> str:
 @click.option("-n", "--limit", default=20, show_default=True, help="How many runs to list.")
 @click.option("--ids", "ids_only", is_flag=True, help="Only the run ids, newest first, one a line (for scripts).")
 def runs(store_file, limit, ids_only):
-    """List recent runs: id, start, experiments, status, pass rate, mean score."""
+    """List recent runs: id, start, experiments, status, pass rate, mean score, tags."""
+    from yamleval import run_tags
+
     store = _open(store_file)
     if ids_only:
         for info in store.runs(limit):
@@ -54,11 +56,11 @@ def runs(store_file, limit, ids_only):
         summaries = store.summaries(info.run_id)
         ids = store.run_detail(info.run_id, "experiment_ids") or []
         rows.append((info.run_id, info.started_at[:19].replace("T", " "), ",".join(ids), info.status,
-                     _rate(summaries), _mean(summaries)))
+                     _rate(summaries), _mean(summaries), ",".join(run_tags.of_run(store, info.run_id))))
     if not rows:
         click.echo("no runs yet")
         return
-    header = ("run", "started (UTC)", "experiments", "status", "pass rate", "mean score")
+    header = ("run", "started (UTC)", "experiments", "status", "pass rate", "mean score", "tags")
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         click.echo("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip())
@@ -85,6 +87,23 @@ def show(run_ref, store_file, config):
     click.echo("")
     for result in store.results(info.run_id):
         click.echo(summary_text(result) + "\n")
+
+
+@cli.command()
+@click.argument("run_ref", metavar="RUN")
+@click.argument("names", metavar="NAME...", nargs=-1, required=True)
+@STORE_OPTION
+def tag(run_ref, names, store_file):
+    """Tag a stored RUN with each NAME (e.g. `main`), for a no_regression criterion's baseline.
+
+    RUN is a run id, a unique prefix of one, or `latest`."""
+    from yamleval import run_tags
+
+    store = _open(store_file)
+    info = store.find_run(run_ref)
+    run_tags.add(store, info.run_id, names)
+    click.echo(f"run {info.run_id} tagged {', '.join(run_tags.of_run(store, info.run_id))}")
+    store.close()
 
 
 def _config_listing(info) -> str:
@@ -128,7 +147,8 @@ def report(run_ref, store_file, formats, report_dir, junit_family):
 @click.argument("base_ref", metavar="BASE")
 @click.argument("candidate_ref", metavar="[CANDIDATE]", default="latest")
 @STORE_OPTION
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json", "html"]), default="text",
+              show_default=True, help="html: one self-contained page (redirect it to a file: > compare.html).")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True,
               help="Significance level of each paired verdict (and 1 − alpha the level of its interval).")
 @click.option("--margin", type=click.FloatRange(0, 1), default=0.0, show_default=True,
@@ -149,9 +169,14 @@ def compare(base_ref, candidate_ref, store_file, fmt, alpha, margin, fail_on_reg
 
     store = _open(store_file)
     base, candidate = store.find_run(base_ref), store.find_run(candidate_ref)
-    result = comparing.compare(base, store.results(base.run_id), candidate, store.results(candidate.run_id),
-                               alpha=alpha, margin=margin)
-    text = comparing.to_json(result) if fmt == "json" else comparing.to_text(result, markdown=fmt == "markdown")
+    base_results, candidate_results = store.results(base.run_id), store.results(candidate.run_id)
+    result = comparing.compare(base, base_results, candidate, candidate_results, alpha=alpha, margin=margin)
+    if fmt == "html":
+        from yamleval.reporting import compare_html
+
+        text = compare_html.render(result, base_results, candidate_results)
+    else:
+        text = comparing.to_json(result) if fmt == "json" else comparing.to_text(result, markdown=fmt == "markdown")
     click.echo(text, nl=False)
     if fail_on_regression or fail_on_any_regression:
         failure = result.gate_failure(strict=fail_on_any_regression)

@@ -61,9 +61,12 @@ class _Interrupts:
               help="Continue an unfinished run (default: the latest of these experiments); finished items are kept.")
 @click.option("--force", is_flag=True, help="With --resume: resume even if the config or a dataset changed, or if"
               " the run seems to be running still.")
+@click.option("--tag", "tags", multiple=True, metavar="NAME",
+              help="Tag the run (repeatable): a no_regression criterion's baseline can name it.")
 @JUNIT_FAMILY_OPTION
 @click.option("-q", "--quiet", is_flag=True, help="No progress; only the verdict per experiment.")
-def run(paths, experiment_ids, limit, concurrency, repeats, report_dir, store_file, resume, force, junit_family, quiet):
+def run(paths, experiment_ids, limit, concurrency, repeats, report_dir, store_file, resume, force, tags, junit_family,
+        quiet):
     """Run the experiments in PATHS (default: evals.yaml), store the results, write reports.
 
     Exit code: 0 every experiment passed, 1 one failed, 2 invalid config, 3 could not evaluate (an
@@ -80,7 +83,7 @@ def run(paths, experiment_ids, limit, concurrency, repeats, report_dir, store_fi
         watcher = _Console(interrupts, quiet)
         outcome = run_project(project, experiments, store=store_file, report_dir=report_dir, formats=formats,
                               resume=resume, force=force, limit=limit, concurrency=concurrency, stop=interrupts.stop,
-                              abandon=interrupts.abandon, watcher=watcher, repeats=repeats)
+                              abandon=interrupts.abandon, watcher=watcher, repeats=repeats, tags=tags)
     for path in outcome.reports:
         click.echo(f"report: {display_path(path)}", err=quiet)
     _github(outcome.run, outcome.results, outcome.reports)

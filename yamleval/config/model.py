@@ -70,6 +70,9 @@ class CriterionSpec:
     percentile: int | str | None = None  # latency: 50, 90, 95, 99 or "max"
     per_item: bool = False  # tokens and cost: the mean per completed item, not the whole experiment's
     bound: str = "point"  # mean_score and pass_rate: "lower" holds the interval's lower end to min
+    baseline: str | None = None  # no_regression: a run id or a tag (yamleval.baseline)
+    alpha: float | None = None
+    margin: float | None = None
 
 
 @dataclass(frozen=True)
@@ -205,7 +208,8 @@ def build_experiment(data: Mapping[str, Any], raw: Mapping[str, Any], path: Path
                           severity=c.get("severity", "error"), description=c.get("description"),
                           percentile=c.get("percentile"), per_item=c.get("per_item", False),
                           bound=c.get("bound", "point"),
-                          source=source.locate(path + ("pass_criteria", index)).file_line())
+                          source=source.locate(path + ("pass_criteria", index)).file_line(),
+                          baseline=c.get("baseline"), alpha=c.get("alpha", 0.05), margin=c.get("margin", 0.0))
             for index, c in enumerate(data.get("pass_criteria") or [])
         ),
         path=path, source=source, base_dir=base_dir,

@@ -19,7 +19,7 @@ from typing import IO, Any, Sequence
 from yamleval import figures
 from yamleval.aggregate import BINS
 from yamleval.reporting.files import render_with
-from yamleval.reporting.text import INCOMPLETE, criterion_figure, criterion_subject, limit_text
+from yamleval.reporting.text import INCOMPLETE, criterion_outcome, criterion_subject, limit_text
 from yamleval.reporting.trajectory import read_trajectory
 from yamleval.types import ExperimentResult, ItemResult, RunInfo, ScoreResult
 
@@ -57,7 +57,7 @@ def csp_hash(text: str) -> str:
     return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
 
 
-def _text(value: Any) -> str | None:
+def field_text(value: Any) -> str | None:
     """A field as the page shows it: text as is, anything else as JSON, capped in size."""
     if value is None:
         return None
@@ -79,14 +79,14 @@ def _score_cell(score: ScoreResult | None) -> list[Any] | None:
     value = score.score
     if value is not None:
         value = round(value, 4)
-    return [value, _verdict(score), _text(score.error if score.status == "error" else score.reason)]
+    return [value, _verdict(score), field_text(score.error if score.status == "error" else score.reason)]
 
 
 def _assertions(value: Any) -> list[str | None] | None:
     """An item's assertions as a list of texts (one assertion given alone is a list of one)."""
     if value is None or value == "" or value == [] or value == {}:
         return None
-    return [_text(a) for a in (value if isinstance(value, (list, tuple)) else [value])]
+    return [field_text(a) for a in (value if isinstance(value, (list, tuple)) else [value])]
 
 
 def _ms(value: float | None) -> float | None:
@@ -100,25 +100,25 @@ def _trajectory(trace: Any) -> list[Any] | None:
     shown = read_trajectory(trace)
     if shown is None:
         return None
-    steps = [[s.number, _text(s.label), _ms(s.latency_ms), None if s.tokens is None else s.tokens.total_tokens,
-              _text(s.text), _text(s.error),
-              [[_text(c.name), _text(c.arguments), _text(c.result), _text(c.error), _ms(c.latency_ms)] for c in s.calls]]
+    steps = [[s.number, field_text(s.label), _ms(s.latency_ms), None if s.tokens is None else s.tokens.total_tokens,
+              field_text(s.text), field_text(s.error),
+              [[field_text(c.name), field_text(c.arguments), field_text(c.result), field_text(c.error), _ms(c.latency_ms)] for c in s.calls]]
              for s in shown.steps]
     return [shown.step_count, shown.call_count, steps]
 
 
 def _row(result: ItemResult, scorer_ids: Sequence[str]) -> list[Any]:
     item, scores = result.item, result.scores
-    output, expected = _text(result.output), _text(item.expected)
+    output, expected = field_text(result.output), field_text(item.expected)
     if output is not None and output == expected:
         output = SAME_AS_EXPECTED
-    return [_text(item.id), result.status, _text(item.input), output, expected,
-            _text(result.error), _ms(result.latency_ms),
+    return [field_text(item.id), result.status, field_text(item.input), output, expected,
+            field_text(result.error), _ms(result.latency_ms),
             None if result.usage is None else result.usage.total_tokens,
-            [_score_cell(scores.get(sid)) for sid in scorer_ids], _text(item.label),
-            _text(item.metadata) if item.metadata else None, _trajectory(result.trace), _assertions(item.assertions),
-            [_text(note) for note in result.notes] or None, result.flaky or None,
-            [[r.status, _text(r.output), _text(r.error), _ms(r.latency_ms),
+            [_score_cell(scores.get(sid)) for sid in scorer_ids], field_text(item.label),
+            field_text(item.metadata) if item.metadata else None, _trajectory(result.trace), _assertions(item.assertions),
+            [field_text(note) for note in result.notes] or None, result.flaky or None,
+            [[r.status, field_text(r.output), field_text(r.error), _ms(r.latency_ms),
               [_score_cell(r.scores.get(sid)) for sid in scorer_ids]] for r in result.repeats] or None]
 
 
@@ -175,7 +175,7 @@ def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
                for sid, s in summary.scorers.items()]
     criteria = [{"name": c.label or criterion_subject(c, " of {}"), "labelled": bool(c.label),
                  "what": criterion_subject(c, " of {}"),
-                 "actual": criterion_figure(c, c.actual), "severity": c.severity, "passed": c.passed,
+                 "actual": criterion_outcome(c), "severity": c.severity, "passed": c.passed, "skipped": c.skipped,
                  "min": limit_text(c)}
                 for c in summary.criteria]
     view = {
@@ -197,13 +197,13 @@ def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=None)
-def _asset(name: str) -> str:
+def asset(name: str) -> str:
     return resources.files("yamleval.reporting").joinpath("templates", name).read_text(encoding="utf-8")
 
 
-@lru_cache(maxsize=1)
-def _template():
-    """The page template, compiled once per machine rather than once per run: compiling it
+@lru_cache(maxsize=None)
+def template(name: str = FILE_NAME):
+    """A page template (``report.html``, ``compare.html``), compiled once per machine rather than once per run: compiling it
     takes longer than rendering a small run. Jinja keeps the compiled code in its cache
     folder (a private one under the temporary directory), keyed by the template's checksum,
     as Python keeps bytecode; without a usable cache folder it compiles each time."""
@@ -213,14 +213,14 @@ def _template():
         cache = jinja2.FileSystemBytecodeCache()
     except Exception:  # no private temporary folder could be made: compile every time
         cache = None
-    environment = jinja2.Environment(loader=jinja2.DictLoader({"report.html": _asset("report.html")}),
+    environment = jinja2.Environment(loader=jinja2.DictLoader({name: asset(name)}),
                                      autoescape=True, undefined=jinja2.StrictUndefined,
                                      trim_blocks=True, lstrip_blocks=True, bytecode_cache=cache)
     try:
-        return environment.get_template("report.html")
+        return environment.get_template(name)
     except OSError:  # the cache folder is unwritable: compile without it
         environment.bytecode_cache = None
-        return environment.get_template("report.html")
+        return environment.get_template(name)
 
 
 # Stands where the data blob goes; all user text precedes it, so the last occurrence is ours.
@@ -231,7 +231,7 @@ def _page(run: RunInfo, results: Sequence[ExperimentResult]) -> tuple[str, str]:
     """The document around the data blob: (before it, after it)."""
     from markupsafe import Markup
 
-    script, style = _asset("report.js"), _asset("report.css")
+    script, style = asset("report.js"), asset("report.css")
     views = [_experiment_view(number, result) for number, result in enumerate(results)]
     csp = ("default-src 'none'; script-src " + csp_hash(script) + "; style-src " + csp_hash(style)
            + "; img-src data:; font-src data:; connect-src 'none'; form-action 'none'; base-uri 'none';"
@@ -243,7 +243,7 @@ def _page(run: RunInfo, results: Sequence[ExperimentResult]) -> tuple[str, str]:
                 "git_commit": (run.git_commit or "—") + (" (uncommitted changes)" if run.git_dirty else ""),
                 "config_files": list(run.config_files), "config_hash": run.config_hash or "—",
                 "config_text": sorted(run.config_text.items())}
-    page = _template().render(
+    page = template().render(
         run=run_view, experiments=views, csp=csp, statuses=STATUSES, field_cap=f"{FIELD_CAP:,}", eager=EAGER_SECTIONS,
         script=Markup(script), style=Markup(style), data=Markup(_DATA_SLOT),
     )

@@ -32,6 +32,9 @@ def _criterion_details(criterion: CriterionResult) -> dict[str, Any]:
         out["per_item"] = True
     if criterion.bound != "point":
         out["bound"], out["confidence"] = criterion.bound, criterion.confidence
+    if criterion.baseline is not None:
+        out.update(baseline=criterion.baseline, alpha=criterion.alpha, margin=criterion.margin,
+                   skipped=criterion.skipped, detail=criterion.detail)
     return out
 
 

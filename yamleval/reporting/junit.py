@@ -194,6 +194,8 @@ def _criterion_case(classname: str, name: str, criterion: CriterionResult, locat
     """The test case of a pass criterion, and its status."""
     message = criterion_message(criterion)
     where = _where(criterion.source, located)
+    if criterion.skipped:
+        return _case(classname, name, _element(3, "skipped", message=one_line(message)), where), "skipped"
     if not criterion.passed and criterion.severity == "warn":
         child = _element(3, "skipped", message=one_line(f"warning (severity warn, not fatal): {message}"))
         return _case(classname, name, child, where), "skipped"

@@ -13,8 +13,8 @@ import re
 from typing import IO, Iterable, Sequence
 
 from yamleval import figures
-from yamleval.reporting.text import (INCOMPLETE, as_text, clean_text, criterion_figure, criterion_name, item_message,
-                                     limit_text, reveal_bidi, stopped_because, throttling_text)
+from yamleval.reporting.text import (INCOMPLETE, as_text, clean_text, criterion_mark, criterion_name, criterion_outcome,
+                                     item_message, limit_text, reveal_bidi, stopped_because, throttling_text)
 from yamleval.types import ExperimentResult, ItemResult, RunInfo
 
 FILE_NAME = "summary.md"  # in the report folder
@@ -111,8 +111,8 @@ def _criteria(result: ExperimentResult) -> list[str]:
         return []
     lines = ["| | criterion | actual | min | severity |", "|:---:|---|---:|---:|---|"]
     for c in result.summary.criteria:
-        mark = "✅" if c.passed else ("⚠️" if c.severity == "warn" else "❌")
-        lines.append(f"| {mark} | {shorten(criterion_name(c), 300)} | {shorten(criterion_figure(c, c.actual))} | "
+        mark = criterion_mark(c, "✅", "❌", "⚠️", "⏭️ skipped")
+        lines.append(f"| {mark} | {shorten(criterion_name(c), 300)} | {shorten(criterion_outcome(c), 300)} | "
                      f"{shorten(limit_text(c))} | {c.severity} |")
     return lines + [""]
 

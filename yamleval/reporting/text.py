@@ -177,12 +177,17 @@ def _written(criterion: CriterionResult) -> str:
 
 
 def bound(criterion: CriterionResult, at_least: str = ">=", at_most: str = "<=") -> str:
-    """What a criterion asks of its value: ``>= 0.9``, or ``<= 2000 ms`` for a maximum."""
+    """What a criterion asks of its value: ``>= 0.9``, or ``<= 2000 ms`` for a maximum, or ``vs
+    main`` for no_regression's baseline."""
+    if criterion.baseline is not None:
+        return f"vs {criterion.baseline}"
     return f"{at_most if criterion.max is not None else at_least} {_written(criterion)}"
 
 
 def limit_text(criterion: CriterionResult) -> str:
     """The bound for a table's ``min`` column: ``0.9``, or ``≤ 2000 ms`` for a maximum."""
+    if criterion.baseline is not None:
+        return f"vs {criterion.baseline}"
     return f"≤ {_written(criterion)}" if criterion.max is not None else _written(criterion)
 
 
@@ -201,8 +206,22 @@ def _no_value(criterion: CriterionResult) -> str:
     return "nothing was scored" if criterion.type in ("mean_score", "pass_rate") else "no item completed"
 
 
+def criterion_outcome(criterion: CriterionResult) -> str:
+    """What a criterion found, for a table cell: its value, or what no_regression found."""
+    return criterion.detail if criterion.detail is not None else criterion_figure(criterion, criterion.actual)
+
+
+def criterion_mark(criterion: CriterionResult, met: str, missed: str, warned: str, skipped: str) -> str:
+    """The one of four marks that says how the criterion came out."""
+    if criterion.skipped:
+        return skipped
+    return met if criterion.passed else warned if criterion.severity == "warn" else missed
+
+
 def criterion_message(criterion: CriterionResult) -> str:
     subject = criterion_subject(criterion, " of {}")
+    if criterion.detail is not None:
+        return f"{subject} {bound(criterion)}: {criterion.detail}"
     if criterion.actual is None:
         return f"{subject}: no value ({_no_value(criterion)}), needs {bound(criterion, 'at least', 'at most')}"
     actual = criterion_figure(criterion, criterion.actual)
