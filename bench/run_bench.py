@@ -26,6 +26,8 @@ R   ``yamleval report`` of a stored 100,000-item run, per format and all togethe
     usable (target: <= 2.0 s).
 S   ``yamleval validate evals.yaml`` (<= 0.5 s) and ``yamleval --help`` (<= 0.3 s), beside
     ``python -c pass``.
+V   100,000 items with ``--repeats 3`` against ``--repeats 1`` (peak memory <= 1.2x: flat), and
+    ``yamleval compare`` of two stored runs of that size (< 5 s).
 
 Every figure is a separate child process: wall time is ``time.perf_counter`` around it, peak
 memory its ``ru_maxrss`` from ``os.wait4``. yamleval and its baseline run alternately; the
@@ -68,6 +70,7 @@ THROTTLED_SERVER = os.path.join(REPO_DIR, "tests", "servers", "throttled.py")
 R_RATIO = 3.0         # rendering all formats <= 3x the W1 loop's wall at the same size
 R_USABLE = 2.0        # report.html usable in chromium within 2 s
 S_VALIDATE, S_HELP = 0.5, 0.3
+V_MEMORY, V_COMPARE = 1.2, 5.0  # repeats 3 peak RSS <= 1.2x repeats 1; compare of two stored runs < 5 s
 
 FORMATS = ("html", "junit", "json", "markdown")
 FILES = {"html": "report.html", "junit": "junit.xml", "json": "results.json", "markdown": "summary.md"}
@@ -681,6 +684,43 @@ def workload_w3(suite: Suite, repeat: int) -> None:
                                        "run_phase_s": found[size]["duration_s"]} for size in (small, large)}
 
 
+def workload_v(suite: Suite) -> None:
+    """Verdicts: a run with ``repeats: 3`` keeps the memory of a run without (flat), and
+    ``yamleval compare`` of two stored runs of that size takes under ``V_COMPARE`` seconds."""
+    size = 2_000 if suite.quick else 100_000
+    data = suite.path(f"v-{size}.jsonl")
+    write_datasets([(data, size)])
+    commands = {}
+    for repeats in (1, 3):
+        config = write_config(suite, f"v-{repeats}", data, INSTANT_RUNNER, ["json"])
+        commands[repeats] = run_command(suite, f"v-{repeats}", config, ("--repeats", str(repeats)))
+    runs: dict[int, list] = {1: [], 3: []}
+    for index in range(suite.repeat):
+        for repeats, (command, reports, store) in commands.items():
+            progress(f"V {size:,} items, repeats {repeats}, run {index + 1} of {suite.repeat}")
+            forget_store(store)
+            runs[repeats].append(measure(command, suite.folder, suite.path(f"v-{repeats}.log"), ok_codes=(0, 1)))
+            if counts(os.path.join(reports, "results.json"), "yamleval")["total"] != size:
+                raise Failed(f"V: yamleval did not run all {size:,} items with repeats {repeats}")
+    ratio = med(runs[3], 1) / med(runs[1], 1)
+    suite.target("V repeats 3 memory", med(runs[3], 1), med(runs[1], 1), ratio, f"<= {V_MEMORY:g}x repeats 1",
+                 ratio <= V_MEMORY, unit="MiB")
+    command, _, store = commands[1]
+    measure(command, suite.folder, suite.path("v-1.log"), ok_codes=(0, 1))  # a second run beside the last one
+    listed = subprocess.run(yamleval_command() + ["runs", "--ids", "-n", "2", "--store", store], capture_output=True,
+                            text=True, cwd=suite.folder, env=CHILD_ENV)
+    candidate, base = listed.stdout.split()
+    progress(f"V compare of two stored {size:,}-item runs, {suite.repeat} x")
+    compared = [measure(yamleval_command() + ["compare", base, candidate, "--store", store, "--format", "json"],
+                        suite.folder, suite.path("v-compare.log")) for _ in range(suite.repeat)]
+    suite.target(f"V compare {size:,}", med(compared, 0), None, None, f"< {V_COMPARE:g} s",
+                 med(compared, 0) < V_COMPARE)
+    suite.say(f"V   {size:,} items: repeats 1 {seconds(runs[1])} {med(runs[1], 1):.0f} MiB, repeats 3 "
+              f"{seconds(runs[3])} {med(runs[3], 1):.0f} MiB; compare of two stored runs {seconds(compared)} "
+              f"{med(compared, 1):.0f} MiB")
+    suite.details["V"] = {"repeats": {str(k): v for k, v in runs.items()}, "compare": compared}
+
+
 def server_counts(port: int) -> dict:
     """What the throttled server admitted and refused so far."""
     import urllib.request
@@ -888,14 +928,14 @@ def write_json(path: str, suite: Suite, machine: dict, total: float) -> None:
         out.write("\n")
 
 
-WORKLOADS = ("W1", "W2", "W3", "W4", "R", "S")
+WORKLOADS = ("W1", "W2", "W3", "W4", "R", "S", "V")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: W1 2,000, W3 20,000 vs 2,000, R 2,000 items, 1 run each")
-    parser.add_argument("--only", default=",".join(WORKLOADS), help="comma-separated: W1,W2,W3,W4,R,S")
+    parser.add_argument("--only", default=",".join(WORKLOADS), help="comma-separated: W1,W2,W3,W4,R,S,V")
     parser.add_argument("--repeat", type=int, help="runs of each measurement, median shown (default 3; W3 1)")
     parser.add_argument("--json", default="bench-results.json", help="where the figures go (default: %(default)s)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder and print its path")
@@ -919,7 +959,7 @@ def main(argv=None) -> int:
                "w3_repeat": w3_repeat, "quick": args.quick, "platform": sys.platform,
                "command": " ".join(["python", "bench/run_bench.py", *(argv if argv is not None else sys.argv[1:])])}
     workloads = {"W1": workload_w1, "W2": workload_w2, "W3": lambda s: workload_w3(s, w3_repeat),
-                 "W4": workload_w4, "R": workload_r, "S": workload_s}
+                 "W4": workload_w4, "R": workload_r, "S": workload_s, "V": workload_v}
     try:
         with open(suite.path("bench_plugins.py"), "w", encoding="utf-8") as out:
             out.write(PLUGIN % {"answers": dict(QUESTIONS)})
