@@ -97,8 +97,7 @@ class _ItemProcessor:
                               result.trace)
         scores = score_output(self.scorers, context) if self.scorers else {}
         status, error = item_status(scores)
-        return ItemResult(result.item, status, result.output, error, result.latency_ms, result.usage, scores,
-                          result.metadata, result.trace)
+        return dataclasses.replace(result, status=status, error=error, scores=scores)
 
 
 def rescored(prepared: Prepared, results: Iterable[ItemResult]) -> Iterator[ItemResult]:

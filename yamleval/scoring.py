@@ -79,9 +79,7 @@ def _truth(value: Any) -> bool | None:
 
 def _fraction(value: Any) -> float | None:
     """A real number from 0 to 1 (int, float, numpy number; not a bool) as a float, else None."""
-    kind = type(value)  # float and int first: the ABC check is slow
-    real = kind is float or kind is int or (isinstance(value, numbers.Real) and kind is not bool)
-    if real and 0 <= value <= 1:  # NaN fails
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and 0 <= value <= 1:  # NaN fails
         return float(value)
     return None
 
@@ -91,7 +89,7 @@ def normalize(spec: ScorerSpec, value: Any) -> ScoreResult:
     verdict = _truth(value)
     if verdict is not None:
         return _finish(spec, 1.0 if verdict else 0.0, verdict, None, None)
-    if type(value) is float or isinstance(value, numbers.Real):  # a float first: the ABC check is slow
+    if isinstance(value, numbers.Real):
         score = _fraction(value)
         if score is None:
             return _error(spec, f"returned {value!r}; a score must be a number from 0 to 1")
