@@ -79,47 +79,14 @@ class HttpFailure(Exception):
 
 
 def open_session(pool_size: int = 10) -> requests.Session:
-    """A session whose connections are kept alive, ``pool_size`` per host; it takes proxies,
-    NO_PROXY, a CA bundle and ``.netrc`` credentials from the environment as ``requests``
-    does, read when it first asks a host (``requests`` reads them again for each request,
-    which costs more than a local service takes to answer)."""
-    session = _Session()
+    """A session whose connections are kept alive, ``pool_size`` per host; ``requests`` finds
+    proxies, NO_PROXY, a CA bundle and ``.netrc`` credentials in the environment per request."""
+    session = requests.Session()
     adapter = HTTPAdapter(pool_maxsize=pool_size)
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     session.headers["User-Agent"] = "yamleval"
     return session
-
-
-def _no_credentials(request: requests.PreparedRequest) -> requests.PreparedRequest:
-    return request
-
-
-class _Session(requests.Session):
-    """A ``requests.Session`` that reads the environment's settings once per origin."""
-
-    def __init__(self):
-        super().__init__()
-        self._settings: dict[tuple, Any] = {}
-
-    def _environment(self, url: str, key: str, read: Callable[[], Any]) -> Any:
-        found = self._settings.get((origin(url), key), self)
-        if found is self:
-            found = self._settings[(origin(url), key)] = read()
-        return found
-
-    def prepare_request(self, request: requests.Request) -> requests.PreparedRequest:
-        if self.trust_env and not request.auth and not self.auth:  # what requests looks up in .netrc
-            request.auth = self._environment(request.url, "netrc", lambda: requests.utils.get_netrc_auth(
-                request.url)) or _no_credentials
-        return super().prepare_request(request)
-
-    def merge_environment_settings(self, url, proxies, stream, verify, cert):
-        if proxies or verify not in (None, True) or cert is not None:  # what the caller says comes first
-            return super().merge_environment_settings(url, proxies, stream, verify, cert)
-        found = self._environment(url, "settings", lambda: super(_Session, self).merge_environment_settings(
-            url, {}, None, verify, None))
-        return dict(found, stream=stream)
 
 
 def request(session: requests.Session, method: str, url: str, *, timeout: float, max_bytes: int,
