@@ -132,7 +132,7 @@ def test_a_record_keeps_the_repeats_and_reads_back_the_same(write_config):
         assert encode_record(back) == text
 
 
-def test_a_resumed_run_runs_each_unfinished_item_with_all_its_repeats(write_config, tmp_path):
+def test_a_resumed_run_keeps_every_finished_repeat_and_runs_only_the_missing_ones(write_config, tmp_path):
     from yamleval.api import run as run_project
     from yamleval.runs import RunWatcher
 
@@ -162,8 +162,7 @@ def test_a_resumed_run_runs_each_unfinished_item_with_all_its_repeats(write_conf
     assert result.summary.completed == 10
     assert all(len(item.repeats) == 3 for item in result.items)
     calls = collections.Counter(line.split()[1] for line in log.read_text().splitlines())
-    assert all(calls[item_id] == 3 for item_id in first), "an item stored with its repeats is not run again"
-    assert all(calls[f"q-{i}"] >= 3 for i in range(10))
+    assert all(calls[f"q-{i}"] == 3 for i in range(10)), "a finished repeat is never run again"
 
 
 def test_acceptance_a_coin_flip_runner_repeated_is_flaky_gated_and_reported(write_config, tmp_path):

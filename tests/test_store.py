@@ -555,12 +555,13 @@ def test_the_api_tags_its_run(write_config, tmp_path, monkeypatch):
     store.close()
 
 
-def test_a_database_of_the_previous_schema_opens_and_takes_tags(write_config, tmp_path):
+def test_a_database_of_an_older_schema_opens_and_takes_tags(write_config, tmp_path):
     write_config(TAGGED)
     assert run_cli("run", "-q", cwd=tmp_path).returncode == 0
-    with sqlite3.connect(tmp_path / "r.db") as con:  # as the previous version left it: no tags table
+    with sqlite3.connect(tmp_path / "r.db") as con:  # as version 3 left it: no tags, no stored repeats
         con.execute("DROP TABLE run_tags")
-        con.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+        con.execute("DROP TABLE repeats")
+        con.execute("PRAGMA user_version = 3")
     os.chmod(tmp_path / "r.db", 0o444)
     assert run_cli("runs", "--store", "r.db", cwd=tmp_path).returncode == 0  # read-only: read unmigrated
     os.chmod(tmp_path / "r.db", 0o644)
@@ -568,3 +569,4 @@ def test_a_database_of_the_previous_schema_opens_and_takes_tags(write_config, tm
     with sqlite3.connect(tmp_path / "r.db") as con:
         assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert con.execute("SELECT tag FROM run_tags").fetchall() == [("main",)]
+        assert con.execute("SELECT count(*) FROM repeats").fetchone() == (0,)

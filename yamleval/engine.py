@@ -9,7 +9,7 @@ import dataclasses
 import threading
 import time
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from yamleval import criteria, endpoints, repeats, throttle
 from yamleval.aggregate import Aggregator
@@ -22,6 +22,7 @@ from yamleval.scoring import as_usage, error_result, item_status, score_output
 from yamleval.types import ExperimentResult, Item, ItemList, ItemResult, RunnerResult, Usage
 
 ItemCallback = Callable[[ItemResult], Any]
+RepeatCallback = Callable[[int, ItemResult], Any]  # the repeat's number (from 0) and its result
 ProgressCallback = Callable[[int, "int | None"], Any]
 
 # NaN and the infinities are kept as numbers (scorers see them) and stored as the strings "NaN",
@@ -135,7 +136,9 @@ def _now() -> str:
 def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit: int | None = None,
                    on_item: ItemCallback | None = None, on_progress: ProgressCallback | None = None,
                    stop: threading.Event | None = None, abandon: threading.Event | None = None,
-                   previous: Iterable[ItemResult] = (), keep_items: bool = True) -> ExperimentResult:
+                   previous: Iterable[ItemResult] = (), keep_items: bool = True,
+                   partial: Mapping[str, Mapping[int, ItemResult]] | None = None,
+                   on_repeat: RepeatCallback | None = None) -> ExperimentResult:
     """Run one experiment and return its result, items in dataset order.
 
     ``stop`` set: start no new items, finish those running. ``abandon`` set: stop waiting
@@ -147,8 +150,9 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
     items with their ids are not run again. Without ``keep_items`` the result's ``items``
     are empty: ``on_item`` has seen each (the command line stores them), and a run of any
     size needs no memory for them. With ``repeats`` over one, each item runs that many times
-    and is recorded once all its runs are in (``repeats``); an item cut short has no result,
-    so a resumed run runs it again in full.
+    and is recorded once all its runs are in (``repeats``); ``on_repeat`` sees each repeat that
+    leaves its item unfinished (the command line stores them), and ``partial`` gives those of a
+    resumed run (by item id and repeat number), which are not run again.
     """
     experiment = prepared.experiment
     dataset = prepared.open_dataset(limit)
@@ -194,14 +198,21 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
     started_at, started, calls = _now(), time.perf_counter(), throttle.snapshot()
     endpoint_counts = endpoints.snapshot()
     if experiment.repeats > 1:  # the executor runs each repeat as a unit of its own
-        gathered, processor = repeats.Gathered(experiment.repeats, experiment.reduce), _ItemProcessor(prepared)
+        gathered = repeats.Gathered(experiment.repeats, experiment.reduce, partial)
+        processor = _ItemProcessor(prepared)
 
         def record_repeat(done: tuple[repeats.Repeat, ItemResult]) -> None:
-            result = gathered.add(done[0], redact_item(done[1], prepared.secrets))
-            if result is not None:
-                record(result)
+            unit, result = done[0], redact_item(done[1], prepared.secrets)
+            reduced = gathered.add(unit, result)
+            if reduced is not None:
+                record(reduced)
+            elif on_repeat is not None:
+                try:
+                    on_repeat(unit.number, result)
+                except Exception as exc:
+                    warn_callback("on_repeat", exc)
 
-        executor.run(repeats.units(items, experiment.repeats), lambda unit, slot: (unit, processor(unit.item, slot)),
+        executor.run(gathered.units(items), lambda unit, slot: (unit, processor(unit.item, slot)),
                      record_repeat, lambda unit, why, ms: (unit, error_result(unit.item, why, ms)),
                      stop=stop, abandon=abandon)
     else:

@@ -20,22 +20,31 @@ ROUNDS = 20_000  # about 10 ms a value here: nothing for a run, costly for guess
 
 
 def fingerprint(environment: Mapping[str, str], experiments: Iterable[Experiment],
-                salt: bytes | None = None) -> dict[str, Any]:
-    """The record a run stores: ``{salt, variables: {NAME: digest}, plugins: {ref: sha256}}``."""
+                salt: bytes | None = None, repeats: int | None = None) -> dict[str, Any]:
+    """The record a run stores: ``{salt, variables: {NAME: digest}, plugins: {ref: sha256}}``,
+    and ``repeats`` when the run was told how many times to run each item (``--repeats``)."""
     salt = os.urandom(16) if salt is None else salt
-    return {"salt": salt.hex(),
-            "variables": {name: _digest(salt, name, value) for name, value in sorted(environment.items())},
-            "plugins": plugin_sources(experiments)}
+    found = {"salt": salt.hex(),
+             "variables": {name: _digest(salt, name, value) for name, value in sorted(environment.items())},
+             "plugins": plugin_sources(experiments)}
+    return found if repeats is None else {**found, "repeats": repeats}
+
+
+def repeats(stored: Mapping[str, Any] | None) -> int | None:
+    """The ``--repeats`` a run was started with, if any."""
+    return (stored or {}).get("repeats")
 
 
 def changes(stored: Mapping[str, Any] | None, environment: Mapping[str, str],
-            experiments: Iterable[Experiment]) -> list[str]:
+            experiments: Iterable[Experiment], repeats: int | None = None) -> list[str]:
     """What differs now from the ``stored`` fingerprint, in words (empty when nothing does,
     or when the run was stored before fingerprints were kept)."""
     if not stored:
         return []
     now = fingerprint(environment, experiments, bytes.fromhex(stored["salt"]))
     problems = []
+    if stored.get("repeats") != repeats:
+        problems.append(f"it ran with {_repeats(stored.get('repeats'))}, now with {_repeats(repeats)}")
     before, after = stored.get("variables", {}), now["variables"]
     for name in sorted(before.keys() | after.keys()):
         if name not in after:
@@ -48,6 +57,10 @@ def changes(stored: Mapping[str, Any] | None, environment: Mapping[str, str],
     problems += [f"the source of {ref} changed" for ref in sorted(before.keys() & after.keys())
                  if before[ref] != after[ref]]
     return problems
+
+
+def _repeats(count: int | None) -> str:
+    return "the repeats of its config" if count is None else f"--repeats {count}"
 
 
 def _digest(salt: bytes, name: str, value: str) -> str:

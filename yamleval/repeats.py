@@ -14,9 +14,10 @@ An item whose repeats disagree (some passed, some failed) is flaky: a flag besid
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 from yamleval.scoring import item_status
 from yamleval.types import Item, ItemResult, ScoreResult, Usage
@@ -32,19 +33,29 @@ class Repeat:
     number: int  # from 0
 
 
-def units(items, count: int):
-    """Each item ``count`` times, its repeats one after another (so few items are open at once)."""
-    for item in items:
-        for number in range(count):
-            yield Repeat(item, number)
-
-
 class Gathered:
-    """Repeats as they finish, in any order; an item's reduced result once all are in."""
+    """Repeats as they finish, in any order; an item's reduced result once all are in.
+    ``finished``: repeats stored before the run was resumed, by item id and number."""
 
-    def __init__(self, count: int, reduce: str):
+    def __init__(self, count: int, reduce: str, finished: Mapping[str, Mapping[int, ItemResult]] | None = None):
         self.count, self.reduce = count, reduce
         self._open: dict[int, list[ItemResult | None]] = {}  # by the item's position: ids may repeat
+        self._finished = dict(finished or {})
+
+    def units(self, items: Iterable[Item]) -> Iterator[Repeat]:
+        """Each item's repeats one after another (so few items are open at once); of an item
+        resumed, only those it lacks."""
+        for item in items:
+            numbers: Iterable[int] = range(self.count)
+            kept = {n: r for n, r in self._finished.pop(item.id, {}).items() if n < self.count}
+            if kept:
+                if len(kept) == self.count:  # all in but not the item (they are stored together): one again
+                    del kept[self.count - 1]
+                self._open[item.index] = [dataclasses.replace(kept[n], item=item) if n in kept else None
+                                          for n in numbers]
+                numbers = [n for n in numbers if n not in kept]
+            for number in numbers:
+                yield Repeat(item, number)
 
     def add(self, repeat: Repeat, result: ItemResult) -> ItemResult | None:
         results = self._open.setdefault(repeat.item.index, [None] * self.count)

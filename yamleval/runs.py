@@ -140,6 +140,8 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
         run_info = None
         experiments = list(project.experiments if experiments is None else experiments)
         git = provenance.GitState(os.path.dirname(os.path.abspath(project.files[0])) if project.files else ".")
+    if run_info is not None and repeats is None:  # as the run was started: its --repeats, if any
+        repeats = fingerprint.repeats(db.run_detail(run_info.run_id, "fingerprint"))
     if repeats is not None:
         experiments = [dataclasses.replace(e, repeats=repeats) for e in experiments]
     prepared = [plan.prepare(e) for e in experiments]
@@ -150,7 +152,7 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     begun, rescore = {}, False
     if run_info is not None:
         run_id = run_info.run_id
-        changed = _changes(db, run_info, config_hash, dataset_hashes, project.environment, experiments)
+        changed = _changes(db, run_info, config_hash, dataset_hashes, project.environment, experiments, repeats)
         if changed and not force:
             raise UsageError(f"cannot resume run {run_id}: {'; '.join(changed)} since it started (use --force to"
                              " resume anyway, its finished items scored again as the config now says, or run"
@@ -158,7 +160,7 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
         rescore = bool(changed)
         if rescore:  # the run goes on under today's config, which scores all of its items
             db.record_config(run_id, config_hash, texts, provenance.plugin_versions(experiments, __version__),
-                             fingerprint.fingerprint(project.environment, experiments))
+                             fingerprint.fingerprint(project.environment, experiments, repeats=repeats))
         begun = {stored.experiment_id: stored for stored in db.experiments(run_id)}
         db.reopen_run(run_id)
     else:
@@ -169,7 +171,7 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
             python_version=provenance.python_version(), host=provenance.host(), config_files=tuple(project.files),
             config_hash=config_hash, git_commit=commit, git_dirty=dirty, config_text=texts,
         ), provenance.plugin_versions(experiments, __version__), ids,
-            fingerprint.fingerprint(project.environment, experiments))
+            fingerprint.fingerprint(project.environment, experiments, repeats=repeats))
     run_tags.add(db, run_id, tags)
     watcher.run_started(run_id, bool(resume))
     completed = set() if rescore else {eid for eid, stored in begun.items() if stored.status == "completed"}
@@ -202,23 +204,29 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore:
                     concurrency, stop: threading.Event, abandon, watcher: RunWatcher) -> ExperimentResult:
     """One experiment, its items stored as they finish; resumed where it was ``begun`` before
     (its finished items scored again first, with ``rescore``)."""
-    from yamleval import baseline, engine, plan
+    from yamleval import baseline, engine, plan, stored_repeats
     from yamleval.store import StoreWriteError
 
     experiment_id = ready.experiment.id
     previous = db.item_view(run_id, experiment_id, 0) if begun else ()  # read as it goes
+    partial = stored_repeats.unfinished(db, run_id, experiment_id) if begun and ready.experiment.repeats > 1 else {}
     if begun and rescore:
         with plan.importable(ready.experiment):
             _rescore(db, run_id, experiment_id, engine.rescored(ready, previous))
+            partial = {item_id: dict(zip(done, engine.rescored(ready, done.values())))
+                       for item_id, done in partial.items()}
     db.start_experiment(run_id, position, ready.experiment, dataset_hash, now())
     failures = []
 
-    def on_item(result: ItemResult) -> None:
+    def keep(write, *args) -> None:
         try:
-            db.add_item(run_id, experiment_id, result)
+            write(run_id, experiment_id, *args)
         except StoreWriteError as exc:  # results cannot be kept: start no more items
             failures.append(exc)
             stop.set()
+
+    def on_item(result: ItemResult) -> None:
+        keep(db.add_item, result)
         watcher.item_finished(experiment_id, result)
 
     try:
@@ -226,7 +234,8 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore:
             result = engine.run_experiment(
                 ready, concurrency=concurrency, limit=limit, on_item=on_item,
                 on_progress=lambda completed, total: watcher.progress(experiment_id, completed, total),
-                stop=stop, abandon=abandon, previous=previous, keep_items=False)
+                stop=stop, abandon=abandon, previous=previous, keep_items=False, partial=partial,
+                on_repeat=lambda number, result: keep(db.add_repeat, number, result))
     finally:
         if ready.models is not None:
             ready.models.close()
@@ -279,8 +288,10 @@ def _not_running(run: RunInfo, force: bool) -> RunInfo:
     return run
 
 
-def _changes(db, run: RunInfo, config_hash: str, dataset_hashes: dict[str, str], environment, experiments) -> list:
-    """What differs from when the run started: config text, datasets, environment values, plugin code."""
+def _changes(db, run: RunInfo, config_hash: str, dataset_hashes: dict[str, str], environment, experiments,
+             repeats: int | None) -> list:
+    """What differs from when the run started: config text, datasets, --repeats, environment values,
+    plugin code."""
     from yamleval import fingerprint
 
     problems = []
@@ -290,7 +301,7 @@ def _changes(db, run: RunInfo, config_hash: str, dataset_hashes: dict[str, str],
         was = stored.dataset_hash
         if stored.experiment_id in dataset_hashes and was and was != dataset_hashes[stored.experiment_id]:
             problems.append(f"the dataset of '{stored.experiment_id}' changed")
-    return problems + fingerprint.changes(db.run_detail(run.run_id, "fingerprint"), environment, experiments)
+    return problems + fingerprint.changes(db.run_detail(run.run_id, "fingerprint"), environment, experiments, repeats)
 
 
 def _rescore(db, run_id: str, experiment_id: str, results) -> None:

@@ -16,15 +16,15 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import tenacity
 
-from yamleval import criteria, run_tags
+from yamleval import criteria, run_tags, stored_repeats
 from yamleval.aggregate import Aggregator, recount
 from yamleval.config.model import Experiment
 from yamleval.errors import UsageError
 from yamleval.records import encode, encode_record, item_from_record, storable_text, summary_from_json, summary_to_json
-from yamleval.store_errors import FOREIGN, RESUME_HINT, DuplicateItemError, StoreWriteError, cannot, cause
+from yamleval.store_errors import FOREIGN, RESUME_HINT, StoreWriteError, cannot, cause, duplicate_item
 from yamleval.types import ExperimentResult, ItemResult, ItemResults, RunInfo, StoredExperiment, Summary
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 FLUSH_ITEMS = 500
 FLUSH_SECONDS = 1.0
 BUSY_SECONDS = 10.0  # how long a statement waits for another process's lock (Ctrl-C waits as long)
@@ -59,6 +59,7 @@ MIGRATIONS: dict[int, list[str]] = {
     # what decides the answers beyond the config text (yamleval.fingerprint): checked on resume
     2: ["ALTER TABLE runs ADD COLUMN fingerprint TEXT"],
     3: [run_tags.TABLE],  # names of runs (yamleval.run_tags)
+    4: [stored_repeats.TABLE],  # the finished repeats of items cut short (yamleval.stored_repeats)
 }
 
 _RUN_DETAILS = {key: f"SELECT {key} FROM runs WHERE run_id = ?" for key in ("plugin_versions", "experiment_ids",
@@ -101,6 +102,7 @@ class Store:
         except sqlite3.DatabaseError as exc:
             raise UsageError(cannot("open", path, exc)) from None
         self._pending: list[tuple] = []
+        self._repeats: list[tuple] = []  # rows of stored_repeats, written with the items
         self._flushed = time.monotonic()
 
     def _connect(self, path: str) -> sqlite3.Connection:
@@ -234,42 +236,33 @@ class Store:
         if len(self._pending) >= FLUSH_ITEMS or time.monotonic() - self._flushed >= FLUSH_SECONDS:
             self.flush()
 
+    def add_repeat(self, run_id: str, experiment_id: str, number: int, result: ItemResult) -> None:
+        """Queue repeat ``number`` of an item whose other repeats are not all in (``stored_repeats``);
+        written with the items, so a resumed run need not run it again."""
+        self._repeats.append(stored_repeats.queued(run_id, experiment_id, number, result))
+        if time.monotonic() - self._flushed >= FLUSH_SECONDS:
+            self.flush()
+
     def flush(self) -> None:
-        """Write the queued items."""
+        """Write the queued items (and repeats)."""
         self._flushed = time.monotonic()
-        if not self._pending:
+        if not self._pending and not self._repeats:
             return
         rows, self._pending = self._pending, []
+        repeats, self._repeats = self._repeats, []
         try:
-            self._transaction(lambda: self.db.executemany(_INSERT_ITEM, rows))
+            self._transaction(lambda: (self.db.executemany(_INSERT_ITEM, rows),
+                                       repeats and stored_repeats.write(self.db, repeats, rows)))
         except sqlite3.IntegrityError as exc:  # a repeated id: keep the batch's other items, report it
-            duplicate = self._duplicate(rows)
+            duplicate = duplicate_item(self._query, rows)
             self._write(_INSERT_ITEM.replace("INSERT", "INSERT OR IGNORE", 1), rows)
             raise duplicate or StoreWriteError(cannot("write", self.path, exc, RESUME_HINT))
         except sqlite3.Error as exc:
             raise StoreWriteError(cannot("write", self.path, exc, RESUME_HINT)) from None
 
-    def _duplicate(self, rows: list[tuple]) -> "DuplicateItemError | None":
-        """The error for the first item of ``rows`` whose id is taken: stored already, or
-        earlier in the batch. Datasets check ids as they are read, but only so many, so
-        that a run of any size needs bounded memory; the database's key checks them all."""
-        first: dict[tuple, int] = {}
-        for run_id, experiment_id, item_id, position, _, _ in rows:
-            key = (run_id, experiment_id, item_id)
-            earlier = first.get(key)
-            if earlier is None:
-                found = self._query("SELECT position FROM items WHERE run_id = ? AND experiment_id = ? AND"
-                                    " item_id = ?", key)
-                earlier = found[0][0] if found else None
-            if earlier is not None:
-                return DuplicateItemError(
-                    f"duplicate item id '{item_id}' in experiment '{experiment_id}': items {earlier + 1} and"
-                    f" {position + 1} of the dataset; ids must be unique, so fix the dataset and run again")
-            first[key] = position
-        return None
-
     def finish_experiment(self, run_id: str, result: ExperimentResult) -> None:
         self.flush()
+        self._write(stored_repeats.DONE, [(run_id, result.experiment_id) * 2])
         status = ("interrupted" if result.interrupted else "unevaluated" if result.could_not_evaluate
                   else "aborted" if result.aborted else "completed")
         self._write(

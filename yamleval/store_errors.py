@@ -43,3 +43,22 @@ class StoreWriteError(UsageError):
 
 class DuplicateItemError(StoreWriteError):
     """Two items of one experiment have the same id (found by the database's key)."""
+
+
+def duplicate_item(query, rows: list[tuple]) -> DuplicateItemError | None:
+    """The error for the first of ``rows`` (of the items table) whose id is taken: stored already
+    (``query`` reads the store), or earlier in the batch. Datasets check ids as they are read, but
+    only so many, so that a run of any size needs bounded memory; the database's key checks them all."""
+    first: dict[tuple, int] = {}
+    for run_id, experiment_id, item_id, position, _, _ in rows:
+        key = (run_id, experiment_id, item_id)
+        earlier = first.get(key)
+        if earlier is None:
+            found = query("SELECT position FROM items WHERE run_id = ? AND experiment_id = ? AND item_id = ?", key)
+            earlier = found[0][0] if found else None
+        if earlier is not None:
+            return DuplicateItemError(
+                f"duplicate item id '{item_id}' in experiment '{experiment_id}': items {earlier + 1} and"
+                f" {position + 1} of the dataset; ids must be unique, so fix the dataset and run again")
+        first[key] = position
+    return None

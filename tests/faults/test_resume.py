@@ -170,3 +170,59 @@ def test_a_duplicate_id_past_those_a_dataset_remembers_is_an_error_on_resume_too
     resumed = run_cli("run", "-q", "--resume", cwd=folder, timeout=300)
     assert resumed.returncode == 2, resumed.stdout + resumed.stderr
     assert "duplicate item id 'q-100005'" in resumed.stderr
+
+
+REPEATED = """
+store: results.db
+reports: {dir: out, formats: [json]}
+experiments:
+  - id: first
+    concurrency: 2
+    dataset: {file: items.jsonl}
+    runner: {uses: fixture_plugins.behaviours:counting, with: {log: calls.log, seconds: 0.05}}
+    scorers: [exact_match]
+"""
+
+
+def _repeats_stored(db: Path) -> list[tuple[str, int]]:
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as con:
+            return con.execute("SELECT item_id, number FROM repeats").fetchall()
+    except sqlite3.Error:
+        return []
+
+
+def test_a_run_killed_mid_repeats_resumes_with_its_repeats_and_runs_only_the_missing_ones(tmp_path):
+    folder = _project(tmp_path, items=30, config=REPEATED)
+    with subprocess.Popen([sys.executable, "-m", "yamleval", "run", "-q", "--repeats", "5"], cwd=folder,
+                          env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as child:
+        deadline = time.monotonic() + 60
+        while len(_repeats_stored(folder / "results.db")) < 3 or not _stored(folder / "results.db"):
+            assert child.poll() is None, child.communicate()
+            assert time.monotonic() < deadline, "no repeats were stored"
+            time.sleep(0.01)
+        child.send_signal(signal.SIGKILL)
+        child.communicate(timeout=60)
+        first_pid = str(child.pid)
+    kept = _repeats_stored(folder / "results.db")  # what the killed run left: durable, read after the kill
+    with sqlite3.connect(folder / "results.db") as con:
+        finished = {row[0] for row in con.execute("SELECT item_id FROM items")}
+    partial = {item_id: sum(1 for i, _ in kept if i == item_id) for item_id, _ in kept if item_id not in finished}
+    assert partial and all(0 < count < 5 for count in partial.values())
+
+    refused = run_cli("run", "-q", "--resume", "--repeats", "3", cwd=folder)
+    assert refused.returncode == 2, refused.stderr
+    assert "it ran with --repeats 5, now with --repeats 3" in refused.stderr and "--force" in refused.stderr
+
+    resumed = run_cli("run", "-q", "--resume", cwd=folder, timeout=120)  # remembers --repeats 5
+    assert resumed.returncode == 1, resumed.stderr  # every third item answers wrong
+    calls = [line.split() for line in (folder / "calls.log").read_text().splitlines()]
+    again = {i: sum(1 for pid, item in calls if pid != first_pid and item == i) for i in {item for _, item in calls}}
+    for i in range(30):
+        item_id = f"q-{i}"
+        expected = 0 if item_id in finished else 5 - partial.get(item_id, 0)
+        assert again.get(item_id, 0) == expected, f"{item_id}: run {again.get(item_id, 0)} times after the resume"
+    report = json.loads((folder / "out" / "results.json").read_text())
+    items = report["experiments"][0]["items"]
+    assert len(items) == 30 and all(len(item["repeats"]) == 5 for item in items)
+    assert _repeats_stored(folder / "results.db") == [], "the finished items' repeats are not kept twice"
