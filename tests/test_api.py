@@ -71,3 +71,12 @@ def test_items_of_a_stored_run_are_read_back_from_the_store(tmp_path):
     ids = [r.item.id for r in result.items]
     assert len(ids) == len(result.items) == result.summary.completed > 0
     assert [r.item.id for r in result.items.with_status(("passed", "failed", "error"), 2)] == ids[:2]
+
+
+def test_run_experiment_repeats_each_item_as_told(tmp_path):
+    experiment = yamleval.load_experiments(_demo(tmp_path))[0]
+    result = yamleval.run_experiment(experiment, repeats=3, limit=4)
+    assert result.summary.completed == 4
+    assert all(len(item.repeats) == 3 for item in result.items)
+    once = yamleval.run_experiment(experiment, limit=4)
+    assert all(item.repeats == () for item in once.items)

@@ -9,6 +9,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from typing import Iterable, Sequence, Union
@@ -52,11 +53,14 @@ def run(config: Union[Paths, Project], *, experiments: Sequence[str] | None = No
 def run_experiment(experiment: Experiment | plan.Prepared, *, concurrency: int | None = None,
                    limit: int | None = None, on_item: engine.ItemCallback | None = None,
                    on_progress: engine.ProgressCallback | None = None,
-                   stop: threading.Event | None = None) -> ExperimentResult:
+                   stop: threading.Event | None = None, repeats: int | None = None) -> ExperimentResult:
     """Run one experiment in memory (nothing stored). ``on_item(item_result)`` and
     ``on_progress(completed, total)`` are called as items finish; an exception in either is
-    kept in ``result.warnings``."""
+    kept in ``result.warnings``. ``repeats``: how many times each item runs, whatever the
+    experiment says."""
     prepared = experiment if isinstance(experiment, plan.Prepared) else plan.prepare(experiment)
+    if repeats is not None:
+        prepared = dataclasses.replace(prepared, experiment=dataclasses.replace(prepared.experiment, repeats=repeats))
     with plan.importable(prepared.experiment):
         return engine.run_experiment(prepared, concurrency=concurrency, limit=limit, on_item=on_item,
                                      on_progress=on_progress, stop=stop)
