@@ -570,3 +570,31 @@ def test_a_database_of_an_older_schema_opens_and_takes_tags(write_config, tmp_pa
         assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert con.execute("SELECT tag FROM run_tags").fetchall() == [("main",)]
         assert con.execute("SELECT count(*) FROM repeats").fetchone() == (0,)
+
+
+def test_what_compare_reads_of_stored_items_is_what_their_whole_records_say(write_config, tmp_path):
+    from yamleval import api
+    from yamleval.types import ItemList
+
+    config = write_config(f"""
+        store: r.db
+        experiments:
+          - id: mixed
+            dataset: {{items: [{", ".join(f"{{id: q-{i}, input: a, expected: a}}" for i in range(15))}]}}
+            runner: fixture_plugins.steady:answer
+            scorers:
+              - exact_match
+              - {{uses: levenshtein, id: close.enough, threshold: 0.9}}
+              - {{uses: fixture_plugins.behaviours:skipping, id: skips}}
+              - {{uses: fixture_plugins.behaviours:fixed, id: half, with: {{value: 0.5}}}}
+    """)
+    outcome = api.run(config, formats=())
+    [experiment] = outcome.results
+    scorers = ["exact_match", "close.enough", "skips", "half", "not-a-scorer"]
+    stored = list(experiment.items.verdicts(scorers))
+    whole = list(ItemList(list(experiment.items)).verdicts(scorers))
+    assert stored == whole
+    statuses = {status for _, _, status, _ in stored}
+    assert statuses == {"passed", "failed", "error"}, "errors (no scores), failures and passes are all read"
+    assert {sid for *_, found in stored for sid in found} == {"exact_match", "close.enough", "skips", "half"}
+    assert all(isinstance(passed, (bool, type(None))) for *_, found in stored for _, passed, _ in found.values())

