@@ -15,7 +15,7 @@ from array import array
 from typing import Iterable, Mapping
 
 from yamleval import stats
-from yamleval.types import ItemResult, LatencySummary, ScorerSummary, Summary, Usage
+from yamleval.types import CacheUse, ItemResult, LatencySummary, ScorerSummary, Summary, Usage
 
 BINS = 10  # score histogram bins over [0, 1]; scores outside it count in the first or last
 RUN = 65536  # numbers kept as they come before they are folded (sums) or sorted (latencies)
@@ -188,6 +188,7 @@ class Aggregator:
         self.latencies = SortedRuns()
         self.tokens = _Tokens()
         self.judge_tokens = _Tokens()
+        self.cache = CacheUse()
 
     def add(self, result: ItemResult) -> None:
         self.completed += 1
@@ -197,6 +198,8 @@ class Aggregator:
             self.noted += 1
         if result.flaky:
             self.flaky += 1
+        if result.cache is not None:
+            self.cache += result.cache
         if result.usage is not None:
             self.tokens.add(result.usage)
         item_total, item_scores = 0.0, 0
@@ -254,7 +257,7 @@ class Aggregator:
             tokens=self.tokens.usage(), scorers=scorers, judge_tokens=self.judge_tokens.usage(), noted=self.noted,
             confidence=self.confidence, pass_rate_ci=stats.wilson_interval(counts["passed"], judged, self.confidence),
             mean_score_ci=_score_interval(self.item_means, self.confidence),
-            flaky=self.flaky,
+            flaky=self.flaky, cache=self.cache,
         )
 
 

@@ -38,7 +38,8 @@ def run(config: Union[Paths, Project], *, experiments: Sequence[str] | None = No
         report_dir: str | None = None, formats: Sequence[str] | None = None, resume: str | None = None,
         force: bool = False, limit: int | None = None, concurrency: int | None = None,
         stop: threading.Event | None = None, abandon: threading.Event | None = None,
-        watcher: RunWatcher | None = None, repeats: int | None = None, tags: Sequence[str] = ()) -> RunOutcome:
+        watcher: RunWatcher | None = None, repeats: int | None = None, tags: Sequence[str] = (),
+        cache: bool | None = None, refresh_cache: bool = False) -> RunOutcome:
     """Run a project's experiments (or those whose ids are in ``experiments``) as one stored
     run, exactly as ``yamleval run`` does: every item stored as it finishes, resumable
     (``resume``: a run id or ``latest``), reports written, the run tagged with ``tags``.
@@ -47,7 +48,7 @@ def run(config: Union[Paths, Project], *, experiments: Sequence[str] | None = No
     chosen = None if experiments is None else select_experiments(project, experiments)
     return run_project(project, chosen, store=store, report_dir=report_dir, formats=formats, resume=resume,
                        force=force, limit=limit, concurrency=concurrency, stop=stop, abandon=abandon,
-                       watcher=watcher, repeats=repeats, tags=tags)
+                       watcher=watcher, repeats=repeats, tags=tags, cache=cache, refresh_cache=refresh_cache)
 
 
 def run_experiment(experiment: Experiment | plan.Prepared, *, concurrency: int | None = None,

@@ -9,7 +9,7 @@ from typing import TextIO
 
 from yamleval import figures
 from yamleval.reporting.text import (INCOMPLETE, bound, criterion_mark, criterion_outcome, criterion_subject,
-                                     item_message, stopped_because, terminal_line, throttling_text)
+                                     item_message, stopped_because, terminal_line, throttling_text, cache_text)
 from yamleval.types import ExperimentResult, ItemResult
 
 MARKS = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "-"}
@@ -117,6 +117,9 @@ def summary_text(result: ExperimentResult) -> str:
     throttled = throttling_text(s.throttling)
     if throttled:
         lines.append(f"  throttled   {throttled}")
+    cached = cache_text(s.cache)
+    if cached:
+        lines.append(f"  cache       {cached}")
     if s.scorers:
         width = max(10, *(len(sid) for sid in s.scorers))
         lines.append(f"  {'scorer':<{width}}  {'mean':>6} {'min':>6} {'max':>6} {'pass rate':>10}  "

@@ -11,8 +11,9 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from yamleval import criteria, endpoints, repeats, throttle
+from yamleval import cache, criteria, endpoints, records, repeats, throttle
 from yamleval.aggregate import Aggregator
+from yamleval.caching import Caching
 from yamleval.calls import ItemContext, close_thread_loop
 from yamleval.executor import LocalExecutor, Slot
 from yamleval.plan import Prepared
@@ -59,19 +60,27 @@ def _usage(value: Any) -> Usage | None:
 class _ItemProcessor:
     """Runs one item: runner, output checks, scorers, status."""
 
-    def __init__(self, prepared: Prepared):
+    def __init__(self, prepared: Prepared, caching: Caching | None = None):
         self.runner = prepared.runner
         self.scorers = prepared.scorers
         self.vars = prepared.experiment.vars
         self.models = prepared.models
         self.timeout = prepared.experiment.timeout
+        self.caching = caching
 
-    def __call__(self, item: Item, slot: Slot) -> ItemResult:
+    def __call__(self, item: Item, slot: Slot, repeat: int = 0) -> ItemResult:
         deadline = slot.started + self.timeout if self.timeout else None  # when the executor gives up
         context = ItemContext(item, item.expected, self.vars, self.models, deadline=deadline)
+        use = self.caching.use(repeat) if self.caching is not None else None
+        entry = self.caching.runner_entry(use, item) if use is not None else None
+        kept = use.get(entry) if entry is not None else None
         started = time.perf_counter()
         try:
-            returned = self.runner(context)
+            if kept is not None:  # the runner's answer, kept from an earlier run
+                returned = RunnerResult(**self.caching.answer(kept))
+            else:
+                with cache.using(use, "runner"):
+                    returned = self.runner(context)
         except BaseException as exc:  # a plugin calling sys.exit() must not end a worker
             return error_result(item, f"runner raised {describe_exception(exc)}",
                                 (time.perf_counter() - started) * 1000.0)
@@ -88,31 +97,50 @@ class _ItemProcessor:
         except JunkOutput as exc:
             return error_result(item, f"runner returned {exc}, which cannot be stored; return text, "
                                       "numbers, booleans, None, lists or dicts", latency_ms)
+        if entry is not None and kept is None:
+            use.put(entry, {"output": output, "usage": None if usage is None else records.tokens(usage),
+                            "metadata": metadata, "trace": trace},
+                    0 if usage is None else usage.total_tokens, None if usage is None else usage.cost)
         slot.enter("scoring")
         return self.scored(ItemResult(item=item, status="passed", output=output, latency_ms=latency_ms,
-                                      usage=usage, metadata=metadata, trace=trace))
+                                      usage=usage, metadata=metadata, trace=trace), use)
 
-    def scored(self, result: ItemResult) -> ItemResult:
-        """``result`` with its output scored (again) by this experiment's scorers."""
+    def scored(self, result: ItemResult, use: cache.Use | None = None) -> ItemResult:
+        """``result`` with its output scored (again) by this experiment's scorers; ``use``: the
+        cache its judges may use (what it did is kept on the result)."""
         context = ItemContext(result.item, result.item.expected, self.vars, self.models, result.output,
                               result.trace)
-        scores = score_output(self.scorers, context) if self.scorers else {}
+        with cache.using(use, "judge"):
+            scores = score_output(self.scorers, context) if self.scorers else {}
         status, error = item_status(scores)
-        return dataclasses.replace(result, status=status, error=error, scores=scores)
+        return dataclasses.replace(result, status=status, error=error, scores=scores,
+                                   cache=use.used() if use is not None else result.cache)
+
+
+def _caching(prepared: Prepared) -> Caching | None:
+    settings = prepared.experiment.cache
+    return Caching(prepared, settings) if settings.runner or settings.judges else None
 
 
 def rescored(prepared: Prepared, results: Iterable[ItemResult]) -> Iterator[ItemResult]:
     """Finished items scored again by ``prepared``'s scorers, their outputs kept (no runner
-    call); an item whose runner failed has no output to score and stays as it was."""
-    processor = _ItemProcessor(prepared)
-    for result in results:
-        if result.repeats:
-            result = repeats.reduced([processor.scored(r) if r.error is None or r.scores else r
-                                      for r in result.repeats], prepared.experiment.reduce)
-            result = redact_item(result, prepared.secrets)
-        elif result.error is None or result.scores:
-            result = redact_item(processor.scored(result), prepared.secrets)
-        yield result
+    call; judges through the cache); an item whose runner failed has no output to score and
+    stays as it was."""
+    caching = _caching(prepared)
+    processor = _ItemProcessor(prepared, caching)
+    use = caching.use if caching is not None else lambda number: None
+    try:
+        for result in results:
+            if result.repeats:
+                result = repeats.reduced([processor.scored(r, use(n)) if r.error is None or r.scores else r
+                                          for n, r in enumerate(result.repeats)], prepared.experiment.reduce)
+                result = redact_item(result, prepared.secrets)
+            elif result.error is None or result.scores:
+                result = redact_item(processor.scored(result, use(0)), prepared.secrets)
+            yield result
+    finally:
+        if caching is not None:
+            caching.close()
 
 
 def _unfinished(items: Iterable[Item], done: set[str], experiment_id: str) -> Iterator[Item]:
@@ -197,26 +225,31 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
     items = _unfinished(dataset, done, experiment.id) if done else iter(dataset)
     started_at, started, calls = _now(), time.perf_counter(), throttle.snapshot()
     endpoint_counts = endpoints.snapshot()
-    if experiment.repeats > 1:  # the executor runs each repeat as a unit of its own
-        gathered = repeats.Gathered(experiment.repeats, experiment.reduce, partial)
-        processor = _ItemProcessor(prepared)
+    caching = _caching(prepared)
+    processor = _ItemProcessor(prepared, caching)
+    try:
+        if experiment.repeats > 1:  # the executor runs each repeat as a unit of its own
+            gathered = repeats.Gathered(experiment.repeats, experiment.reduce, partial)
 
-        def record_repeat(done: tuple[repeats.Repeat, ItemResult]) -> None:
-            unit, result = done[0], redact_item(done[1], prepared.secrets)
-            reduced = gathered.add(unit, result)
-            if reduced is not None:
-                record(reduced)
-            elif on_repeat is not None:
-                try:
-                    on_repeat(unit.number, result)
-                except Exception as exc:
-                    warn_callback("on_repeat", exc)
+            def record_repeat(done: tuple[repeats.Repeat, ItemResult]) -> None:
+                unit, result = done[0], redact_item(done[1], prepared.secrets)
+                reduced = gathered.add(unit, result)
+                if reduced is not None:
+                    record(reduced)
+                elif on_repeat is not None:
+                    try:
+                        on_repeat(unit.number, result)
+                    except Exception as exc:
+                        warn_callback("on_repeat", exc)
 
-        executor.run(gathered.units(items), lambda unit, slot: (unit, processor(unit.item, slot)),
-                     record_repeat, lambda unit, why, ms: (unit, error_result(unit.item, why, ms)),
-                     stop=stop, abandon=abandon)
-    else:
-        executor.run(items, _ItemProcessor(prepared), record, error_result, stop=stop, abandon=abandon)
+            executor.run(gathered.units(items), lambda unit, slot: (unit, processor(unit.item, slot, unit.number)),
+                         record_repeat, lambda unit, why, ms: (unit, error_result(unit.item, why, ms)),
+                         stop=stop, abandon=abandon)
+        else:
+            executor.run(items, processor, record, error_result, stop=stop, abandon=abandon)
+    finally:
+        if caching is not None:
+            caching.close()
     with executor.recording:
         finished = ItemList(sorted(results, key=lambda r: r.item.index))
         summary = aggregator.summary((time.perf_counter() - started) * 1000.0, dataset.total)

@@ -10,7 +10,7 @@ import math
 import re
 from typing import Any
 
-from yamleval.types import (CriterionResult, Item, ItemResult, LatencySummary, ScoreResult, ScorerSummary, Summary,
+from yamleval.types import (CacheUse, CriterionResult, Item, ItemResult, LatencySummary, ScoreResult, ScorerSummary, Summary,
                             Throttling, Usage)
 
 # json.dumps(value, ensure_ascii=False, default=str, allow_nan=False) without building an encoder per call
@@ -114,6 +114,10 @@ def item_record(result: ItemResult) -> dict[str, Any]:
     return out
 
 
+def _cache(use: CacheUse) -> dict[str, Any]:
+    return {"hits": use.hits, "misses": use.misses, "saved_tokens": use.saved_tokens, "saved_cost": use.saved_cost}
+
+
 def _add_run(out: dict[str, Any], result: ItemResult) -> dict[str, Any]:
     """``out`` with what the runner said beside its output, when it said it."""
     if result.usage is not None:
@@ -122,6 +126,8 @@ def _add_run(out: dict[str, Any], result: ItemResult) -> dict[str, Any]:
         out["output_metadata"] = result.metadata
     if result.trace is not None:
         out["trace"] = result.trace
+    if result.cache is not None:
+        out["cache"] = _cache(result.cache)
     return out
 
 
@@ -150,9 +156,10 @@ def _result(item: Item, d: dict[str, Any], repeats: tuple = (), flaky: bool = Fa
                                       None if "error" in s else s["reason"], s.get("error"), s.get("metadata"),
                                       _usage(s.get("tokens")))
     tokens = get("tokens")
+    cache = get("cache")
     return ItemResult(item, d["status"], d["output"], d["error"], d["latency_ms"],
                       None if tokens is None else _usage(tokens), scores, get("output_metadata"), get("trace"),
-                      repeats, flaky)
+                      repeats, flaky, None if cache is None else CacheUse(**cache))
 
 
 def encode_record(result: ItemResult) -> str:
@@ -190,7 +197,7 @@ def summary_to_json(s: Summary) -> str:
         "throttling": [s.throttling.calls, s.throttling.throttled, s.throttling.waited_seconds],
         "noted": s.noted,
         "confidence": s.confidence, "pass_rate_ci": s.pass_rate_ci, "mean_score_ci": s.mean_score_ci,
-        "flaky": s.flaky,
+        "flaky": s.flaky, "cache": _cache(s.cache),
     })
 
 
@@ -212,5 +219,5 @@ def summary_from_json(text: str) -> Summary:
         criteria=tuple(CriterionResult(*c) for c in d["criteria"]), judge_tokens=Usage(*d["judge_tokens"]),
         throttling=Throttling(*get("throttling", ())), noted=get("noted", 0), confidence=get("confidence", 0.95),
         pass_rate_ci=_interval(get("pass_rate_ci")), mean_score_ci=_interval(get("mean_score_ci")),
-        flaky=get("flaky", 0),
+        flaky=get("flaky", 0), cache=CacheUse(**get("cache", {})),
     )

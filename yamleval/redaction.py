@@ -72,6 +72,11 @@ def _walk(value: Any, pattern: re.Pattern, replacements: dict[str, str]) -> Any:
     return value
 
 
+def redact_value(value: Any, secrets: Secrets) -> Any:
+    """A JSON-like value with each of ``secrets`` replaced by its ``${VAR}``, in keys and values."""
+    return value if secrets.pattern is None else _walk(value, secrets.pattern, secrets.replacements)
+
+
 def redact_item(result: ItemResult, secrets: Secrets) -> ItemResult:
     """An item's result with none of ``secrets`` in its item, output, error, scores, metadata or trace.
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping, Sequence
 
 from yamleval.scoring import item_status
-from yamleval.types import Item, ItemResult, ScoreResult, Usage
+from yamleval.types import CacheUse, Item, ItemResult, ScoreResult, Usage
 
 REDUCERS = ("mean", "majority", "all", "any")
 
@@ -122,7 +122,9 @@ def reduced(repeats: Sequence[ItemResult], reduce: str) -> ItemResult:
     shown = next((r for r in repeats if r.status == status), repeats[0])  # an answer that gave the verdict
     usages = [r.usage for r in repeats if r.usage is not None]
     statuses = {r.status for r in repeats}
+    caches = [r.cache for r in repeats if r.cache is not None]
     return ItemResult(shown.item, status, shown.output, error,
                       math.fsum(r.latency_ms for r in repeats) / len(repeats),
                       summed(usages) if usages else None, scores, shown.metadata, shown.trace,
-                      repeats=tuple(repeats), flaky="passed" in statuses and "failed" in statuses)
+                      repeats=tuple(repeats), flaky="passed" in statuses and "failed" in statuses,
+                      cache=sum(caches, CacheUse()) if caches else None)

@@ -109,7 +109,8 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
                 report_dir: str | None = None, formats: Sequence[str] | None = None, resume: str | None = None,
                 force: bool = False, limit: int | None = None, concurrency: int | None = None,
                 stop: threading.Event | None = None, abandon: threading.Event | None = None,
-                watcher: RunWatcher | None = None, repeats: int | None = None, tags: Sequence[str] = ()) -> RunOutcome:
+                watcher: RunWatcher | None = None, repeats: int | None = None, tags: Sequence[str] = (),
+                cache: bool | None = None, refresh_cache: bool = False) -> RunOutcome:
     """Run ``experiments`` (default: all) of a loaded ``project`` as one stored run.
 
     ``store``: the results database (default: the project's ``store:``, else
@@ -119,7 +120,8 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     alive. ``stop`` set: start no new items; ``abandon`` set: stop waiting for running ones.
     ``repeats``: how many times each item runs, whatever the experiments say. ``tags``: names
     the run is tagged with (yamleval.run_tags), so later runs can find it as their baseline.
-    A config error raises ConfigError before anything is stored.
+    ``cache``: True keeps the runners' answers too, False keeps no answer (``yamleval.cache``);
+    ``refresh_cache``: read no kept answer. A config error raises ConfigError before anything is stored.
     """
     from yamleval import fingerprint, plan, provenance, run_tags
     from yamleval.store import Store
@@ -144,6 +146,7 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
         repeats = fingerprint.repeats(db.run_detail(run_info.run_id, "fingerprint"))
     if repeats is not None:
         experiments = [dataclasses.replace(e, repeats=repeats) for e in experiments]
+    experiments = [dataclasses.replace(e, cache=cached(e.cache, cache, refresh_cache)) for e in experiments]
     prepared = [plan.prepare(e) for e in experiments]
     ids = [e.id for e in experiments]
     texts = provenance.config_texts(project.files)
@@ -198,6 +201,13 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     watcher.writing_reports()
     written = _write_reports_then_finish(db, out_dir, formats, run_info, results)
     return RunOutcome(run_info, tuple(results), tuple(written))
+
+
+def cached(settings, wanted: bool | None, refresh: bool):
+    """An experiment's ``cache:`` as ``--cache``/``--no-cache`` and ``--refresh-cache`` change it."""
+    if wanted is not None:
+        settings = dataclasses.replace(settings, runner=wanted, judges=settings.judges and wanted)
+    return dataclasses.replace(settings, refresh=refresh) if refresh else settings
 
 
 def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore: bool, dataset_hash: str, limit,

@@ -97,6 +97,7 @@ class ItemResult:
     trace: list[Any] | None = None
     repeats: tuple["ItemResult", ...] = ()  # each run of the item, with ``repeats: N`` over 1
     flaky: bool = False  # its repeats disagree: some passed, some failed
+    cache: "CacheUse | None" = None  # when the answer cache was used for it
     # the item's record as the store keeps it, when read from there (a report copies it);
     # not copied by dataclasses.replace, so a changed result is encoded anew
     record: str | None = field(default=None, init=False, compare=False, repr=False)
@@ -169,6 +170,21 @@ class Throttling:
     waited_seconds: float = 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class CacheUse:
+    """What the answer cache (``yamleval.cache``) did for an item or an experiment: answers read
+    from it, answers it did not have (then kept), and the tokens and cost the hits saved."""
+
+    hits: int = 0
+    misses: int = 0
+    saved_tokens: int = 0
+    saved_cost: float = 0.0
+
+    def __add__(self, other: "CacheUse") -> "CacheUse":
+        return CacheUse(self.hits + other.hits, self.misses + other.misses, self.saved_tokens + other.saved_tokens,
+                        self.saved_cost + other.saved_cost)
+
+
 @dataclass(frozen=True)
 class Summary:
     total: int
@@ -191,6 +207,7 @@ class Summary:
     pass_rate_ci: tuple[float, float] | None = None
     mean_score_ci: tuple[float, float] | None = None  # of the per-item means of their scores
     flaky: int = 0  # items whose repeats disagree (``ItemResult.flaky``)
+    cache: CacheUse = CacheUse()
 
 
 Verdicts = tuple  # (id, position, status, {scorer id: (status, passed, score)}): ItemResults.verdicts

@@ -3,6 +3,7 @@
     running   run (with --resume)
     history   runs, show, report, compare
     here      init, validate, schema
+    cache_commands  cache stats, prune, clear
 """
 from __future__ import annotations
 
@@ -39,4 +40,4 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(ExitCode.OK)
 
 
-from yamleval.cli import here, history, running  # noqa: E402,F401  (they add their commands to ``cli``)
+from yamleval.cli import cache_commands, here, history, running  # noqa: E402,F401  (they add their commands to ``cli``)

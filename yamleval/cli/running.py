@@ -63,10 +63,13 @@ class _Interrupts:
               " the run seems to be running still.")
 @click.option("--tag", "tags", multiple=True, metavar="NAME",
               help="Tag the run (repeatable): a no_regression criterion's baseline can name it.")
+@click.option("--cache/--no-cache", "cache", default=None,
+              help="Keep the runner's answers too / keep no answer at all (overrides the config's `cache:`).")
+@click.option("--refresh-cache", is_flag=True, help="Read no kept answer: ask again, and keep the new answers.")
 @JUNIT_FAMILY_OPTION
 @click.option("-q", "--quiet", is_flag=True, help="No progress; only the verdict per experiment.")
-def run(paths, experiment_ids, limit, concurrency, repeats, report_dir, store_file, resume, force, tags, junit_family,
-        quiet):
+def run(paths, experiment_ids, limit, concurrency, repeats, report_dir, store_file, resume, force, tags, cache,
+        refresh_cache, junit_family, quiet):
     """Run the experiments in PATHS (default: evals.yaml), store the results, write reports.
 
     Exit code: 0 every experiment passed, 1 one failed, 2 invalid config, 3 could not evaluate (an
@@ -83,7 +86,8 @@ def run(paths, experiment_ids, limit, concurrency, repeats, report_dir, store_fi
         watcher = _Console(interrupts, quiet)
         outcome = run_project(project, experiments, store=store_file, report_dir=report_dir, formats=formats,
                               resume=resume, force=force, limit=limit, concurrency=concurrency, stop=interrupts.stop,
-                              abandon=interrupts.abandon, watcher=watcher, repeats=repeats, tags=tags)
+                              abandon=interrupts.abandon, watcher=watcher, repeats=repeats, tags=tags, cache=cache,
+                              refresh_cache=refresh_cache)
     for path in outcome.reports:
         click.echo(f"report: {display_path(path)}", err=quiet)
     _github(outcome.run, outcome.results, outcome.reports)

@@ -6,8 +6,11 @@ same YAML coordinates.
 """
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
+
 
 from yamleval.config.yaml_source import Path, SourceMap
 from yamleval.redaction import Secrets
@@ -115,6 +118,19 @@ class DatasetSpec:
 
 
 @dataclass(frozen=True)
+class CacheSettings:
+    """An experiment's ``cache:``: whether its runner's answers and its judges' are kept, for how
+    long, in which file; ``refresh``: read nothing, keep every new answer (``--refresh-cache``)."""
+
+    runner: bool = False
+    judges: bool = True
+    ttl: float = 7 * 86400.0
+    max_size: int = 2 * 1000 ** 3
+    path: str = os.path.join(".yamleval", "cache.db")
+    refresh: bool = False
+
+
+@dataclass(frozen=True)
 class Experiment:
     """One experiment as written, with inherited defaults applied."""
 
@@ -138,6 +154,7 @@ class Experiment:
     confidence: float = DEFAULTS["confidence"]  # of the intervals around its pass rates and means
     repeats: int = DEFAULTS["repeats"]  # runs of each item
     reduce: str = DEFAULTS["reduce"]  # how an item's repeats become its verdict (``repeats``)
+    cache: CacheSettings = CacheSettings()  # what of its answers the cache keeps (``yamleval.cache``)
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     secrets: Secrets = field(default_factory=Secrets, repr=False, compare=False)  # of the project's whole load
 
@@ -145,6 +162,25 @@ class Experiment:
         """``experiment 'x' › scorer 'y'``, for messages."""
         text = f"experiment '{self.id}'"
         return text + (f" › scorer '{scorer}'" if scorer else "")
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "B": 1, "KB": 1000, "MB": 1000 ** 2,
+          "GB": 1000 ** 3, "TB": 1000 ** 4}
+
+
+def amount(text: str) -> float:
+    """``7d`` in seconds, ``2GB`` in bytes: a number and one of ``_UNITS`` (the schema checks the form)."""
+    found = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?) ?([A-Za-z]+)", text.strip())
+    return float(found.group(1)) * _UNITS[found.group(2)]
+
+
+def cache_settings(data: Mapping[str, Any], base_dir: str) -> CacheSettings:
+    defaults = CacheSettings()
+    return CacheSettings(
+        runner=data.get("runner", defaults.runner), judges=data.get("judges", defaults.judges),
+        ttl=amount(data["ttl"]) if "ttl" in data else defaults.ttl,
+        max_size=int(amount(data["max_size"])) if "max_size" in data else defaults.max_size,
+        path=os.path.join(base_dir, data["path"]) if "path" in data else defaults.path)
 
 
 def _plugin(value: Any, path: Path, source: SourceMap) -> PluginSpec:
@@ -222,5 +258,6 @@ def build_experiment(data: Mapping[str, Any], raw: Mapping[str, Any], path: Path
         concurrency=settings["concurrency"], timeout=float(settings["timeout"]), retries=settings["retries"],
         confidence=float(settings["confidence"]),
         repeats=settings["repeats"], reduce=settings["reduce"],
+        cache=cache_settings({**(defaults.get("cache") or {}), **(data.get("cache") or {})}, base_dir),
         raw=raw,
     )

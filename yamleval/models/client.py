@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
-from yamleval import endpoints, throttle, transport
+from yamleval import cache, endpoints, throttle, transport
 from yamleval.errors import YamlevalError
 from yamleval.models.config import ModelConfig
 from yamleval.models.extract import parse_answer, schema_problem
@@ -141,6 +141,13 @@ class ChatClient:
         if response_format is not None:
             body["response_format"] = dict(response_format)
         body.update(extra)
+        use = cache.current()
+        entry = use.key({"call": "chat", "url": transport.shown_url(self.url), "body": body}) \
+            if use is not None and use.caches_request(body) else None
+        if entry is not None:
+            kept = use.get(entry)
+            if kept is not None:  # answered before: the same reply, no call, nothing charged
+                return self._reply(kept["reply"], 0.0, 0)
         try:
             reply = transport.request(self._session, "POST", self.url, headers=self._headers,
                                       data=json.dumps(body).encode("utf-8"), timeout=self.config.timeout,
@@ -162,6 +169,8 @@ class ChatClient:
         answer = self._reply(data, reply.latency_ms, reply.attempts)
         if self._limiter is not None:
             self._limiter.charge(answer.usage.total_tokens)
+        if entry is not None:
+            use.put(entry, {"reply": data}, answer.usage.total_tokens, answer.cost)
         return answer
 
     def _failed(self, failure: transport.HttpFailure) -> ModelError:

@@ -190,7 +190,9 @@ def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
                   (f"Mean score {figures.level(summary.confidence)}", figures.interval(summary.mean_score_ci)),
                   ("Avg latency", figures.ms(summary.latency_ms.mean)), ("p95 latency", figures.ms(summary.latency_ms.p95)),
                   ("Total tokens", f"{summary.tokens.total_tokens:,}"), ("Duration", figures.ms(summary.duration_ms)),
-                  ("Items", f"{summary.total:,}")] + ([("Flaky items", f"{summary.flaky:,}")] if summary.flaky else []),
+                  ("Items", f"{summary.total:,}")] + ([("Flaky items", f"{summary.flaky:,}")] if summary.flaky else []) + (
+                      [("From the cache", f"{summary.cache.hits:,} of {summary.cache.hits + summary.cache.misses:,}")]
+                      if summary.cache.hits else []),
         "counts": counts, "shares": _shares(counts), "scorers": scorers, "criteria": criteria,
     }
     return view

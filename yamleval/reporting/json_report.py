@@ -48,6 +48,7 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
         "latency_ms": asdict(summary.latency_ms),
         "tokens": _tokens(summary.tokens), "judge_tokens": _tokens(summary.judge_tokens),
         "throttling": asdict(summary.throttling), "noted": summary.noted, "flaky": summary.flaky,
+        "cache": asdict(summary.cache),
         "scorers": {sid: {"name": s.name, "mean": s.mean, "min": s.min, "max": s.max, "pass_rate": s.pass_rate,
                           "passed": s.passed, "failed": s.failed, "errored": s.errored, "skipped": s.skipped,
                           "threshold": s.threshold, "pass_rate_ci": s.pass_rate_ci, "mean_ci": s.mean_ci}

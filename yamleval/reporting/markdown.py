@@ -14,7 +14,7 @@ from typing import IO, Iterable, Sequence
 
 from yamleval import figures
 from yamleval.reporting.text import (INCOMPLETE, as_text, clean_text, criterion_mark, criterion_name, criterion_outcome,
-                                     item_message, limit_text, reveal_bidi, stopped_because, throttling_text)
+                                     item_message, limit_text, reveal_bidi, stopped_because, throttling_text, cache_text)
 from yamleval.types import ExperimentResult, ItemResult, RunInfo
 
 FILE_NAME = "summary.md"  # in the report folder
@@ -84,6 +84,7 @@ def _statistics(result: ExperimentResult) -> list[str]:
     tokens = "–" if not s.tokens.total_tokens else (
         f"{s.tokens.total_tokens} ({s.tokens.prompt_tokens} prompt, {s.tokens.completion_tokens} completion)")
     throttled = throttling_text(s.throttling)
+    cached = cache_text(s.cache)
     level = figures.level(s.confidence)
     return ["| items | passed | failed | errored | skipped | pass rate | mean score | p95 latency | tokens "
             "| duration |",
@@ -92,7 +93,7 @@ def _statistics(result: ExperimentResult) -> list[str]:
             f"{figures.number(s.mean_score)} | {figures.ms(s.latency_ms.p95)} | {tokens} | {figures.ms(s.duration_ms)} |",
             "", f"{level}: pass rate {figures.interval(s.pass_rate_ci, rate=True)}, mean score "
             f"{figures.interval(s.mean_score_ci)}.", ""] + _scorers(result, level) + (
-        [f"Throttled: {throttled}.", ""] if throttled else []) + (
+        [f"Throttled: {throttled}.", ""] if throttled else []) + ([f"Cache: {cached}.", ""] if cached else []) + (
         [f"Flaky: {s.flaky} of {s.completed} items (their repeats disagree).", ""] if s.flaky else [])
 
 

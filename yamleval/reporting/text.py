@@ -10,7 +10,7 @@ from typing import Any
 from yamleval import figures
 from yamleval.criteria import latency_figure
 from yamleval.reporting.trajectory import read_trajectory
-from yamleval.types import CriterionResult, ExperimentResult, ItemResult, Throttling
+from yamleval.types import CacheUse, CriterionResult, ExperimentResult, ItemResult, Throttling
 
 TEXT_LIMIT = 64 * 1024  # bytes of UTF-8 per text; libxml2-based readers refuse nodes over 10 MB
 MESSAGE_LIMIT = 200  # the one-line message attribute
@@ -141,6 +141,16 @@ def throttling_text(throttling: Throttling) -> str | None:
         return None
     return (f"{throttling.throttled} of {throttling.calls} calls refused (429/503), "
             f"{throttling.waited_seconds:.1f} s waited in all")
+
+
+def cache_text(use: CacheUse) -> str | None:
+    """``980 answers from the cache, 20 asked (saved 1,234,000 tokens, $3.40)``; None when the
+    cache was not used."""
+    if not use.hits and not use.misses:
+        return None
+    cost = f", ${use.saved_cost:.4f}" if use.saved_cost else ""
+    return (f"{use.hits:,} answer{'s' if use.hits != 1 else ''} from the cache, {use.misses:,} asked"
+            f" (saved {use.saved_tokens:,} tokens{cost})")
 
 
 def criterion_subject(criterion: CriterionResult, scorer: str = "[{}]") -> str:

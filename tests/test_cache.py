@@ -1,0 +1,174 @@
+"""The answer cache: a second run asks nothing it asked before and gives the same results; a
+change to what decides an answer asks again exactly where it changed; no secret is kept."""
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from conftest import cli_env, run_cli
+from servers.fixtures import openai_server  # noqa: F401  (a fixture)
+from servers.openai_server import text_reply, tool_reply
+
+SECRET = "sk-cache-secret-4711"
+MODEL_CONFIG = """
+    models:
+      sut: {base_url: "BASE", model: tiny, api_key: "${CACHE_KEY}", price: {prompt: 2.0, completion: 8.0}}
+      grader: {base_url: "BASE", model: tiny-judge, temperature: 0}
+    defaults: {concurrency: 1, cache: {runner: true, path: answers.db}}
+    store: r.db
+    reports: {dir: out, formats: [json]}
+    vars: {token: "${CACHE_KEY}"}
+    experiments:
+      - id: chat
+        dataset: {file: items.jsonl}
+        runner: {uses: openai, with: {model: sut, system: "{{ metadata.system }}", prompt: "{{ input }} ({{ vars.token }})"}}
+        scorers: [exact_match]
+"""
+
+
+def _items(tmp_path, systems):
+    with open(tmp_path / "items.jsonl", "w", encoding="utf-8") as out:
+        for i, system in enumerate(systems):
+            out.write(json.dumps({"id": f"q{i}", "input": f"question {i}", "expected": f"answer {i}",
+                                  "metadata": {"system": system}}) + "\n")
+
+
+def _results(tmp_path):
+    [experiment] = json.loads((tmp_path / "out" / "results.json").read_text())["experiments"]
+    return experiment
+
+
+def _answers(server, count):
+    server.push(*[text_reply(f"answer {i} {SECRET}", prompt_tokens=10, completion_tokens=2) for i in range(count)])
+
+
+def _kept_text(tmp_path) -> bytes:
+    return b"".join(path.read_bytes() for path in tmp_path.glob("answers.db*"))
+
+
+def test_a_second_run_asks_the_model_nothing_and_gives_the_same_results(openai_server, write_config, tmp_path):  # noqa: F811
+    write_config(MODEL_CONFIG.replace("BASE", openai_server.base_url))
+    _items(tmp_path, ["Be brief."] * 4)
+    _answers(openai_server, 4)
+    first = run_cli("run", "-q", cwd=tmp_path, CACHE_KEY=SECRET)
+    assert first.returncode == 1, first.stderr  # the answers carry the secret: none is exact
+    assert len(openai_server.requests) == 4
+    before = _results(tmp_path)
+    assert before["summary"]["cache"] == {"hits": 0, "misses": 4, "saved_tokens": 0, "saved_cost": 0.0}
+
+    second = run_cli("run", "-q", cwd=tmp_path, CACHE_KEY=SECRET)
+    assert second.returncode == 1, second.stderr
+    assert len(openai_server.requests) == 4, "every answer came from the cache"
+    after = _results(tmp_path)
+    assert after["summary"]["cache"]["hits"] == 4 and after["summary"]["cache"]["saved_tokens"] == 48
+    assert after["summary"]["cache"]["saved_cost"] == pytest.approx(4 * (10 * 2.0 + 2 * 8.0) / 1e6)
+    for old, new in zip(before["items"], after["items"], strict=True):
+        assert (new["output"], new["status"], new["scores"], new["tokens"]) == \
+               (old["output"], old["status"], old["scores"], old["tokens"])
+        assert new["cache"]["hits"] == 1
+    assert SECRET.encode() not in _kept_text(tmp_path), "no secret in a key or a kept answer"
+
+    _items(tmp_path, ["Be brief.", "Be brief.", "Be thorough.", "Be brief."])  # one request changes
+    _answers(openai_server, 1)
+    third = run_cli("run", "-q", cwd=tmp_path, CACHE_KEY=SECRET)
+    assert third.returncode == 1, third.stderr
+    assert len(openai_server.requests) == 5
+    assert openai_server.bodies[-1]["messages"][0]["content"] == "Be thorough."
+    assert _results(tmp_path)["summary"]["cache"]["hits"] == 3
+
+    _answers(openai_server, 4)
+    refreshed = run_cli("run", "-q", "--refresh-cache", cwd=tmp_path, CACHE_KEY=SECRET)
+    assert refreshed.returncode == 1, refreshed.stderr
+    assert len(openai_server.requests) == 9, "--refresh-cache asks again"
+    assert _results(tmp_path)["summary"]["cache"] == {"hits": 0, "misses": 4, "saved_tokens": 0, "saved_cost": 0.0}
+
+    _answers(openai_server, 4)
+    off = run_cli("run", "-q", "--no-cache", cwd=tmp_path, CACHE_KEY=SECRET)
+    assert off.returncode == 1, off.stderr
+    assert len(openai_server.requests) == 13, "--no-cache asks every time"
+    assert _results(tmp_path)["summary"]["cache"] == {"hits": 0, "misses": 0, "saved_tokens": 0, "saved_cost": 0.0}
+
+
+def test_judges_at_temperature_zero_are_cached_by_default_and_runners_only_when_asked(openai_server, write_config,  # noqa: F811
+                                                                                       tmp_path):
+    write_config(MODEL_CONFIG.replace("BASE", openai_server.base_url)
+                 .replace("defaults: {concurrency: 1, cache: {runner: true, path: answers.db}}",
+                          "defaults: {concurrency: 1, cache: {path: answers.db}}")
+                 .replace("scorers: [exact_match]", "scorers: [{uses: judge, with: {model: grader}}]"))
+    _items(tmp_path, ["Be brief."] * 2)
+    for _ in range(2):
+        openai_server.push(text_reply("an answer"), tool_reply("grade", {"verdict": "pass", "reasoning": "fine"}))
+    assert run_cli("run", "-q", cwd=tmp_path, CACHE_KEY=SECRET).returncode == 0
+    assert len(openai_server.requests) == 4
+    openai_server.push(text_reply("an answer"), text_reply("an answer"))
+    assert run_cli("run", "-q", cwd=tmp_path, CACHE_KEY=SECRET).returncode == 0
+    asked = [body["model"] for body in openai_server.bodies[4:]]
+    assert asked == ["tiny", "tiny"], "the runner is asked again, the judge is not"
+    assert _results(tmp_path)["summary"]["cache"]["hits"] == 2
+
+
+PLUGIN = '''
+import os
+
+
+def answer(input, item, log):
+    with open(log, "a") as out:
+        out.write(f"{item.id}\\n")
+    return f"answer {item.id[1:]}"
+'''
+PLUGIN_CONFIG = """
+    store: r.db
+    reports: {dir: out, formats: [json]}
+    defaults: {concurrency: CONCURRENCY, cache: {runner: true, path: answers.db}}
+    experiments:
+      - id: own
+        dataset: {file: items.jsonl}
+        runner: {uses: "own:answer", with: {log: LOG}}
+        scorers: [exact_match]
+"""
+
+
+def _calls(path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def test_a_plugin_runner_is_asked_again_once_its_source_changes(write_config, tmp_path):
+    (tmp_path / "own.py").write_text(PLUGIN, encoding="utf-8")
+    log = tmp_path / "calls.log"
+    write_config(PLUGIN_CONFIG.replace("CONCURRENCY", "2").replace("LOG", str(log)))
+    _items(tmp_path, ["x"] * 5)
+    assert run_cli("run", "-q", cwd=tmp_path).returncode == 0
+    assert _calls(log) == 5
+    assert run_cli("run", "-q", cwd=tmp_path).returncode == 0
+    assert _calls(log) == 5, "answered from the cache"
+    (tmp_path / "own.py").write_text(PLUGIN + "\n# a change\n", encoding="utf-8")
+    assert run_cli("run", "-q", cwd=tmp_path).returncode == 0
+    assert _calls(log) == 10, "a changed plugin is asked again"
+    assert run_cli("run", "-q", "--repeats", "2", cwd=tmp_path).returncode == 0
+    assert _calls(log) == 15, "the first repeat is the one kept; the second is asked"
+
+
+def test_two_runs_sharing_one_cache_at_concurrency_16_end_cleanly_with_the_cache_intact(write_config, tmp_path):
+    (tmp_path / "own.py").write_text(PLUGIN, encoding="utf-8")
+    log = tmp_path / "calls.log"
+    write_config(PLUGIN_CONFIG.replace("CONCURRENCY", "16").replace("LOG", str(log)))
+    _items(tmp_path, ["x"] * 600)
+    children = [subprocess.Popen([sys.executable, "-m", "yamleval", "run", "-q", "--store", f"r{n}.db"],
+                                 cwd=tmp_path, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True) for n in range(2)]
+    for child in children:
+        _, stderr = child.communicate(timeout=300)
+        assert child.returncode == 0, stderr
+        assert "error" not in stderr.lower()
+    with sqlite3.connect(tmp_path / "answers.db") as con:
+        assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert con.execute("SELECT count(*) FROM entries").fetchone() == (600,)
+    stats = run_cli("cache", "stats", "--path", "answers.db", cwd=tmp_path)
+    assert stats.returncode == 0 and "600 answers" in stats.stdout
+    cleared = run_cli("cache", "clear", "--path", "answers.db", cwd=tmp_path)
+    assert cleared.returncode == 0 and "cleared 600 answers" in cleared.stdout
+    assert "0 answers" in run_cli("cache", "stats", "--path", "answers.db", cwd=tmp_path).stdout
