@@ -28,6 +28,10 @@ S   ``yamleval validate evals.yaml`` (<= 0.5 s) and ``yamleval --help`` (<= 0.3 
     ``python -c pass``.
 V   100,000 items with ``--repeats 3`` against ``--repeats 1`` (peak memory <= 1.2x: flat), and
     ``yamleval compare`` of two stored runs of that size (< 5 s).
+C   The answer cache. 1,000 items judged by a model (temperature 0) at a local OpenAI-compatible
+    server that answers after 50 ms, concurrency 2: a run answered wholly from the cache against
+    the uncached run (>= 20x faster). And W2 with ``cache: {runner: true}`` on an empty cache
+    against the cache off (<= 1.05x).
 
 Every figure is a separate child process: wall time is ``time.perf_counter`` around it, peak
 memory its ``ru_maxrss`` from ``os.wait4``. yamleval and its baseline run alternately; the
@@ -721,6 +725,122 @@ def workload_v(suite: Suite) -> None:
     suite.details["V"] = {"repeats": {str(k): v for k, v in runs.items()}, "compare": compared}
 
 
+C_ITEMS, C_CONCURRENCY, C_SPEEDUP, C_EMPTY = 1000, 2, 20.0, 1.05
+JUDGE_SERVER = '''\
+"""A local OpenAI-compatible judge: every chat completion, after %(delay)r s, grades "pass"."""
+import http.server
+import json
+import time
+
+REPLY = json.dumps({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+    "role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+        "name": "grade", "arguments": json.dumps({"verdict": "pass", "reasoning": "matches"})}}]}}],
+    "usage": {"prompt_tokens": 120, "completion_tokens": 12}}).encode("utf-8")
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        time.sleep(%(delay)r)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(REPLY)))
+        self.end_headers()
+        self.wfile.write(REPLY)
+
+    def log_message(self, *args):
+        pass
+
+
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256
+
+
+server = Server(("127.0.0.1", 0), Handler)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+'''
+JUDGED_CONFIG = '''\
+models:
+  grader: {base_url: "http://127.0.0.1:%(port)d/v1", model: judge, temperature: 0}
+defaults: {concurrency: %(concurrency)d, cache: {path: %(cache)s}}
+reports: {formats: [json]}
+experiments:
+  - id: judged
+    dataset: {file: %(file)s}
+    runner: bench_plugins:answer
+    scorers: [{uses: judge, with: {model: grader}}]
+'''
+
+
+def workload_c(suite: Suite) -> None:
+    """The answer cache: what it saves when full, what it costs when empty."""
+    data = suite.path("c.jsonl")
+    write_datasets([(data, C_ITEMS)])
+    script = suite.path("judge_server.py")
+    with open(script, "w", encoding="utf-8") as out:
+        out.write(JUDGE_SERVER % {"delay": W2_DELAY})
+    server, port = start_server(suite, [sys.executable, script])
+    cache = suite.path("c-cache.db")
+    try:
+        config = suite.path("c.yaml")
+        with open(config, "w", encoding="utf-8") as out:
+            out.write(JUDGED_CONFIG % {"port": port, "concurrency": C_CONCURRENCY, "cache": cache,
+                                       "file": os.path.basename(data)})
+        command, reports, store = run_command(suite, "c", config)
+        uncached, cached = [], []
+        for index in range(suite.repeat):
+            progress(f"C {C_ITEMS:,} judged items, uncached then from the cache, run {index + 1} of {suite.repeat}")
+            for path in (cache, cache + "-wal", cache + "-shm"):
+                if os.path.exists(path):
+                    os.remove(path)
+            forget_store(store)
+            uncached.append(measure(command, suite.folder, suite.path("c-uncached.log")))
+            forget_store(store)
+            cached.append(measure(command, suite.folder, suite.path("c-cached.log")))
+            hits = json.load(open(os.path.join(reports, "results.json")))["experiments"][0]["summary"]["cache"]["hits"]
+            if hits != C_ITEMS:
+                raise Failed(f"C: the second run took {hits:,} of {C_ITEMS:,} answers from the cache")
+    finally:
+        stop_server(server)
+    speedup = med(uncached, 0) / med(cached, 0)
+    suite.target("C judged from the cache", med(cached, 0), med(uncached, 0), 1 / speedup,
+                 f">= {C_SPEEDUP:g}x faster", speedup >= C_SPEEDUP, note=f"{speedup:.1f}x faster")
+    suite.say(f"C   {C_ITEMS:,} items judged at a 50 ms server, concurrency {C_CONCURRENCY}: uncached "
+              f"{seconds(uncached)}, from the cache {seconds(cached)} ({speedup:.1f}x faster)")
+    name = "c-w2"
+    w2_data = suite.path(f"{name}.jsonl")
+    write_datasets([(w2_data, W2_ITEMS)])
+    server, port = start_server(suite)
+    empty, off = [], []
+    try:
+        config = write_config(suite, name, w2_data, HTTP_RUNNER % f"http://127.0.0.1:{port}/", ["json"])
+        with open(config, "a", encoding="utf-8") as out:
+            out.write(f"defaults: {{cache: {{runner: true, path: {cache}}}}}\n")
+        command, reports, store = run_command(suite, name, config, ("--concurrency", str(W2_CONCURRENCY)))
+        measure(command + ["--no-cache"], suite.folder, suite.path(f"{name}.log"), ok_codes=(0, 1))  # warm-up
+        for index in range(suite.repeat):
+            progress(f"C W2 with an empty cache and with the cache off, run {index + 1} of {suite.repeat}")
+            for path in (cache, cache + "-wal", cache + "-shm"):
+                if os.path.exists(path):
+                    os.remove(path)
+            forget_store(store)
+            empty.append(measure(command, suite.folder, suite.path(f"{name}.log"), ok_codes=(0, 1)))
+            forget_store(store)
+            off.append(measure(command + ["--no-cache"], suite.folder, suite.path(f"{name}.log"), ok_codes=(0, 1)))
+    finally:
+        stop_server(server)
+    ratio = med(empty, 0) / med(off, 0)
+    suite.target("C W2 empty cache wall", med(empty, 0), med(off, 0), ratio, f"<= {C_EMPTY:g}x cache off",
+                 ratio <= C_EMPTY)
+    suite.say(f"    W2 with an empty cache {seconds(empty)}, with the cache off {seconds(off)}")
+    suite.details["C"] = {"uncached": uncached, "cached": cached, "w2_empty_cache": empty, "w2_cache_off": off}
+
+
 def server_counts(port: int) -> dict:
     """What the throttled server admitted and refused so far."""
     import urllib.request
@@ -928,14 +1048,14 @@ def write_json(path: str, suite: Suite, machine: dict, total: float) -> None:
         out.write("\n")
 
 
-WORKLOADS = ("W1", "W2", "W3", "W4", "R", "S", "V")
+WORKLOADS = ("W1", "W2", "W3", "W4", "R", "S", "V", "C")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: W1 2,000, W3 20,000 vs 2,000, R 2,000 items, 1 run each")
-    parser.add_argument("--only", default=",".join(WORKLOADS), help="comma-separated: W1,W2,W3,W4,R,S,V")
+    parser.add_argument("--only", default=",".join(WORKLOADS), help="comma-separated: W1,W2,W3,W4,R,S,V,C")
     parser.add_argument("--repeat", type=int, help="runs of each measurement, median shown (default 3; W3 1)")
     parser.add_argument("--json", default="bench-results.json", help="where the figures go (default: %(default)s)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder and print its path")
@@ -959,7 +1079,8 @@ def main(argv=None) -> int:
                "w3_repeat": w3_repeat, "quick": args.quick, "platform": sys.platform,
                "command": " ".join(["python", "bench/run_bench.py", *(argv if argv is not None else sys.argv[1:])])}
     workloads = {"W1": workload_w1, "W2": workload_w2, "W3": lambda s: workload_w3(s, w3_repeat),
-                 "W4": workload_w4, "R": workload_r, "S": workload_s, "V": workload_v}
+                 "W4": workload_w4, "R": workload_r, "S": workload_s, "V": workload_v,
+                 "C": workload_c}
     try:
         with open(suite.path("bench_plugins.py"), "w", encoding="utf-8") as out:
             out.write(PLUGIN % {"answers": dict(QUESTIONS)})

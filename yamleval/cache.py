@@ -32,6 +32,7 @@ from yamleval.store_errors import cannot, cause
 
 DEFAULT_PATH, DEFAULT_TTL, DEFAULT_MAX_SIZE = CacheSettings.path, CacheSettings.ttl, CacheSettings.max_size
 BUSY_SECONDS = 30.0
+FLUSH_SECONDS = 1.0
 _TOUCH_AFTER = 3600.0  # seconds: how stale an entry's last use may get before a hit writes it again
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL,"
            " used REAL NOT NULL, size INTEGER NOT NULL, tokens INTEGER NOT NULL, cost REAL)",
@@ -60,6 +61,8 @@ class Cache:
     def __init__(self, path: str = DEFAULT_PATH, ttl: float = DEFAULT_TTL, max_size: int = DEFAULT_MAX_SIZE):
         self.path, self.ttl, self.max_size = path, ttl, max_size
         self._lock = threading.Lock()
+        self._pending: list[tuple] = []
+        self._flushed = time.time()
         try:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
             self._db = sqlite3.connect(path, timeout=BUSY_SECONDS, check_same_thread=False, isolation_level=None)
@@ -91,14 +94,27 @@ class Cache:
 
     def put(self, entry: str, value: Any, tokens: int = 0, cost: float | None = None) -> None:
         """Keep ``value`` (JSON, secrets already replaced) under ``entry``; ``tokens`` and ``cost``:
-        what the answer took, so that a hit can say what it saved."""
+        what the answer took, so that a hit can say what it saved. Written with others, at most
+        ``FLUSH_SECONDS`` later (and by ``close``): one transaction for many answers."""
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
         now = time.time()
-        self._write(lambda: self._db.execute(
-            "INSERT OR REPLACE INTO entries (key, value, created, used, size, tokens, cost) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (entry, text, now, now, len(text) + len(entry), tokens, cost)))
+        with self._lock:
+            self._pending.append((entry, text, now, now, len(text) + len(entry), tokens, cost))
+            due = now - self._flushed >= FLUSH_SECONDS
+        if due:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the answers kept since the last flush."""
+        with self._lock:
+            rows, self._pending, self._flushed = self._pending, [], time.time()
+        if rows:
+            self._write(lambda: self._db.executemany(
+                "INSERT OR REPLACE INTO entries (key, value, created, used, size, tokens, cost)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)", rows))
 
     def stats(self) -> Stats:
+        self.flush()
         with self._lock:
             row = self._db.execute("SELECT count(*), coalesce(sum(size), 0), coalesce(sum(tokens), 0), min(created),"
                                    " max(created) FROM entries").fetchone()
@@ -107,6 +123,7 @@ class Cache:
     def prune(self) -> int:
         """Delete the entries older than the ttl, then the least recently used past ``max_size``;
         how many went."""
+        self.flush()
         before = self.stats().entries
 
         def work() -> None:
@@ -137,8 +154,11 @@ class Cache:
             return self._db.execute("PRAGMA integrity_check").fetchone()[0]
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        try:
+            self.flush()
+        finally:
+            with self._lock:
+                self._db.close()
 
 
 # -- what one call may use -----------------------------------------------------------------

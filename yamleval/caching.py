@@ -7,9 +7,12 @@ the experiment's ``vars`` and the item.
 """
 from __future__ import annotations
 
+import sqlite3
+import threading
 from typing import Any, Mapping
 
 from yamleval import __version__, cache
+from yamleval.errors import UsageError
 from yamleval.types import Item
 
 MODEL_RUNNERS = frozenset({"openai", "agent"})  # whose model calls are cached one request at a time
@@ -24,6 +27,7 @@ class Caching:
         experiment = prepared.experiment
         self.settings, self.secrets = settings, prepared.secrets
         self._cache: cache.Cache | None = None
+        self._opening = threading.Lock()
         self.requests = experiment.runner.uses in MODEL_RUNNERS
         self.runner = None
         if settings.runner and not self.requests:
@@ -37,9 +41,10 @@ class Caching:
         return cache.Use(self._open, self.settings, repeat, self.secrets, self.requests)
 
     def _open(self) -> cache.Cache:
-        if self._cache is None:  # a race opens it twice at worst: both connections work
-            self._cache = cache.Cache(self.settings.path, self.settings.ttl, self.settings.max_size)
-        return self._cache
+        with self._opening:
+            if self._cache is None:
+                self._cache = cache.Cache(self.settings.path, self.settings.ttl, self.settings.max_size)
+            return self._cache
 
     def runner_entry(self, use: cache.Use, item: Item) -> str | None:
         """The key of the runner's whole answer to ``item``, or None when it is not kept whole."""
@@ -54,9 +59,12 @@ class Caching:
         return {name: kept.get(name) for name in ("output", "usage", "metadata", "trace")}
 
     def close(self) -> None:
+        """Write what is kept, prune, close; a cache that cannot be written costs the next run
+        its answers, never this run its results."""
         if self._cache is not None:
             try:
                 self._cache.prune()
-            finally:
                 self._cache.close()
+            except (sqlite3.Error, UsageError):
+                pass
 
