@@ -29,7 +29,7 @@ S   ``yamleval validate evals.yaml`` (<= 0.5 s) and ``yamleval --help`` (<= 0.3 
 V   100,000 items with ``--repeats 3`` against ``--repeats 1`` (peak memory <= 1.2x: flat), and
     ``yamleval compare`` of two stored runs of that size (< 5 s).
 C   The answer cache. 1,000 items judged by a model (temperature 0) at a local OpenAI-compatible
-    server that answers after 50 ms, concurrency 2: a run answered wholly from the cache against
+    server that answers after 50 ms, one at a time: a run answered wholly from the cache against
     the uncached run (>= 20x faster). And W2 with ``cache: {runner: true}`` on an empty cache
     against the cache off (<= 1.05x).
 
@@ -725,7 +725,7 @@ def workload_v(suite: Suite) -> None:
     suite.details["V"] = {"repeats": {str(k): v for k, v in runs.items()}, "compare": compared}
 
 
-C_ITEMS, C_CONCURRENCY, C_SPEEDUP, C_EMPTY = 1000, 2, 20.0, 1.05
+C_ITEMS, C_CONCURRENCY, C_SPEEDUP, C_EMPTY = 1000, 1, 20.0, 1.05
 JUDGE_SERVER = '''\
 """A local OpenAI-compatible judge: every chat completion, after %(delay)r s, grades "pass"."""
 import http.server
