@@ -138,8 +138,9 @@ def _runner_call(prepared: plan.Prepared, context: ItemContext) -> Call:
         request = getattr(bound.function, "request", None) if _built_in(bound) else None
         if request is not None:
             shown = request(**arguments)
-            if "url" in shown:
-                return Call(what, f"{shown['method']} {shown['url']}", shown, per_item=1)
+            if "url" in shown:  # a request: its method and URL are the line above what it sends
+                sent = {key: value for key, value in shown.items() if key not in ("method", "url")}
+                return Call(what, f"{shown['method']} {shown['url']}", sent, per_item=1)
             return Call(what, "a program, run for the item", shown)
     except Exception as exc:
         return Call(what, "no request", problem=f"the run would fail here: {describe_exception(exc)}")
@@ -295,7 +296,7 @@ def _estimate_line(e: Estimate) -> str:
     if e.calls is None:
         return f"unknown ({'; '.join(e.unknown)})"
     completion = "unbounded" if e.completion_tokens is None else f"≤ {_count(e.completion_tokens, 'token')}"
-    cost = "unknown" if e.cost is None else f"≈ {e.cost:.4f}"
+    cost = "unknown" if e.cost is None else f"≈ {e.cost:,.2f}" if e.cost >= 1 else f"≈ {e.cost:.3g}"
     line = f"{_count(e.calls, 'call')}, prompt ≈ {_count(e.prompt_tokens, 'token')}, completion {completion}, cost {cost}"
     return line + (f" ({'; '.join(e.unknown)})" if e.unknown else "")
 
