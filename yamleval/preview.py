@@ -223,7 +223,9 @@ def _estimate(items: Sequence[ItemPreview], total: int | None, repeats: int, pri
     if total is None:
         return Estimate(None, None, None, None, unknown=("a remote dataset: its items are not counted",))
     if not items:
-        return Estimate(None, None, None, None, unknown=("no item previewed",)) if total else Estimate(0, 0, 0, 0.0, 0, 0)
+        if total:
+            return Estimate(None, None, None, None, unknown=("no item previewed",))
+        return Estimate(0, 0, 0, 0.0, 0, 0)
     runs = total * repeats / len(items)  # each previewed item stands for this many runs
     slots: dict[int, list[Call]] = {}
     for item in items:
@@ -297,7 +299,8 @@ def _estimate_line(e: Estimate) -> str:
         return f"unknown ({'; '.join(e.unknown)})"
     completion = "unbounded" if e.completion_tokens is None else f"≤ {_count(e.completion_tokens, 'token')}"
     cost = "unknown" if e.cost is None else f"≈ {e.cost:,.2f}" if e.cost >= 1 else f"≈ {e.cost:.3g}"
-    line = f"{_count(e.calls, 'call')}, prompt ≈ {_count(e.prompt_tokens, 'token')}, completion {completion}, cost {cost}"
+    line = (f"{_count(e.calls, 'call')}, prompt ≈ {_count(e.prompt_tokens, 'token')}, completion {completion}, "
+            f"cost {cost}")
     return line + (f" ({'; '.join(e.unknown)})" if e.unknown else "")
 
 
@@ -314,7 +317,8 @@ def render(previews: Sequence[ExperimentPreview], secrets: Secrets) -> str:
                 lines.append(f"    {call.what} -> {call.target}")
                 lines.append(f"      {call.problem}" if call.problem else _json(call.shown, "      "))
         lines.append("")
-    lines.append("estimate (approximate: prompt tokens are the model prompts' characters / 4, completions at their max_tokens)")
+    lines.append("estimate (approximate: prompt tokens are the model prompts' characters / 4, "
+                 "completions at their max_tokens)")
     for p in previews:
         e = p.estimate
         runs = "" if e.runner_calls is None else (
