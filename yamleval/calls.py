@@ -94,7 +94,9 @@ class BoundCall:
         self.is_async = is_async
         self.requires_expected = requires_expected
 
-    def __call__(self, context: ItemContext) -> Any:
+    def arguments(self, context: ItemContext) -> dict[str, Any]:
+        """The keyword arguments the plugin is called with for this item: the context names it
+        asks for and its ``with:`` values, templates rendered."""
         kwargs = {name: getattr(context, name) for name in self.wanted}
         if self.static:
             kwargs.update(self.static)
@@ -102,7 +104,10 @@ class BoundCall:
             names = context.names()
             for key, render in self.templated.items():
                 kwargs[key] = render(names)
-        result = self.function(**kwargs)
+        return kwargs
+
+    def __call__(self, context: ItemContext) -> Any:
+        result = self.function(**self.arguments(context))
         if self.is_async or (type(result) not in _NEVER_AWAITABLE and inspect.isawaitable(result)):
             result = run_awaitable(result)
         return result

@@ -2,7 +2,7 @@
 
     running   run (with --resume)
     history   runs, show, report, compare
-    here      init, validate, schema
+    here      init, validate, preview, schema
     cache_commands  cache stats, prune, clear
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Commands about the project in this folder: init, validate, schema."""
+"""Commands about the project in this folder: init, validate, preview, schema."""
 from __future__ import annotations
 
 import click
@@ -53,6 +53,26 @@ def validate(paths):
     raise_all(errors)
     count = len(project.experiments)
     click.echo(f"ok: {count} experiment{'s' if count != 1 else ''} in {', '.join(project.files)}")
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path(dir_okay=False))
+@click.option("-e", "--experiment", "experiment_ids", multiple=True, metavar="ID",
+              help="Preview only this experiment (repeatable).")
+@click.option("--limit", type=click.IntRange(min=0), default=3, show_default=True,
+              help="Show the requests of the first N items of each experiment.")
+def preview(paths, experiment_ids, limit):
+    """Show what a run of PATHS (default: evals.yaml) would send, and estimate its calls, tokens
+    and cost, without calling anything: the runner's request and every LLM judge's prompt for
+    the first items, secrets masked. Exit code 0, or 2 for an invalid config."""
+    from yamleval import preview as previewing
+    from yamleval.runs import select_experiments
+
+    project = load(paths)
+    experiments = select_experiments(project, experiment_ids)
+    shown = previewing.preview(experiments, limit)
+    secrets = experiments[0].secrets if experiments else None
+    click.echo(previewing.render(shown, secrets) if secrets else "no experiments\n", nl=False)
 
 
 @cli.command()

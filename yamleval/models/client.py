@@ -80,6 +80,26 @@ def cut_off_note(max_tokens: int | None) -> str:
         "answer cut off at the server's default max_tokens (none is set)"
 
 
+def request_body(config: ModelConfig, messages: Sequence[Mapping[str, Any]], *,
+                 tools: Sequence[Mapping[str, Any]] | None = None, tool_choice: Any = None,
+                 response_format: Mapping[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    """The JSON body of one chat completion to the endpoint of ``config``: its model and settings,
+    the messages, then the options given."""
+    body: dict[str, Any] = {"model": config.model, "messages": list(messages)}
+    for key in ("temperature", "max_tokens", "seed"):
+        value = getattr(config, key)
+        if value is not None:
+            body[key] = value
+    if tools is not None:
+        body["tools"] = list(tools)
+    if tool_choice is not None:
+        body["tool_choice"] = tool_choice
+    if response_format is not None:
+        body["response_format"] = dict(response_format)
+    body.update(extra)
+    return body
+
+
 class ChatClient:
     """Chat Completions over one pooled session. Thread-safe; close it when done.
 
@@ -129,18 +149,12 @@ class ChatClient:
              tool_choice: Any = None, response_format: Mapping[str, Any] | None = None,
              **extra: Any) -> ChatReply:
         """Send one chat completion request, retrying transient failures; raise ModelError."""
-        body: dict[str, Any] = {"model": self.config.model, "messages": list(messages)}
-        for key in ("temperature", "max_tokens", "seed"):
-            value = getattr(self.config, key)
-            if value is not None:
-                body[key] = value
-        if tools is not None:
-            body["tools"] = list(tools)
-        if tool_choice is not None:
-            body["tool_choice"] = tool_choice
-        if response_format is not None:
-            body["response_format"] = dict(response_format)
-        body.update(extra)
+        return self.send(request_body(self.config, messages, tools=tools, tool_choice=tool_choice,
+                                      response_format=response_format, **extra))
+
+    def send(self, body: Mapping[str, Any]) -> ChatReply:
+        """POST one request ``body`` (``request_body`` made it) and read the reply; one asked
+        before comes from the answer cache when the call under way may use it (``cache``)."""
         use = cache.current()
         entry = use.key({"call": "chat", "url": transport.shown_url(self.url), "body": body}) \
             if use is not None and use.caches_request(body) else None

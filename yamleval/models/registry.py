@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:
     from yamleval.models.client import ChatClient
+    from yamleval.models.config import ModelConfig
 
 
 class Models:
@@ -34,12 +35,20 @@ class Models:
             return f"no model '{name}' in `models:` (did you mean '{close[0]}'?)"
         return f"no model '{name}' in `models:` (declared: {', '.join(self.names()) or 'none'})"
 
+    def config(self, name: str) -> ModelConfig:
+        """The settings of the endpoint ``name``; a scripted one's ``base_url`` is ``script:<file>``."""
+        from yamleval.models.config import ModelConfig
+
+        entry = self.configs[name]
+        if "script" in entry:
+            return ModelConfig(name=name, base_url=f"script:{entry['script']}", model=str(entry.get("model")))
+        return ModelConfig.from_mapping(name, entry, retries=self.retries, timeout=self.timeout)
+
     def client(self, name: str) -> ChatClient:
         problem = self.unknown(name)
         if problem:
             raise KeyError(problem)
         from yamleval.models.client import ChatClient  # requests is slow to import
-        from yamleval.models.config import ModelConfig
 
         with self._lock:
             if name not in self._clients and "script" in self.configs[name]:
@@ -48,8 +57,7 @@ class Models:
                 path = os.path.join(self.base_dir, str(self.configs[name]["script"]))
                 self._clients[name] = ScriptedClient.from_file(name, path, str(self.configs[name].get("model")))
             if name not in self._clients:
-                config = ModelConfig.from_mapping(name, self.configs[name], retries=self.retries, timeout=self.timeout)
-                self._clients[name] = ChatClient(config)
+                self._clients[name] = ChatClient(self.config(name))
             return self._clients[name]
 
     def close(self) -> None:

@@ -74,17 +74,10 @@ def command(item: Item, argv: list | None = None, shell: str | None = None, stdi
     TimeoutError raised. A non-zero exit raises RuntimeError with the exit code and the end
     of stderr.
     """
-    args = _arguments(argv, shell)
-    if stdin not in STDIN_MODES:
-        raise ValueError(f"stdin must be one of {', '.join(STDIN_MODES)}, not {stdin!r}")
+    args, data, variables = _invocation(item, argv, shell, stdin, env)
     if isinstance(max_output_mb, bool) or not isinstance(max_output_mb, (int, float)) or not max_output_mb > 0:
         raise ValueError(f"`max_output_mb` must be a number of megabytes above 0, not {max_output_mb!r}")
-    data = _stdin_bytes(item, stdin)
-    if env is not None and not isinstance(env, dict):
-        raise ValueError(f"env must be a mapping of names to values, not {type(env).__name__}")
-    required = stdin == "none" or any("YAMLEVAL_INPUT" in a for a in args)
-    environment = {**os.environ, **{str(k): str(v) for k, v in (env or {}).items()},
-                   **_item_variables(item, required)}
+    environment = {**os.environ, **variables}
 
     seconds = float(timeout)
     if deadline is not None and deadline - time.monotonic() < seconds:
@@ -104,6 +97,33 @@ def command(item: Item, argv: list | None = None, shell: str | None = None, stdi
     if leftovers:
         metadata["killed_leftovers"] = leftovers
     return RunnerResult(output=output, metadata=metadata)
+
+
+def _invocation(item: Item, argv: Any, shell: Any, stdin: Any, env: Any) -> tuple[list[str], bytes | None, dict]:
+    """The program's arguments, what it reads on stdin, and the variables added to its environment."""
+    args = _arguments(argv, shell)
+    if stdin not in STDIN_MODES:
+        raise ValueError(f"stdin must be one of {', '.join(STDIN_MODES)}, not {stdin!r}")
+    data = _stdin_bytes(item, stdin)
+    if env is not None and not isinstance(env, dict):
+        raise ValueError(f"env must be a mapping of names to values, not {type(env).__name__}")
+    required = stdin == "none" or any("YAMLEVAL_INPUT" in a for a in args)
+    return args, data, {**{str(k): str(v) for k, v in (env or {}).items()}, **_item_variables(item, required)}
+
+
+def _what_is_run(item: Item, argv: list | None = None, shell: str | None = None, stdin: str = "json",
+                 env: dict | None = None, cwd: str | None = None, **options: Any) -> dict[str, Any]:
+    """What ``command`` runs for one item, without running it (``yamleval preview``): its argv, its
+    stdin and the names of the variables it adds to the environment (their values may be secrets)."""
+    args, data, variables = _invocation(item, argv, shell, stdin, env)
+    shown: dict[str, Any] = {"argv": args, "stdin": None if data is None else data.decode("utf-8"),
+                             "env": sorted(variables)}
+    if cwd is not None:
+        shown["cwd"] = cwd
+    return shown
+
+
+command.request = _what_is_run
 
 
 def _output(printed: _Printed, parse_json: bool, max_output_mb: float) -> Any:

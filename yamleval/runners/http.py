@@ -52,12 +52,7 @@ def http(item: Item, url: str, method: str = "POST", headers: dict | None = None
                                   credentials="the runner's `headers`",
                                   missing="nothing is at that URL: correct the runner's `url` (or, when 404 is "
                                           "an answer to score, list it in `status`)")
-    request = {"headers": {str(k): str(v) for k, v in (headers or {}).items()}, "params": query or None}
-    if body is not None:
-        kind = "text/plain; charset=utf-8" if isinstance(body, str) else "application/json"
-        request["data"] = (body if isinstance(body, str) else json.dumps(body)).encode("utf-8")
-        if not any(k.lower() == "content-type" for k in request["headers"]):
-            request["headers"]["Content-Type"] = kind
+    request = _request(headers, query, body)
     try:
         reply = transport.request(_session(), method, url, timeout=float(timeout), max_bytes=limit,
                                   retries=int(retries), accept=_accepted(status), limiter=limiter,
@@ -77,6 +72,34 @@ def http(item: Item, url: str, method: str = "POST", headers: dict | None = None
     if reply.attempts > 1:
         metadata["attempts"] = reply.attempts
     return RunnerResult(output=answer, metadata=metadata, usage=tokens)
+
+
+def _request(headers: dict | None, query: dict | None, body: Any) -> dict[str, Any]:
+    """The headers, query parameters and encoded body of the request, as ``transport.request`` takes them."""
+    request = {"headers": {str(k): str(v) for k, v in (headers or {}).items()}, "params": query or None}
+    if body is not None:
+        kind = "text/plain; charset=utf-8" if isinstance(body, str) else "application/json"
+        request["data"] = (body if isinstance(body, str) else json.dumps(body)).encode("utf-8")
+        if not any(k.lower() == "content-type" for k in request["headers"]):
+            request["headers"]["Content-Type"] = kind
+    return request
+
+
+def _what_is_sent(item: Item, url: str, method: str = "POST", headers: dict | None = None,
+                  query: dict | None = None, body: Any = None, retries: int = 2, **options: Any) -> dict[str, Any]:
+    """What ``http`` sends for one item, without sending it (``yamleval preview``): the method,
+    the URL as messages show it, the query, the headers and the body, as the request holds them."""
+    method, _ = _check(url, method, retries)
+    request = _request(headers, query, body)
+    sent: dict[str, Any] = {"method": method, "url": transport.shown_url(url), "headers": request["headers"]}
+    if request["params"]:
+        sent["query"] = request["params"]
+    if "data" in request:
+        sent["body"] = request["data"].decode("utf-8") if isinstance(body, str) else json.loads(request["data"])
+    return sent
+
+
+http.request = _what_is_sent
 
 
 def _check(url: Any, method: Any, retries: Any) -> tuple[str, str]:
