@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from yamleval.budget import Budget
 from yamleval.config.yaml_source import Path, SourceMap
 from yamleval.redaction import Secrets
 
@@ -138,6 +139,7 @@ class Experiment:
     confidence: float = DEFAULTS["confidence"]  # of the intervals around its pass rates and means
     repeats: int = DEFAULTS["repeats"]  # runs of each item
     reduce: str = DEFAULTS["reduce"]  # how an item's repeats become its verdict (``repeats``)
+    budget: Budget | None = None  # what it may spend (``yamleval.budget``)
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     secrets: Secrets = field(default_factory=Secrets, repr=False, compare=False)  # of the project's whole load
 
@@ -222,5 +224,7 @@ def build_experiment(data: Mapping[str, Any], raw: Mapping[str, Any], path: Path
         concurrency=settings["concurrency"], timeout=float(settings["timeout"]), retries=settings["retries"],
         confidence=float(settings["confidence"]),
         repeats=settings["repeats"], reduce=settings["reduce"],
+        # each limit of the experiment's budget: its own, else the one of ``defaults``
+        budget=Budget.read({**(defaults.get("budget") or {}), **(data.get("budget") or {})}),
         raw=raw,
     )
