@@ -137,6 +137,10 @@ class _Loader:
         if not stack:
             self.settings = {k: data[k] for k in ("models", "store", "reports", "budget") if k in data}
             self.settings["base_dir"] = base_dir
+        elif "budget" in data:  # not ignored: a budget left out would let the run spend without one
+            self.errors.append(source.error(("budget",), "a budget over the whole run belongs in the project file"
+                                            " that is run, not in an included one", key=True,
+                                            hint="move it there, or give the experiments here `budget:` each"))
         for index, entry in enumerate(data.get("experiments") or []):
             at = ("experiments", index)
             self.experiments.append(build_experiment(entry, raw["experiments"][index], at, source,
