@@ -167,6 +167,7 @@ def summary_text(result: ExperimentResult) -> str:
 
 def verdict_word(result: ExperimentResult, short: bool = False) -> str:
     """``PASSED``, ``FAILED``, ``INTERRUPTED``, ``STOPPED (could not evaluate)``, ..."""
-    words = {"aborted": f"STOPPED ({stopped_because(result)})",
+    stopped = f"STOPPED ({stopped_because(result)})"
+    words = {"aborted": stopped, "stopped": stopped,
              "incomplete": "INCOMPLETE" if short else f"INCOMPLETE: {INCOMPLETE}"}
     return words.get(result.outcome, result.outcome.upper())

@@ -9,9 +9,9 @@ import dataclasses
 import threading
 import time
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from yamleval import cache, criteria, endpoints, records, repeats, throttle
+from yamleval import budget, cache, criteria, endpoints, records, repeats, throttle
 from yamleval.aggregate import Aggregator
 from yamleval.caching import Caching
 from yamleval.calls import ItemContext, close_thread_loop
@@ -166,7 +166,8 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
                    stop: threading.Event | None = None, abandon: threading.Event | None = None,
                    previous: Iterable[ItemResult] = (), keep_items: bool = True,
                    partial: Mapping[str, Mapping[int, ItemResult]] | None = None,
-                   on_repeat: RepeatCallback | None = None) -> ExperimentResult:
+                   on_repeat: RepeatCallback | None = None,
+                   budgets: Sequence[budget.Limit] = ()) -> ExperimentResult:
     """Run one experiment and return its result, items in dataset order.
 
     ``stop`` set: start no new items, finish those running. ``abandon`` set: stop waiting
@@ -181,6 +182,9 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
     and is recorded once all its runs are in (``repeats``); ``on_repeat`` sees each repeat that
     leaves its item unfinished (the command line stores them), and ``partial`` gives those of a
     resumed run (by item id and repeat number), which are not run again.
+    ``budgets`` reached (by the tokens and cost of every item, ``previous`` included, and the
+    time since it started): no new item starts; ``aborted`` says which, at what figure, and
+    ``stopped_by_budget`` is set.
     """
     experiment = prepared.experiment
     dataset = prepared.open_dataset(limit)
@@ -190,6 +194,15 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
     executor = LocalExecutor(concurrency or experiment.concurrency, experiment.timeout, close_thread_loop)
     first_calls = endpoints.first_calls(executor.concurrency)
     unusable: list[endpoints.Unusable] = []
+    over_budget: list[str] = []
+
+    def check_budgets() -> None:
+        spent = budget.spent((aggregator.tokens.usage(), aggregator.judge_tokens.usage()), time.perf_counter() - started,
+                             aggregator.cache)
+        found = budget.first_reached(budgets, spent)
+        if found is not None:
+            over_budget.append(found)
+            executor.halt()
 
     def warn_callback(name: str, exc: BaseException) -> None:
         if len(warnings) < 20:
@@ -205,6 +218,8 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
             if found is not None:
                 unusable.append(found)
                 executor.halt()
+        if budgets and not over_budget:
+            check_budgets()
         if on_item is not None:
             try:
                 on_item(result)
@@ -225,6 +240,8 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
     items = _unfinished(dataset, done, experiment.id) if done else iter(dataset)
     started_at, started, calls = _now(), time.perf_counter(), throttle.snapshot()
     endpoint_counts = endpoints.snapshot()
+    if budgets:  # one reached already (a resumed run): nothing starts
+        check_budgets()
     caching = _caching(prepared)
     processor = _ItemProcessor(prepared, caching)
     try:
@@ -257,17 +274,20 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
     summary = dataclasses.replace(criteria.with_criteria(summary, experiment.pass_criteria),
                                   throttling=throttle.since(calls))
     interrupted = bool(stop is not None and stop.is_set())
-    aborted, could_not_evaluate = None, False
+    aborted, could_not_evaluate, stopped_by_budget = None, False, False
     if executor.failure is not None:
         failure = executor.failure
         aborted = getattr(failure, "format_message", lambda: f"dataset: {describe_exception(failure)}")()
     elif unusable:
         aborted, could_not_evaluate = unusable[0].message(), True
+    elif over_budget:
+        aborted, stopped_by_budget = over_budget[0], True
     return redact_experiment(ExperimentResult(
         experiment_id=experiment.id, label=experiment.label,
         passed=criteria.verdict(summary, bool(experiment.pass_criteria)) and not interrupted and aborted is None,
         summary=summary, items=finished, started_at=started_at, completed_at=_now(),
         interrupted=interrupted, warnings=tuple(warnings), aborted=aborted, could_not_evaluate=could_not_evaluate,
+        stopped_by_budget=stopped_by_budget,
         description=experiment.description, tags=experiment.tags, runner=experiment.runner.written(),
         dataset=experiment.dataset.describe(), scorers=tuple(s.plugin.written() for s in experiment.scorers),
     ), prepared.secrets)

@@ -17,6 +17,7 @@ class ExitCode(enum.IntEnum):
     FAILED = 1
     CONFIG_ERROR = 2
     COULD_NOT_EVALUATE = 3
+    STOPPED_BY_BUDGET = 4
     INTERRUPTED = 130
 
 

@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 import sys
-from typing import Iterable
+from typing import Any, Iterable, Mapping
 
 from yamleval.config.model import Experiment
 
@@ -25,6 +25,34 @@ def config_hash(texts: dict[str, str]) -> str:
     for name in sorted(texts):
         digest.update(name.encode() + b"\0" + texts[name].encode() + b"\0")
     return digest.hexdigest()
+
+
+UNDECIDING = ("budget", "cache")  # keys that decide no answer: what a run may spend, what it keeps
+
+
+def same_but_budgets(before: Mapping[str, str], after: Mapping[str, str]) -> bool:
+    """Whether two sets of config texts say the same but for their ``budget:`` and ``cache:``
+    keys (of the project, its ``defaults`` and its experiments): neither decides an answer, so a
+    run resumed with a larger budget, or another cache, goes on."""
+    if before.keys() != after.keys():
+        return False
+    return all(_without_budgets(before[name]) == _without_budgets(after[name]) for name in before)
+
+
+def _without_budgets(text: str) -> Any:
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    if not isinstance(data, dict):
+        return data
+    for part in [data, data.get("defaults"), *(data.get("experiments") or [])]:
+        if isinstance(part, dict):
+            for key in UNDECIDING:
+                part.pop(key, None)
+    return data
 
 
 def dataset_hash(experiment: Experiment) -> str:

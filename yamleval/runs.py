@@ -11,6 +11,7 @@ import difflib
 import os
 import tempfile
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -18,9 +19,9 @@ from typing import Sequence
 
 from yamleval import __version__
 from yamleval.errors import ExitCode, UsageError, YamlevalError, display_path
-from yamleval.types import ExperimentResult, ItemResult, RunInfo
+from yamleval.types import CacheUse, ExperimentResult, ItemResult, RunInfo
 
-UNFINISHED = ("running", "interrupted", "crashed")
+UNFINISHED = ("running", "interrupted", "stopped", "crashed")  # stopped: by a budget
 DEFAULT_STORE = os.path.join(".yamleval", "results.db")
 
 
@@ -66,8 +67,13 @@ class RunOutcome:
         return self.run.status == "interrupted"
 
     @property
+    def stopped_by_budget(self) -> bool:
+        return self.run.status == "stopped"
+
+    @property
     def aborted(self) -> tuple[ExperimentResult, ...]:
-        """Experiments ended early: by a dataset error met mid-run, or an endpoint that cannot be used."""
+        """Experiments ended early: by a dataset error met mid-run, an endpoint that cannot be used,
+        or a budget reached."""
         return tuple(r for r in self.results if r.aborted)
 
     @property
@@ -77,11 +83,13 @@ class RunOutcome:
     @property
     def exit_code(self) -> ExitCode:
         """What ``yamleval run`` exits with: 130 interrupted, 3 an endpoint could not be used,
-        2 a dataset error stopped an experiment, else 0 passed or 1 failed."""
+        4 a budget stopped it, 2 a dataset error stopped an experiment, else 0 passed or 1 failed."""
         if self.interrupted:
             return ExitCode.INTERRUPTED
         if any(r.could_not_evaluate for r in self.results):
             return ExitCode.COULD_NOT_EVALUATE
+        if self.stopped_by_budget:
+            return ExitCode.STOPPED_BY_BUDGET
         if self.aborted:
             return ExitCode.CONFIG_ERROR
         return ExitCode.OK if self.passed else ExitCode.FAILED
@@ -121,12 +129,16 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     ``repeats``: how many times each item runs, whatever the experiments say. ``tags``: names
     the run is tagged with (yamleval.run_tags), so later runs can find it as their baseline.
     ``cache``: True keeps the runners' answers too, False keeps no answer (``yamleval.cache``);
-    ``refresh_cache``: read no kept answer. A config error raises ConfigError before anything is stored.
+    ``refresh_cache``: read no kept answer.
+    The project's ``budget`` spans the run, the earlier sessions of a resumed one included (but
+    for ``max_duration``, which counts this call's time); each experiment's spans the experiment.
+    A config error raises ConfigError before anything is stored.
     """
     from yamleval import fingerprint, plan, provenance, run_tags
     from yamleval.store import Store
 
     watcher = watcher or RunWatcher()
+    began = time.perf_counter()
     stop = stop or threading.Event()
     formats = project.report_formats if formats is None else tuple(formats)
     out_dir = report_dir or project.reports_dir or "reports"
@@ -155,13 +167,14 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     begun, rescore = {}, False
     if run_info is not None:
         run_id = run_info.run_id
-        changed = _changes(db, run_info, config_hash, dataset_hashes, project.environment, experiments, repeats)
+        changed = _changes(db, run_info, texts, config_hash, dataset_hashes, project.environment, experiments,
+                           repeats)
         if changed and not force:
             raise UsageError(f"cannot resume run {run_id}: {'; '.join(changed)} since it started (use --force to"
                              " resume anyway, its finished items scored again as the config now says, or run"
                              " afresh without --resume)")
         rescore = bool(changed)
-        if rescore:  # the run goes on under today's config, which scores all of its items
+        if rescore or config_hash != run_info.config_hash:  # it goes on under today's config (budgets, maybe)
             db.record_config(run_id, config_hash, texts, provenance.plugin_versions(experiments, __version__),
                              fingerprint.fingerprint(project.environment, experiments, repeats=repeats))
         begun = {stored.experiment_id: stored for stored in db.experiments(run_id)}
@@ -189,15 +202,17 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
         else:
             watcher.experiment_started(experiment_id)
             result = _run_experiment(db, run_id, position, ready, experiment_id in begun, rescore,
-                                     dataset_hashes[experiment_id], limit, concurrency, stop, abandon, watcher)
+                                     dataset_hashes[experiment_id], limit, concurrency, stop, abandon, watcher,
+                                     _limits(project, ready.experiment, results, time.perf_counter() - began))
         results.append(result)
         watcher.experiment_finished(result)
         if result.could_not_evaluate:  # the endpoint is likely another experiment's too: the run stops here
             break
     interrupted = stop.is_set()
     passed = len(results) == len(prepared) and all(r.passed for r in results) and not interrupted
-    run_info = dataclasses.replace(db.find_run(run_id), status="interrupted" if interrupted else "completed",
-                                   passed=passed, completed_at=now())
+    status = ("interrupted" if interrupted else "stopped" if any(r.stopped_by_budget for r in results)
+              else "completed")
+    run_info = dataclasses.replace(db.find_run(run_id), status=status, passed=passed, completed_at=now())
     watcher.writing_reports()
     written = _write_reports_then_finish(db, out_dir, formats, run_info, results)
     return RunOutcome(run_info, tuple(results), tuple(written))
@@ -211,7 +226,7 @@ def cached(settings, wanted: bool | None, refresh: bool):
 
 
 def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore: bool, dataset_hash: str, limit,
-                    concurrency, stop: threading.Event, abandon, watcher: RunWatcher) -> ExperimentResult:
+                    concurrency, stop: threading.Event, abandon, watcher: RunWatcher, limits) -> ExperimentResult:
     """One experiment, its items stored as they finish; resumed where it was ``begun`` before
     (its finished items scored again first, with ``rescore``)."""
     from yamleval import baseline, engine, plan, stored_repeats
@@ -245,7 +260,7 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore:
                 ready, concurrency=concurrency, limit=limit, on_item=on_item,
                 on_progress=lambda completed, total: watcher.progress(experiment_id, completed, total),
                 stop=stop, abandon=abandon, previous=previous, keep_items=False, partial=partial,
-                on_repeat=lambda number, result: keep(db.add_repeat, number, result))
+                on_repeat=lambda number, result: keep(db.add_repeat, number, result), budgets=limits)
     finally:
         if ready.models is not None:
             ready.models.close()
@@ -256,6 +271,19 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore:
     db.finish_experiment(run_id, result)
     # the items are in the store: reports and summaries read them from there, in order
     return dataclasses.replace(result, items=db.item_view(run_id, experiment_id, result.summary.completed))
+
+
+def _limits(project, experiment, results: Sequence[ExperimentResult], seconds: float) -> list:
+    """The budgets ``experiment`` runs under: its own, and the run's against what the experiments
+    before it spent (and the ``seconds`` this call has taken)."""
+    from yamleval import budget
+
+    limits = [budget.Limit(experiment.budget)] if experiment.budget is not None else []
+    if project.budget is not None:
+        usages = [usage for r in results for usage in (r.summary.tokens, r.summary.judge_tokens)]
+        saved = sum((r.summary.cache for r in results), CacheUse())
+        limits.append(budget.Limit(project.budget, "the run's", budget.spent(usages, seconds, saved)))
+    return limits
 
 
 def _resumable(db, ref: str, project, wanted: list[str] | None, force: bool) -> RunInfo:
@@ -298,14 +326,14 @@ def _not_running(run: RunInfo, force: bool) -> RunInfo:
     return run
 
 
-def _changes(db, run: RunInfo, config_hash: str, dataset_hashes: dict[str, str], environment, experiments,
-             repeats: int | None) -> list:
-    """What differs from when the run started: config text, datasets, --repeats, environment values,
-    plugin code."""
-    from yamleval import fingerprint
+def _changes(db, run: RunInfo, texts: dict[str, str], config_hash: str, dataset_hashes: dict[str, str], environment,
+             experiments, repeats: int | None) -> list:
+    """What differs from when the run started: config text (but budgets, which decide no answer),
+    datasets, --repeats, environment values, plugin code."""
+    from yamleval import fingerprint, provenance
 
     problems = []
-    if run.config_hash != config_hash:
+    if run.config_hash != config_hash and not provenance.same_but_budgets(run.config_text, texts):
         problems.append("the config files changed")
     for stored in db.experiments(run.run_id):
         was = stored.dataset_hash

@@ -266,7 +266,7 @@ class Store:
         self.flush()
         self._write(stored_repeats.DONE, [(run_id, result.experiment_id) * 2])
         status = ("interrupted" if result.interrupted else "unevaluated" if result.could_not_evaluate
-                  else "aborted" if result.aborted else "completed")
+                  else "stopped" if result.stopped_by_budget else "aborted" if result.aborted else "completed")
         self._write(
             "UPDATE experiments SET status = ?, passed = ?, interrupted = ?, aborted = ?, warnings = ?,"
             " completed_at = ?, summary = ?, started_at = ? WHERE run_id = ? AND experiment_id = ?",
@@ -349,6 +349,7 @@ class Store:
                 items=items, incomplete=incomplete, started_at=row["started_at"], completed_at=row["completed_at"],
                 interrupted=bool(row["interrupted"]), warnings=tuple(json.loads(row["warnings"] or "[]")),
                 aborted=row["aborted"], could_not_evaluate=row["status"] == "unevaluated",
+                stopped_by_budget=row["status"] == "stopped",
                 description=row["description"], tags=tuple(json.loads(row["tags"] or "[]")), runner=row["runner"],
                 dataset=row["dataset"], scorers=tuple(json.loads(row["scorers"] or "[]"))))
         return out

@@ -289,11 +289,13 @@ class ExperimentResult:
     scorers: tuple[str, ...] = ()
     incomplete: bool = False  # read back unfinished (its run crashed): the summary counts the items stored
     could_not_evaluate: bool = False  # aborted because an endpoint cannot be used: no verdict on quality
+    stopped_by_budget: bool = False  # aborted because a budget was reached (``aborted`` says which): resumable
 
     @property
     def outcome(self) -> str:
-        """How it ended, the first that holds: aborted, interrupted, incomplete, passed or failed."""
-        return ("aborted" if self.aborted else "interrupted" if self.interrupted else "incomplete" if self.incomplete
+        """How it ended, the first that holds: stopped (by a budget), aborted, interrupted, incomplete,
+        passed or failed."""
+        return ("stopped" if self.stopped_by_budget else "aborted" if self.aborted else "interrupted" if self.interrupted else "incomplete" if self.incomplete
                 else "passed" if self.passed else "failed")
 
 
@@ -302,7 +304,7 @@ class RunInfo:
     """One invocation of ``yamleval run``, as stored: what ran, where, with what."""
 
     run_id: str
-    status: Literal["running", "completed", "interrupted", "crashed"]
+    status: Literal["running", "completed", "interrupted", "stopped", "crashed"]  # stopped: by a budget
     started_at: str
     completed_at: str | None = None
     passed: bool | None = None
@@ -322,5 +324,5 @@ class StoredExperiment:
     """An experiment of a stored run: how far it got, and the hash of the dataset it read."""
 
     experiment_id: str
-    status: str  # running, completed, interrupted, aborted or unevaluated (an endpoint could not be used)
+    status: str  # running, completed, interrupted, aborted, unevaluated (an endpoint unusable), stopped (a budget)
     dataset_hash: str | None

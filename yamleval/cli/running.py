@@ -73,7 +73,7 @@ def run(paths, experiment_ids, limit, concurrency, repeats, report_dir, store_fi
     """Run the experiments in PATHS (default: evals.yaml), store the results, write reports.
 
     Exit code: 0 every experiment passed, 1 one failed, 2 invalid config, 3 could not evaluate (an
-    endpoint cannot be used), 130 interrupted.
+    endpoint cannot be used), 4 stopped by a budget (resume with a larger one), 130 interrupted.
     """
     from yamleval.config.loader import with_junit_family
     from yamleval.reporting.text import terminal_block
@@ -91,11 +91,13 @@ def run(paths, experiment_ids, limit, concurrency, repeats, report_dir, store_fi
     for path in outcome.reports:
         click.echo(f"report: {display_path(path)}", err=quiet)
     _github(outcome.run, outcome.results, outcome.reports)
+    resume = f"`yamleval run {''.join(f'{shlex.quote(path)} ' for path in paths)}--resume {outcome.run.run_id}`"
     if outcome.interrupted:
-        config = "".join(f"{shlex.quote(path)} " for path in paths)
-        click.echo(f"interrupted: resume with `yamleval run {config}--resume {outcome.run.run_id}`", err=True)
+        click.echo(f"interrupted: resume with {resume}", err=True)
     for result in outcome.aborted:
         click.echo(terminal_block(result.aborted), err=True)  # it may quote the dataset's own text
+    if outcome.stopped_by_budget:
+        click.echo(f"the run is incomplete: raise the budget, then resume it with {resume}", err=True)
     sys.exit(outcome.exit_code)
 
 

@@ -9,13 +9,14 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from yamleval.budget import Budget
 from yamleval.config import interpolate, schema, yaml_source
 from yamleval.config.model import Experiment, build_experiment
 from yamleval.config.yaml_source import SourceMap
 from yamleval.errors import ConfigError, Location, display_path, raise_all
 from yamleval.redaction import Secrets
 
-PROJECT_KEYS = {"models", "defaults", "store", "reports", "include", "experiments"}
+PROJECT_KEYS = {"models", "defaults", "store", "reports", "include", "experiments", "budget"}
 REPORT_FORMATS = ("html", "junit", "json", "markdown")
 
 
@@ -31,6 +32,7 @@ class Project:
     report_formats: tuple[str, ...] = REPORT_FORMATS  # the JUnit one with its family: ``junit:xunit1``
     # every ${VAR} the files read, with its value: never stored, only a salted digest of it (fingerprint)
     environment: Mapping[str, str] = field(default_factory=dict, repr=False)
+    budget: Budget | None = None  # over the whole run: every experiment's spending counts
 
 
 def _is_project(data: Mapping[str, Any]) -> bool:
@@ -133,8 +135,12 @@ class _Loader:
         project_vars = {**project_vars, **(data.get("vars") or {})}
         models = {**models, **(data.get("models") or {})}
         if not stack:
-            self.settings = {k: data[k] for k in ("models", "store", "reports") if k in data}
+            self.settings = {k: data[k] for k in ("models", "store", "reports", "budget") if k in data}
             self.settings["base_dir"] = base_dir
+        elif "budget" in data:  # not ignored: a budget left out would let the run spend without one
+            self.errors.append(source.error(("budget",), "a budget over the whole run belongs in the project file"
+                                            " that is run, not in an included one", key=True,
+                                            hint="move it there, or give the experiments here `budget:` each"))
         for index, entry in enumerate(data.get("experiments") or []):
             at = ("experiments", index)
             self.experiments.append(build_experiment(entry, raw["experiments"][index], at, source,
@@ -206,4 +212,5 @@ def load_project(paths: list[str] | tuple[str, ...], environ: Mapping[str, str] 
         report_formats=with_junit_family(reports.get("formats") or REPORT_FORMATS,
                                          (reports.get("junit") or {}).get("family")),
         environment=dict(loader.environ.read),
+        budget=Budget.read(settings.get("budget")),
     )

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-
+from yamleval.budget import Budget
 from yamleval.config.yaml_source import Path, SourceMap
 from yamleval.redaction import Secrets
 
@@ -155,6 +155,7 @@ class Experiment:
     repeats: int = DEFAULTS["repeats"]  # runs of each item
     reduce: str = DEFAULTS["reduce"]  # how an item's repeats become its verdict (``repeats``)
     cache: CacheSettings = CacheSettings()  # what of its answers the cache keeps (``yamleval.cache``)
+    budget: Budget | None = None  # what it may spend (``yamleval.budget``)
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     secrets: Secrets = field(default_factory=Secrets, repr=False, compare=False)  # of the project's whole load
 
@@ -259,5 +260,7 @@ def build_experiment(data: Mapping[str, Any], raw: Mapping[str, Any], path: Path
         confidence=float(settings["confidence"]),
         repeats=settings["repeats"], reduce=settings["reduce"],
         cache=cache_settings({**(defaults.get("cache") or {}), **(data.get("cache") or {})}, base_dir),
+        # each limit of the experiment's budget: its own, else the one of ``defaults``
+        budget=Budget.read({**(defaults.get("budget") or {}), **(data.get("budget") or {})}),
         raw=raw,
     )

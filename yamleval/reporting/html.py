@@ -19,7 +19,7 @@ from typing import IO, Any, Sequence
 from yamleval import figures
 from yamleval.aggregate import BINS
 from yamleval.reporting.files import render_with
-from yamleval.reporting.text import INCOMPLETE, criterion_outcome, criterion_subject, limit_text
+from yamleval.reporting.text import INCOMPLETE, criterion_outcome, criterion_subject, limit_text, stop_notice
 from yamleval.reporting.trajectory import read_trajectory
 from yamleval.types import ExperimentResult, ItemResult, RunInfo, ScoreResult
 
@@ -134,7 +134,7 @@ def _histogram_svg(counts: list[int]) -> dict[str, Any]:
 
 
 def _run_status(run: RunInfo, results: Sequence[ExperimentResult]) -> str:
-    if run.status in ("interrupted", "crashed", "running"):
+    if run.status in ("interrupted", "stopped", "crashed", "running"):
         return run.status
     passed = run.passed if run.passed is not None else all(r.passed for r in results)
     return "passed" if passed else "failed"
@@ -183,7 +183,8 @@ def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
         "label": result.label or result.experiment_id, "status": result.outcome,
         "description": result.description, "tags": list(result.tags), "runner": result.runner or "—",
         "dataset": result.dataset or "—", "started_at": _when(result.started_at),
-        "aborted": result.aborted, "warnings": list(result.warnings), "total": summary.completed,
+        "aborted": stop_notice(result) if result.aborted else None, "warnings": list(result.warnings),
+        "total": summary.completed,
         "incomplete": INCOMPLETE if result.incomplete else None,
         "stats": [("Pass rate", figures.percent(summary.pass_rate)), ("Mean score", figures.number(summary.mean_score)),
                   (f"Pass rate {figures.level(summary.confidence)}", figures.interval(summary.pass_rate_ci, rate=True)),

@@ -64,6 +64,7 @@ def run_dict(run: RunInfo) -> dict[str, Any]:
     return {"format_version": FORMAT_VERSION, "yamleval_version": run.yamleval_version, "run_id": run.run_id,
             "status": run.status, "started_at": run.started_at, "completed_at": run.completed_at,
             "passed": run.passed, "interrupted": run.status == "interrupted",
+            "stopped_by_budget": run.status == "stopped",
             "config_files": list(run.config_files), "config_hash": run.config_hash,
             "git_commit": run.git_commit, "git_dirty": run.git_dirty, "host": run.host,
             "python_version": run.python_version}
@@ -73,6 +74,7 @@ def experiment_dict(result: ExperimentResult) -> dict[str, Any]:
     """An experiment's entry without its items."""
     return {"id": result.experiment_id, "label": result.label, "passed": result.passed,
             "interrupted": result.interrupted, "aborted": result.aborted, "incomplete": result.incomplete,
+            "stopped_by_budget": result.stopped_by_budget,
             "started_at": result.started_at, "completed_at": result.completed_at,
             "description": result.description, "tags": list(result.tags), "runner": result.runner,
             "dataset": result.dataset, "scorers": list(result.scorers),

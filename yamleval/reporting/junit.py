@@ -244,8 +244,8 @@ class _Suite:
                                            located)
             self.trailer.append(case)
             statuses.append(status)
-        stop = {"aborted": f"stopped: {result.aborted}", "interrupted": "interrupted before every item ran",
-                "incomplete": f"incomplete: {INCOMPLETE}"}.get(result.outcome)
+        stop = {"aborted": f"stopped: {result.aborted}", "stopped": result.aborted,
+                "interrupted": "interrupted before every item ran", "incomplete": f"incomplete: {INCOMPLETE}"}.get(result.outcome)
         if stop:  # an incomplete run fails its experiment even when every item that ran passed
             self.trailer.append(_case(self.classname, names("run completed"),
                                       _element(3, "error", one_line(stop, 1000), type_=result.outcome,

@@ -14,7 +14,8 @@ from typing import IO, Iterable, Sequence
 
 from yamleval import figures
 from yamleval.reporting.text import (INCOMPLETE, as_text, clean_text, criterion_mark, criterion_name, criterion_outcome,
-                                     item_message, limit_text, reveal_bidi, stopped_because, throttling_text, cache_text)
+                                     item_message, limit_text, reveal_bidi, stop_notice, stopped_because,
+                                     throttling_text, cache_text)
 from yamleval.types import ExperimentResult, ItemResult, RunInfo
 
 FILE_NAME = "summary.md"  # in the report folder
@@ -55,7 +56,7 @@ def shorten(value: object, limit: int = CELL_LIMIT) -> str:
     return escape(reveal_bidi(text))
 
 
-_VERDICTS = {"aborted": ("❌", "stopped"), "interrupted": ("⏹️", "interrupted"),
+_VERDICTS = {"aborted": ("❌", "stopped"), "stopped": ("⏹️", "stopped"), "interrupted": ("⏹️", "interrupted"),
              "incomplete": ("❌", "incomplete"), "passed": ("✅", "passed"), "failed": ("❌", "failed")}
 
 
@@ -64,6 +65,8 @@ def _headline(run: RunInfo, results: Sequence[ExperimentResult]) -> list[str]:
     total = len(results)
     if run.status == "interrupted":
         line = f"## ⏹️ yamleval: interrupted — {total - failed} of {total} experiments passed"
+    elif run.status == "stopped":
+        line = f"## ⏹️ yamleval: stopped by a budget — {total - failed} of {total} experiments passed"
     elif run.status == "crashed":
         line = "## ❌ yamleval: the run crashed — its results are incomplete"
     elif failed:
@@ -187,7 +190,8 @@ def _experiment(result: ExperimentResult, worst: list[ItemResult]) -> list[str]:
     title = escape(result.experiment_id) + (f" — {shorten(result.label, 200)}" if result.label else "")
     lines = [f"### {mark} {title}: {verdict}", ""]
     if result.aborted:
-        lines += [f"Stopped early: {shorten(result.aborted, 500)}", ""]
+        heading, text = stop_notice(result)
+        lines += [f"{heading}: {shorten(text, 600)}", ""]
     if result.incomplete:
         lines += [f"Incomplete: {INCOMPLETE}.", ""]
     lines += _statistics(result) + _criteria(result) + _items(result, worst)

@@ -131,7 +131,15 @@ def _why(result: ItemResult) -> str:
 
 def stopped_because(result: ExperimentResult) -> str:
     """Why an aborted experiment stopped, in a few words (its ``aborted`` message says the rest)."""
-    return "could not evaluate" if result.could_not_evaluate else "dataset error"
+    return ("could not evaluate" if result.could_not_evaluate else "budget reached" if result.stopped_by_budget
+            else "dataset error")
+
+
+def stop_notice(result: ExperimentResult) -> tuple[str, str]:
+    """The heading and text that say why an aborted experiment stopped, for the reports."""
+    if result.stopped_by_budget:
+        return "Incomplete", f"{result.aborted}; resume the run with a larger budget to finish it"
+    return "Stopped early", result.aborted or ""
 
 
 def throttling_text(throttling: Throttling) -> str | None:

@@ -200,3 +200,12 @@ class FailsFirst:
         if self.calls == 1:
             raise RuntimeError("the first call fails")
         return item.expected
+
+
+def spending(input, item, log: str, tokens: int = 5, cost: float | None = None, seconds: float = 0.0):
+    """Note the item in ``log`` (who ran, how often), wait ``seconds``, and report ``tokens`` (3 of
+    them prompt) and ``cost`` used."""
+    with open(log, "a") as handle:
+        handle.write(f"{item.id}\n")
+    time.sleep(seconds)
+    return RunnerResult(output=input, usage={"prompt_tokens": 3, "completion_tokens": tokens - 3, "cost": cost})
