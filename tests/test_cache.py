@@ -172,3 +172,27 @@ def test_two_runs_sharing_one_cache_at_concurrency_16_end_cleanly_with_the_cache
     cleared = run_cli("cache", "clear", "--path", "answers.db", cwd=tmp_path)
     assert cleared.returncode == 0 and "cleared 600 answers" in cleared.stdout
     assert "0 answers" in run_cli("cache", "stats", "--path", "answers.db", cwd=tmp_path).stdout
+
+
+def test_answers_from_the_cache_count_nothing_against_a_budget(write_config, tmp_path):
+    log = tmp_path / "calls.log"
+    write_config(f"""
+        store: r.db
+        reports: {{dir: out, formats: [json]}}
+        defaults: {{concurrency: 1, cache: {{runner: true, path: answers.db}}}}
+        experiments:
+          - id: spend
+            dataset: {{file: items.jsonl}}
+            runner: {{uses: fixture_plugins.behaviours:spending, with: {{log: "{log}", tokens: 10}}}}
+            scorers: [exact_match]
+    """)
+    _items(tmp_path, ["x"] * 6)
+    assert run_cli("run", "-q", cwd=tmp_path).returncode == 1  # the runner echoes the input: none is exact
+    assert _calls(log) == 6
+    config = tmp_path / "evals.yaml"
+    config.write_text(config.read_text().replace("experiments:", "budget: {max_tokens: 25}\nexperiments:"))
+    again = run_cli("run", "-q", cwd=tmp_path)
+    assert again.returncode == 1, again.stderr  # failed items, not stopped: 60 tokens kept, none spent
+    assert _calls(log) == 6
+    summary = _results(tmp_path)["summary"]
+    assert summary["cache"]["hits"] == 6 and summary["tokens"]["prompt"] + summary["tokens"]["completion"] == 60
