@@ -138,7 +138,7 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
                    stop: threading.Event | None = None, abandon: threading.Event | None = None,
                    previous: Iterable[ItemResult] = (), keep_items: bool = True,
                    partial: Mapping[str, Mapping[int, ItemResult]] | None = None,
-                   on_repeat: RepeatCallback | None = None) -> ExperimentResult:
+                   on_repeat: RepeatCallback | None = None, run_new: bool = True) -> ExperimentResult:
     """Run one experiment and return its result, items in dataset order.
 
     ``stop`` set: start no new items, finish those running. ``abandon`` set: stop waiting
@@ -152,10 +152,13 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
     size needs no memory for them. With ``repeats`` over one, each item runs that many times
     and is recorded once all its runs are in (``repeats``); ``on_repeat`` sees each repeat that
     leaves its item unfinished (the command line stores them), and ``partial`` gives those of a
-    resumed run (by item id and repeat number), which are not run again.
+    resumed run (by item id and repeat number), which are not run again. Without ``run_new``,
+    ``previous`` are all the items: the dataset is not opened and no runner is called (a stored
+    run scored again).
     """
     experiment = prepared.experiment
-    dataset = prepared.open_dataset(limit)
+    dataset = prepared.open_dataset(limit) if run_new else None
+    total = None if dataset is None else dataset.total
     aggregator = Aggregator({s.id: (s.spec.name, s.spec.threshold) for s in prepared.scorers}, experiment.confidence)
     results: list[ItemResult] = []
     warnings: list[str] = []
@@ -184,18 +187,18 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
                 warn_callback("on_item", exc)
         if on_progress is not None:
             try:
-                on_progress(aggregator.completed, dataset.total)
+                on_progress(aggregator.completed, total)
             except Exception as exc:
                 warn_callback("on_progress", exc)
 
-    done = set()  # one pass over ``previous``, which may be read from the store as it goes
+    started_at, started, calls = _now(), time.perf_counter(), throttle.snapshot()
+    done = set()  # one pass over ``previous``, which may be read (and scored) from the store as it goes
     for result in previous:
         if keep_items:
             results.append(result)
         aggregator.add(result)
         done.add(result.item.id)
-    items = _unfinished(dataset, done, experiment.id) if done else iter(dataset)
-    started_at, started, calls = _now(), time.perf_counter(), throttle.snapshot()
+    items = iter(()) if dataset is None else _unfinished(dataset, done, experiment.id) if done else iter(dataset)
     endpoint_counts = endpoints.snapshot()
     if experiment.repeats > 1:  # the executor runs each repeat as a unit of its own
         gathered = repeats.Gathered(experiment.repeats, experiment.reduce, partial)
@@ -219,7 +222,7 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
         executor.run(items, _ItemProcessor(prepared), record, error_result, stop=stop, abandon=abandon)
     with executor.recording:
         finished = ItemList(sorted(results, key=lambda r: r.item.index))
-        summary = aggregator.summary((time.perf_counter() - started) * 1000.0, dataset.total)
+        summary = aggregator.summary((time.perf_counter() - started) * 1000.0, total)
     # the endpoints' counters since the start: this experiment's, as experiments run one at a time
     summary = dataclasses.replace(criteria.with_criteria(summary, experiment.pass_criteria),
                                   throttling=throttle.since(calls))

@@ -24,7 +24,7 @@ from yamleval.records import encode, encode_record, item_from_record, storable_t
 from yamleval.store_errors import FOREIGN, RESUME_HINT, StoreWriteError, cannot, cause, duplicate_item
 from yamleval.types import ExperimentResult, ItemResult, ItemResults, RunInfo, StoredExperiment, Summary, Verdicts
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 FLUSH_ITEMS = 500
 FLUSH_SECONDS = 1.0
 BUSY_SECONDS = 10.0  # how long a statement waits for another process's lock (Ctrl-C waits as long)
@@ -60,6 +60,7 @@ MIGRATIONS: dict[int, list[str]] = {
     2: ["ALTER TABLE runs ADD COLUMN fingerprint TEXT"],
     3: [run_tags.TABLE],  # names of runs (yamleval.run_tags)
     4: [stored_repeats.TABLE],  # the finished repeats of items cut short (yamleval.stored_repeats)
+    5: ["ALTER TABLE runs ADD COLUMN rescored_from TEXT"],  # read as None where it is missing (read-only)
 }
 
 _RUN_DETAILS = {key: f"SELECT {key} FROM runs WHERE run_id = ?" for key in ("plugin_versions", "experiment_ids",
@@ -188,11 +189,12 @@ class Store:
         self._write(
             "INSERT INTO runs (run_id, status, started_at, completed_at, passed, yamleval_version, python_version,"
             " host, pid, config_files, config_hash, config_text, git_commit, git_dirty, plugin_versions,"
-            " experiment_ids, fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " experiment_ids, fingerprint, rescored_from) VALUES (" + ", ".join("?" * 18) + ")",
             [(run.run_id, run.status, run.started_at, run.completed_at, run.passed, run.yamleval_version,
               run.python_version, run.host, os.getpid(), encode(list(run.config_files)), run.config_hash,
               encode(dict(run.config_text)), run.git_commit, run.git_dirty, encode(plugin_versions),
-              encode(list(experiment_ids)), None if fingerprint is None else encode(fingerprint))],
+              encode(list(experiment_ids)), None if fingerprint is None else encode(fingerprint),
+              run.rescored_from)],
             then="then run again")
 
     def record_config(self, run_id: str, config_hash: str, config_text: dict[str, str],
@@ -289,7 +291,8 @@ class Store:
                        completed_at=row["completed_at"], yamleval_version=row["yamleval_version"], host=row["host"],
                        python_version=row["python_version"], config_files=tuple(json.loads(row["config_files"])),
                        config_hash=row["config_hash"], git_commit=row["git_commit"], git_dirty=dirty,
-                       config_text=json.loads(row["config_text"] or "{}"))
+                       config_text=json.loads(row["config_text"] or "{}"),
+                       rescored_from=row["rescored_from"] if "rescored_from" in row.keys() else None)
 
     def runs(self, limit: int = 20) -> list[RunInfo]:
         rows = self._query("SELECT * FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?", (limit,))
