@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import socket
 
 from conftest import run_cli
 from servers.fixtures import openai_server  # noqa: F401
@@ -130,6 +131,24 @@ def test_a_new_llm_judge_calls_only_its_model_once_an_item(write_config, tmp_pat
     assert [after[i].scores["grader"].passed for i in ("same", "close", "far")] == [True, False, True]
     assert [after[i].status for i in ("same", "close", "far")] == ["passed", "failed", "failed"]
     assert result.summary.scorers["grader"].passed == 2 and result.summary.pass_rate == 1 / 3
+
+
+def test_a_judge_whose_endpoint_cannot_be_used_stops_the_rescore_with_exit_3(write_config, tmp_path):
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    models = f'models: {{grader: {{base_url: "http://127.0.0.1:{port}/v1", model: tiny, retries: 0}}}}'
+    items = "".join(f"\n                - {{id: q{n}, input: q{n}, expected: q{n}}}" for n in range(10))
+    write_config(config(0.5, extra=models).replace("        items:", "        items:" + items, 1))
+    assert run_cli("run", "-q", cwd=tmp_path).returncode == 0
+    write_config(config(0.5, extra=models, scorers=", {uses: judge, with: {model: grader}}")
+                 .replace("        items:", "        items:" + items, 1))
+    done = run_cli("rescore", "latest", "-q", cwd=tmp_path)
+    assert done.returncode == 3, done.stderr
+    assert f"could not evaluate: model 'grader' (tiny at http://127.0.0.1:{port}/v1" in done.stderr
+    assert done.stdout.startswith("e: STOPPED (could not evaluate)")
+    _, result, after = stored(tmp_path)
+    assert result.could_not_evaluate and len(after) == 5, "it stopped at the first five calls, which all failed"
 
 
 def test_repeats_are_kept_each_scored_again_and_reduced_again(write_config, tmp_path):

@@ -170,16 +170,22 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
         if len(warnings) < 20:
             warnings.append(f"{name} callback raised {describe_exception(exc)}")
 
+    def halted() -> bool:
+        """Whether an endpoint turned out unusable (with the first item to show it)."""
+        if not unusable:
+            found = endpoints.unusable(endpoint_counts, first_calls)
+            if found is None:
+                return False
+            unusable.append(found)
+        return True
+
     def record(result: ItemResult) -> None:
         result = redact_item(result, prepared.secrets)  # before anything stores or shows it
         if keep_items:
             results.append(result)
         aggregator.add(result)
-        if not unusable:
-            found = endpoints.unusable(endpoint_counts, first_calls)
-            if found is not None:
-                unusable.append(found)
-                executor.halt()
+        if halted():
+            executor.halt()
         if on_item is not None:
             try:
                 on_item(result)
@@ -192,14 +198,16 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
                 warn_callback("on_progress", exc)
 
     started_at, started, calls = _now(), time.perf_counter(), throttle.snapshot()
+    endpoint_counts = endpoints.snapshot()
     done = set()  # one pass over ``previous``, which may be read (and scored) from the store as it goes
     for result in previous:
         if keep_items:
             results.append(result)
         aggregator.add(result)
         done.add(result.item.id)
+        if dataset is None and halted():  # scored again by a judge whose endpoint cannot be used
+            break
     items = iter(()) if dataset is None else _unfinished(dataset, done, experiment.id) if done else iter(dataset)
-    endpoint_counts = endpoints.snapshot()
     if experiment.repeats > 1:  # the executor runs each repeat as a unit of its own
         gathered = repeats.Gathered(experiment.repeats, experiment.reduce, partial)
         processor = _ItemProcessor(prepared)

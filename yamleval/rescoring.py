@@ -51,6 +51,8 @@ def rescore_run(project, source: str, wanted: Sequence[str] = (), *, store: str 
         result = _rescore_experiment(db, run_id, position, ready, origin, hashes[ready.experiment.id], stop, watcher)
         results.append(result)
         watcher.experiment_finished(result)
+        if result.could_not_evaluate:  # a judge's endpoint cannot be used, likely another experiment's too
+            break
     return finish_run(out, run_id, results, len(prepared), stop, watcher)
 
 

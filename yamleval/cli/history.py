@@ -63,6 +63,8 @@ def runs(store_file, limit, ids_only):
         click.echo("no runs yet")
         return
     header = ("run", "started (UTC)", "experiments", "status", "pass rate", "mean score", "tags", "rescored from")
+    if not any(row[-1] for row in rows):  # no re-scored run listed: no column for it
+        header, rows = header[:-1], [row[:-1] for row in rows]
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         click.echo("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip())

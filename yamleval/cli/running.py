@@ -74,7 +74,6 @@ def run(paths, experiment_ids, limit, concurrency, repeats, report_dir, store_fi
     endpoint cannot be used), 130 interrupted.
     """
     from yamleval.config.loader import with_junit_family
-    from yamleval.reporting.text import terminal_block
     from yamleval.runs import run_project
 
     project = load(paths)
@@ -85,13 +84,8 @@ def run(paths, experiment_ids, limit, concurrency, repeats, report_dir, store_fi
         outcome = run_project(project, experiments, store=store_file, report_dir=report_dir, formats=formats,
                               resume=resume, force=force, limit=limit, concurrency=concurrency, stop=interrupts.stop,
                               abandon=interrupts.abandon, watcher=watcher, repeats=repeats, tags=tags)
-    _finish(outcome, quiet)
-    if outcome.interrupted:
-        config = "".join(f"{shlex.quote(path)} " for path in paths)
-        click.echo(f"interrupted: resume with `yamleval run {config}--resume {outcome.run.run_id}`", err=True)
-    for result in outcome.aborted:
-        click.echo(terminal_block(result.aborted), err=True)  # it may quote the dataset's own text
-    sys.exit(outcome.exit_code)
+    config = "".join(f"{shlex.quote(path)} " for path in paths)
+    _finish(outcome, quiet, f"resume with `yamleval run {config}--resume {outcome.run.run_id}`")
 
 
 @cli.command()
@@ -124,17 +118,22 @@ def rescore(run_ref, paths, experiment_ids, report_dir, formats, store_file, tag
                               formats=with_junit_family(chosen, junit_family), tags=tags, stop=interrupts.stop,
                               watcher=_Console(interrupts, quiet))
     click.echo(f"run {outcome.run.run_id}: run {outcome.run.rescored_from} scored again", err=quiet)
-    _finish(outcome, quiet)
-    if outcome.interrupted:
-        click.echo(f"interrupted: what was scored is in run {outcome.run.run_id}", err=True)
-    sys.exit(outcome.exit_code)
+    _finish(outcome, quiet, f"what was scored is in run {outcome.run.run_id}")
 
 
-def _finish(outcome, quiet: bool) -> None:
-    """The report files written, and inside GitHub Actions the job summary and annotations."""
+def _finish(outcome, quiet: bool, interrupted: str) -> None:
+    """The report files written, inside GitHub Actions the job summary and annotations, what
+    to do after an interruption, why an experiment stopped early; then exit as the run says."""
+    from yamleval.reporting.text import terminal_block
+
     for path in outcome.reports:
         click.echo(f"report: {display_path(path)}", err=quiet)
     _github(outcome.run, outcome.results, outcome.reports)
+    if outcome.interrupted:
+        click.echo(f"interrupted: {interrupted}", err=True)
+    for result in outcome.aborted:
+        click.echo(terminal_block(result.aborted), err=True)  # it may quote the dataset's own text
+    sys.exit(outcome.exit_code)
 
 
 class _Console:
