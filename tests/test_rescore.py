@@ -1,8 +1,18 @@
-"""``yamleval rescore``: a stored run's outputs scored again by today's config, as a new run."""
+"""``yamleval rescore``: a stored run's outputs scored again by today's config, as a new run.
+
+Its messages are golden files, ``tests/data/rescore/<case>.expected.txt``; after a deliberate
+change of wording, regenerate them and review the diff::
+
+    YAMLEVAL_UPDATE_GOLDEN=1 python -m pytest tests/test_rescore.py
+"""
 from __future__ import annotations
 
 import json
+import os
 import socket
+from pathlib import Path
+
+import pytest
 
 from conftest import run_cli
 from servers.fixtures import openai_server  # noqa: F401
@@ -10,6 +20,8 @@ from servers.openai_server import tool_reply
 from yamleval.store import Store
 
 RUNNER = "fixture_plugins.behaviours:noted"
+GOLDEN = Path(__file__).parent / "data" / "rescore"
+UPDATE = os.environ.get("YAMLEVAL_UPDATE_GOLDEN") == "1"
 
 
 def config(threshold: float, scorers: str = "", extra: str = "", broken: bool = False) -> str:
@@ -30,6 +42,13 @@ def config(threshold: float, scorers: str = "", extra: str = "", broken: bool = 
             scorers: [{{uses: levenshtein, threshold: {threshold}}}{scorers}]
             pass_criteria: [{{type: pass_rate, min: 0.5}}]
     """
+
+
+def stored_runs(tmp_path) -> list[str]:
+    store = Store(str(tmp_path / "r.db"))
+    ids = [run.run_id for run in store.runs()]
+    store.close()
+    return ids
 
 
 def calls(tmp_path) -> list[str]:
@@ -202,31 +221,60 @@ def test_a_source_run_cut_short_is_rescored_as_far_as_it_got_with_a_warning(writ
     assert [after[i].output for i in sorted(after)] == [before[i].output for i in sorted(before)]
 
 
-def test_only_experiments_in_both_the_config_and_the_source_run_are_rescored(write_config, tmp_path):
-    def two(threshold: float) -> str:
-        return f"""
-            store: r.db
-            experiments:
-              - id: first
-                dataset: {{items: [{{id: a, input: abcd, expected: abce}}]}}
-                runner: {{uses: "{RUNNER}", with: {{log: calls.log}}}}
-                scorers: [{{uses: levenshtein, threshold: {threshold}}}]
-              - id: second
-                dataset: {{items: [{{id: a, input: abcd, expected: abcd}}]}}
-                runner: {{uses: "{RUNNER}", with: {{log: calls.log}}}}
-        """
+def two(threshold: float, second: str = "second") -> str:
+    """Two experiments; the first's item passes a threshold of 0.5, not one of 0.9."""
+    return f"""
+        store: r.db
+        experiments:
+          - id: first
+            dataset: {{items: [{{id: a, input: abcd, expected: abce}}]}}
+            runner: {{uses: "{RUNNER}", with: {{log: calls.log}}}}
+            scorers: [{{uses: levenshtein, threshold: {threshold}}}]
+          - id: {second}
+            dataset: {{items: [{{id: a, input: abcd, expected: abcd}}]}}
+            runner: {{uses: "{RUNNER}", with: {{log: calls.log}}}}
+    """
 
-    write_config(two(0.5))
-    assert run_cli("run", "-q", "-e", "first", cwd=tmp_path).returncode == 0
+
+def check_golden(case: str, text: str, run_id: str) -> None:
+    """``text`` as ``tests/data/rescore/<case>.expected.txt`` has it, the source run's id written RUN
+    (``YAMLEVAL_UPDATE_GOLDEN=1`` writes it instead)."""
+    shown = text.replace(run_id, "RUN")
+    golden = GOLDEN / f"{case}.expected.txt"
+    if UPDATE:
+        golden.parent.mkdir(exist_ok=True)
+        golden.write_text(shown, encoding="utf-8")
+    assert shown == golden.read_text(encoding="utf-8")
+
+
+def test_only_experiments_in_both_the_config_and_the_source_run_are_rescored(write_config, tmp_path):
+    write_config(two(0.5, second="third"))
+    assert run_cli("run", "-q", cwd=tmp_path).returncode == 0
+    source = stored_runs(tmp_path)[0]
     write_config(two(0.9))
     done = run_cli("rescore", "latest", "-q", cwd=tmp_path)
     assert done.returncode == 1
-    source = stored(tmp_path, "latest")[0].rescored_from
-    assert f"warning: not in run {source}, not scored: second" in done.stderr
+    check_golden("skipped", "".join(line for line in done.stderr.splitlines(True) if line.startswith("warning:")),
+                 source)
     store = Store(str(tmp_path / "r.db"))
     assert [e.experiment_id for e in store.experiments(store.find_run("latest").run_id)] == ["first"]
     store.close()
-    wrong = run_cli("rescore", source, "-e", "second", cwd=tmp_path)
-    assert wrong.returncode == 2
-    assert wrong.stderr.strip() == f"error: run {source} has no experiment 'second' (its experiments: first)"
-    assert calls(tmp_path) == ["a"]
+    assert calls(tmp_path) == ["a", "a"]
+
+
+@pytest.mark.parametrize("case, args", [
+    ("not-in-run", ["-e", "second"]),
+    ("unknown-experiment", ["-e", "fourth"]),
+    ("nothing-to-score", ["other.yaml"]),
+    ("no-database", ["--store", "none.db"]),
+])
+def test_what_cannot_be_rescored_is_an_error_that_says_why(write_config, tmp_path, case, args):
+    write_config(two(0.5, second="third"))
+    assert run_cli("run", "-q", cwd=tmp_path).returncode == 0
+    source = stored_runs(tmp_path)[0]
+    write_config(two(0.5))
+    write_config(two(0.5).replace("id: first", "id: fifth"), name="other.yaml")
+    done = run_cli("rescore", source, *args, cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    check_golden(case, done.stderr, source)
+    assert stored_runs(tmp_path) == [source], "no run was stored"

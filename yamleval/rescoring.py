@@ -8,12 +8,13 @@ judged, stored and reported as any run is (``runs``), so it can be compared with
 """
 from __future__ import annotations
 
+import os
 import threading
 from typing import Iterable, Iterator, Sequence
 
-from yamleval.errors import UsageError
-from yamleval.runs import (RunOutcome, RunWatcher, finish_run, finished_experiment, git_state, new_run, now,
-                           open_outputs)
+from yamleval.errors import UsageError, display_path
+from yamleval.runs import (DEFAULT_STORE, RunOutcome, RunWatcher, finish_run, finished_experiment, git_state, new_run,
+                           now, open_outputs)
 from yamleval.types import ExperimentResult, ItemResult, RunInfo
 
 
@@ -31,7 +32,10 @@ def rescore_run(project, source: str, wanted: Sequence[str] = (), *, store: str 
 
     watcher = watcher or RunWatcher()
     stop = stop or threading.Event()
-    out = open_outputs(project, store, report_dir, formats, tags)
+    path = store or project.store or DEFAULT_STORE
+    if not os.path.isfile(path):  # not a new, empty database: there is nothing to score again
+        raise UsageError(f"no results database at {display_path(path)}; run `yamleval run` first, or give --store")
+    out = open_outputs(project, path, report_dir, formats, tags)
     db = out.store
     origin = db.find_run(source)
     experiments = _experiments(db, origin, project, wanted, watcher)
@@ -68,16 +72,16 @@ def _experiments(db, origin: RunInfo, project, wanted: Sequence[str], watcher: R
         raise UsageError(f"run {origin.run_id} has no experiment {', '.join(repr(m) for m in missing)}"
                          f" (its experiments: {', '.join(stored) or 'none'})")
     known = {e.id: e for e in chosen}
+    experiments = [known[i] for i in stored if i in known]
+    if not experiments:
+        raise UsageError(f"nothing to score again: the config has none of the experiments of run {origin.run_id}"
+                         f" ({', '.join(stored) or 'none'})")
     if not wanted:
         if missing:
             watcher.warning(f"not in run {origin.run_id}, not scored: {', '.join(missing)}")
         gone = [i for i in stored if i not in known]
         if gone:
             watcher.warning(f"no longer in the config, not scored: {', '.join(gone)}")
-    experiments = [known[i] for i in stored if i in known]
-    if not experiments:
-        raise UsageError(f"nothing to score again: the config has none of the experiments of run {origin.run_id}"
-                         f" ({', '.join(stored) or 'none'})")
     return experiments
 
 
