@@ -88,6 +88,30 @@ def test_a_changed_threshold_gives_a_new_run_with_new_verdicts_and_no_runner_cal
     assert f"run {run.run_id}: run {source.run_id} scored again" in done.stdout
 
 
+def test_a_no_regression_criterion_judges_the_rescored_run_against_its_baseline(write_config, tmp_path):
+    def gated(threshold: float) -> str:
+        items = ", ".join(f"{{id: q{n}, input: abcd, expected: abce}}" for n in range(12))
+        return f"""
+            store: r.db
+            experiments:
+              - id: e
+                dataset: {{items: [{items}]}}
+                runner: {{uses: "{RUNNER}", with: {{log: calls.log}}}}
+                scorers: [{{uses: levenshtein, threshold: {threshold}}}]
+                pass_criteria: [{{type: no_regression, baseline: main}}]
+        """
+
+    write_config(gated(0.5))
+    assert run_cli("run", "-q", "--tag", "main", cwd=tmp_path).returncode == 0
+    source = stored_runs(tmp_path)[0]
+    write_config(gated(0.9))  # every item now fails: twelve flips
+    assert run_cli("rescore", "latest", "-q", cwd=tmp_path).returncode == 1
+    _, result, _ = stored(tmp_path)
+    [criterion] = result.summary.criteria
+    assert criterion.type == "no_regression" and not criterion.skipped and criterion.passed is False
+    assert criterion.detail.startswith(f"baseline {source}: ")
+
+
 def test_runner_errors_stay_errors(write_config, tmp_path):
     write_config(config(0.5, broken=True))
     run_cli("run", "-q", cwd=tmp_path)
