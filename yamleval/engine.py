@@ -171,7 +171,7 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
             warnings.append(f"{name} callback raised {describe_exception(exc)}")
 
     def halted() -> bool:
-        """Whether an endpoint turned out unusable (with the first item to show it)."""
+        """Whether an endpoint has turned out unusable (noted in ``unusable`` the first time)."""
         if not unusable:
             found = endpoints.unusable(endpoint_counts, first_calls)
             if found is None:
