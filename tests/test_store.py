@@ -558,9 +558,10 @@ def test_the_api_tags_its_run(write_config, tmp_path, monkeypatch):
 def test_a_database_of_an_older_schema_opens_and_takes_tags(write_config, tmp_path):
     write_config(TAGGED)
     assert run_cli("run", "-q", cwd=tmp_path).returncode == 0
-    with sqlite3.connect(tmp_path / "r.db") as con:  # as version 3 left it: no tags, no stored repeats
+    with sqlite3.connect(tmp_path / "r.db") as con:  # as version 3 left it: no tags, no stored repeats, no source
         con.execute("DROP TABLE run_tags")
         con.execute("DROP TABLE repeats")
+        con.execute("ALTER TABLE runs DROP COLUMN rescored_from")
         con.execute("PRAGMA user_version = 3")
     os.chmod(tmp_path / "r.db", 0o444)
     assert run_cli("runs", "--store", "r.db", cwd=tmp_path).returncode == 0  # read-only: read unmigrated

@@ -166,7 +166,7 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
                    stop: threading.Event | None = None, abandon: threading.Event | None = None,
                    previous: Iterable[ItemResult] = (), keep_items: bool = True,
                    partial: Mapping[str, Mapping[int, ItemResult]] | None = None,
-                   on_repeat: RepeatCallback | None = None,
+                   on_repeat: RepeatCallback | None = None, run_new: bool = True,
                    budgets: Sequence[budget.Limit] = ()) -> ExperimentResult:
     """Run one experiment and return its result, items in dataset order.
 
@@ -181,13 +181,16 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
     size needs no memory for them. With ``repeats`` over one, each item runs that many times
     and is recorded once all its runs are in (``repeats``); ``on_repeat`` sees each repeat that
     leaves its item unfinished (the command line stores them), and ``partial`` gives those of a
-    resumed run (by item id and repeat number), which are not run again.
+    resumed run (by item id and repeat number), which are not run again. Without ``run_new``,
+    ``previous`` are all the items: the dataset is not opened and no runner is called (a stored
+    run scored again).
     ``budgets`` reached (by the tokens and cost of every item, ``previous`` included, and the
     time since it started): no new item starts; ``aborted`` says which, at what figure, and
     ``stopped_by_budget`` is set.
     """
     experiment = prepared.experiment
-    dataset = prepared.open_dataset(limit)
+    dataset = prepared.open_dataset(limit) if run_new else None
+    total = None if dataset is None else dataset.total
     aggregator = Aggregator({s.id: (s.spec.name, s.spec.threshold) for s in prepared.scorers}, experiment.confidence)
     results: list[ItemResult] = []
     warnings: list[str] = []
@@ -208,16 +211,22 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
         if len(warnings) < 20:
             warnings.append(f"{name} callback raised {describe_exception(exc)}")
 
+    def halted() -> bool:
+        """Whether an endpoint has turned out unusable (noted in ``unusable`` the first time)."""
+        if not unusable:
+            found = endpoints.unusable(endpoint_counts, first_calls)
+            if found is None:
+                return False
+            unusable.append(found)
+        return True
+
     def record(result: ItemResult) -> None:
         result = redact_item(result, prepared.secrets)  # before anything stores or shows it
         if keep_items:
             results.append(result)
         aggregator.add(result)
-        if not unusable:
-            found = endpoints.unusable(endpoint_counts, first_calls)
-            if found is not None:
-                unusable.append(found)
-                executor.halt()
+        if halted():
+            executor.halt()
         if budgets and not over_budget:
             check_budgets()
         if on_item is not None:
@@ -227,19 +236,21 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
                 warn_callback("on_item", exc)
         if on_progress is not None:
             try:
-                on_progress(aggregator.completed, dataset.total)
+                on_progress(aggregator.completed, total)
             except Exception as exc:
                 warn_callback("on_progress", exc)
 
-    done = set()  # one pass over ``previous``, which may be read from the store as it goes
+    started_at, started, calls = _now(), time.perf_counter(), throttle.snapshot()
+    endpoint_counts = endpoints.snapshot()
+    done = set()  # one pass over ``previous``, which may be read (and scored) from the store as it goes
     for result in previous:
         if keep_items:
             results.append(result)
         aggregator.add(result)
         done.add(result.item.id)
-    items = _unfinished(dataset, done, experiment.id) if done else iter(dataset)
-    started_at, started, calls = _now(), time.perf_counter(), throttle.snapshot()
-    endpoint_counts = endpoints.snapshot()
+        if dataset is None and halted():  # scored again by a judge whose endpoint cannot be used
+            break
+    items = iter(()) if dataset is None else _unfinished(dataset, done, experiment.id) if done else iter(dataset)
     if budgets:  # one reached already (a resumed run): nothing starts
         check_budgets()
     caching = _caching(prepared)
@@ -269,7 +280,7 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
             caching.close()
     with executor.recording:
         finished = ItemList(sorted(results, key=lambda r: r.item.index))
-        summary = aggregator.summary((time.perf_counter() - started) * 1000.0, dataset.total)
+        summary = aggregator.summary((time.perf_counter() - started) * 1000.0, total)
     # the endpoints' counters since the start: this experiment's, as experiments run one at a time
     summary = dataclasses.replace(criteria.with_criteria(summary, experiment.pass_criteria),
                                   throttling=throttle.since(calls))

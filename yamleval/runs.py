@@ -15,13 +15,12 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Sequence
+from typing import Any, Sequence
 
 from yamleval import __version__
 from yamleval.errors import ExitCode, UsageError, YamlevalError, display_path
 from yamleval.types import CacheUse, ExperimentResult, ItemResult, RunInfo
 
-UNFINISHED = ("running", "interrupted", "stopped", "crashed")  # stopped: by a budget
 DEFAULT_STORE = os.path.join(".yamleval", "results.db")
 
 
@@ -45,6 +44,9 @@ class RunWatcher:
 
     def writing_reports(self) -> None:
         """Every experiment is done; the reports are being written."""
+
+    def warning(self, message: str) -> None:
+        """Something the caller should know that does not stop the run."""
 
 
 class ReportsInterrupted(YamlevalError):
@@ -135,40 +137,34 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     A config error raises ConfigError before anything is stored.
     """
     from yamleval import fingerprint, plan, provenance, run_tags
-    from yamleval.store import Store
+    from yamleval.resuming import changes, experiments_of, resumable
 
     watcher = watcher or RunWatcher()
     began = time.perf_counter()
     stop = stop or threading.Event()
-    formats = project.report_formats if formats is None else tuple(formats)
-    out_dir = report_dir or project.reports_dir or "reports"
-    tags = run_tags.checked(tags)
-    if formats:
-        _writable_folder(out_dir)
-    db = Store(store or project.store or DEFAULT_STORE)
+    out = open_outputs(project, store, report_dir, formats, tags)
+    db = out.store
     if resume:
         wanted = None if experiments is None else [e.id for e in experiments]
-        run_info = _resumable(db, resume, project, wanted, force)
-        experiments = _experiments_of(db, run_info, project)
+        run_info = resumable(db, resume, project, wanted, force)
+        experiments = experiments_of(db, run_info, project)
     else:
         run_info = None
         experiments = list(project.experiments if experiments is None else experiments)
-        git = provenance.GitState(os.path.dirname(os.path.abspath(project.files[0])) if project.files else ".")
+        git = git_state(project)
     if run_info is not None and repeats is None:  # as the run was started: its --repeats, if any
         repeats = fingerprint.repeats(db.run_detail(run_info.run_id, "fingerprint"))
     if repeats is not None:
         experiments = [dataclasses.replace(e, repeats=repeats) for e in experiments]
     experiments = [dataclasses.replace(e, cache=cached(e.cache, cache, refresh_cache)) for e in experiments]
     prepared = [plan.prepare(e) for e in experiments]
-    ids = [e.id for e in experiments]
-    texts = provenance.config_texts(project.files)
-    config_hash = provenance.config_hash(texts)
     dataset_hashes = {e.id: provenance.dataset_hash(e) for e in experiments}
     begun, rescore = {}, False
     if run_info is not None:
         run_id = run_info.run_id
-        changed = _changes(db, run_info, texts, config_hash, dataset_hashes, project.environment, experiments,
-                           repeats)
+        texts = provenance.config_texts(project.files)
+        config_hash = provenance.config_hash(texts)
+        changed = changes(db, run_info, texts, config_hash, dataset_hashes, project.environment, experiments, repeats)
         if changed and not force:
             raise UsageError(f"cannot resume run {run_id}: {'; '.join(changed)} since it started (use --force to"
                              " resume anyway, its finished items scored again as the config now says, or run"
@@ -180,15 +176,8 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
         begun = {stored.experiment_id: stored for stored in db.experiments(run_id)}
         db.reopen_run(run_id)
     else:
-        run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
-        commit, dirty = git.result()
-        db.create_run(RunInfo(
-            run_id=run_id, status="running", started_at=now(), yamleval_version=__version__,
-            python_version=provenance.python_version(), host=provenance.host(), config_files=tuple(project.files),
-            config_hash=config_hash, git_commit=commit, git_dirty=dirty, config_text=texts,
-        ), provenance.plugin_versions(experiments, __version__), ids,
-            fingerprint.fingerprint(project.environment, experiments, repeats=repeats))
-    run_tags.add(db, run_id, tags)
+        run_id = new_run(db, project, experiments, git, repeats)
+    run_tags.add(db, run_id, out.tags)
     watcher.run_started(run_id, bool(resume))
     completed = set() if rescore else {eid for eid, stored in begun.items() if stored.status == "completed"}
     stored_results = {r.experiment_id: r for r in db.results(run_id, completed)} if completed else {}
@@ -208,13 +197,67 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
         watcher.experiment_finished(result)
         if result.could_not_evaluate:  # the endpoint is likely another experiment's too: the run stops here
             break
+    return finish_run(out, run_id, results, len(prepared), stop, watcher)
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Where a run goes: its results database, its reports (none without ``formats``) and its tags."""
+
+    store: Any  # yamleval.store.Store
+    report_dir: str
+    formats: tuple[str, ...]
+    tags: tuple[str, ...]
+
+
+def open_outputs(project, store: str | None, report_dir: str | None, formats: Sequence[str] | None,
+                 tags: Sequence[str]) -> Outputs:
+    """The store opened and the report folder checked, defaults from ``project``, before anything runs."""
+    from yamleval import run_tags
+    from yamleval.store import Store
+
+    formats = project.report_formats if formats is None else tuple(formats)
+    out_dir = report_dir or project.reports_dir or "reports"
+    tags = run_tags.checked(tags)
+    if formats:
+        _writable_folder(out_dir)
+    return Outputs(Store(store or project.store or DEFAULT_STORE), out_dir, tuple(formats), tuple(tags))
+
+
+def git_state(project):
+    """The git commit of the project's folder, read in the background (``provenance.GitState``)."""
+    from yamleval import provenance
+
+    return provenance.GitState(os.path.dirname(os.path.abspath(project.files[0])) if project.files else ".")
+
+
+def new_run(db, project, experiments: Sequence, git, repeats: int | None, rescored_from: str | None = None) -> str:
+    """A new run of ``experiments`` stored as running, with what it runs under: its id."""
+    from yamleval import fingerprint, provenance
+
+    run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
+    texts = provenance.config_texts(project.files)
+    commit, dirty = git.result()
+    db.create_run(RunInfo(
+        run_id=run_id, status="running", started_at=now(), yamleval_version=__version__,
+        python_version=provenance.python_version(), host=provenance.host(), config_files=tuple(project.files),
+        config_hash=provenance.config_hash(texts), git_commit=commit, git_dirty=dirty, config_text=texts,
+        rescored_from=rescored_from,
+    ), provenance.plugin_versions(experiments, __version__), [e.id for e in experiments],
+        fingerprint.fingerprint(project.environment, experiments, repeats=repeats))
+    return run_id
+
+
+def finish_run(out: Outputs, run_id: str, results: list[ExperimentResult], planned: int, stop: threading.Event,
+               watcher: RunWatcher) -> RunOutcome:
+    """The run's verdict (passed: all ``planned`` experiments ran and passed), its reports, its end stored."""
     interrupted = stop.is_set()
-    passed = len(results) == len(prepared) and all(r.passed for r in results) and not interrupted
+    passed = len(results) == planned and all(r.passed for r in results) and not interrupted
     status = ("interrupted" if interrupted else "stopped" if any(r.stopped_by_budget for r in results)
               else "completed")
-    run_info = dataclasses.replace(db.find_run(run_id), status=status, passed=passed, completed_at=now())
+    run_info = dataclasses.replace(out.store.find_run(run_id), status=status, passed=passed, completed_at=now())
     watcher.writing_reports()
-    written = _write_reports_then_finish(db, out_dir, formats, run_info, results)
+    written = _write_reports_then_finish(out.store, out.report_dir, out.formats, run_info, results)
     return RunOutcome(run_info, tuple(results), tuple(written))
 
 
@@ -225,11 +268,23 @@ def cached(settings, wanted: bool | None, refresh: bool):
     return dataclasses.replace(settings, refresh=refresh) if refresh else settings
 
 
+def finished_experiment(db, run_id: str, result: ExperimentResult) -> ExperimentResult:
+    """``result``, its items stored, with its no_regression criteria judged and its end stored; its
+    items read from the store, in order, as reports and summaries read them."""
+    from yamleval import baseline
+
+    db.flush()
+    result = baseline.judge(db, run_id, result)  # its no_regression criteria, against their baselines
+    db.finish_experiment(run_id, result)
+    return dataclasses.replace(result, items=db.item_view(run_id, result.experiment_id, result.summary.completed))
+
+
 def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore: bool, dataset_hash: str, limit,
                     concurrency, stop: threading.Event, abandon, watcher: RunWatcher, limits) -> ExperimentResult:
     """One experiment, its items stored as they finish; resumed where it was ``begun`` before
     (its finished items scored again first, with ``rescore``)."""
-    from yamleval import baseline, engine, plan, stored_repeats
+    from yamleval import engine, plan, stored_repeats
+    from yamleval.resuming import replace_items
     from yamleval.store import StoreWriteError
 
     experiment_id = ready.experiment.id
@@ -237,7 +292,7 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore:
     partial = stored_repeats.unfinished(db, run_id, experiment_id) if begun and ready.experiment.repeats > 1 else {}
     if begun and rescore:
         with plan.importable(ready.experiment):
-            _rescore(db, run_id, experiment_id, engine.rescored(ready, previous))
+            replace_items(db, run_id, experiment_id, engine.rescored(ready, previous))
             partial = {item_id: dict(zip(done, engine.rescored(ready, done.values())))
                        for item_id, done in partial.items()}
     db.start_experiment(run_id, position, ready.experiment, dataset_hash, now())
@@ -266,11 +321,7 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore:
             ready.models.close()
     if failures:
         raise failures[0]
-    db.flush()
-    result = baseline.judge(db, run_id, result)  # its no_regression criteria, against their baselines
-    db.finish_experiment(run_id, result)
-    # the items are in the store: reports and summaries read them from there, in order
-    return dataclasses.replace(result, items=db.item_view(run_id, experiment_id, result.summary.completed))
+    return finished_experiment(db, run_id, result)
 
 
 def _limits(project, experiment, results: Sequence[ExperimentResult], seconds: float) -> list:
@@ -284,73 +335,6 @@ def _limits(project, experiment, results: Sequence[ExperimentResult], seconds: f
         saved = sum((r.summary.cache for r in results), CacheUse())
         limits.append(budget.Limit(project.budget, "the run's", budget.spent(usages, seconds, saved)))
     return limits
-
-
-def _resumable(db, ref: str, project, wanted: list[str] | None, force: bool) -> RunInfo:
-    """The unfinished run ``ref`` names; ``latest``: the newest unfinished run whose experiments
-    the config has (and that includes ``wanted``, when given)."""
-    if ref != "latest":
-        run = db.find_run(ref)
-        if run.status not in UNFINISHED:
-            raise UsageError(f"run {run.run_id} is {run.status}; only an unfinished run can be resumed")
-        return _not_running(run, force)
-    known = {e.id for e in project.experiments}
-    for run in db.runs(limit=200):
-        stored = set(db.run_detail(run.run_id, "experiment_ids") or [])
-        if run.status in UNFINISHED and stored <= known and (wanted is None or set(wanted) <= stored):
-            return _not_running(run, force)
-    raise UsageError("no unfinished run of these experiments to resume (see `yamleval runs`)")
-
-
-def _experiments_of(db, run: RunInfo, project) -> list:
-    """A resumed run goes on with exactly its own experiments, in its own order."""
-    known = {e.id: e for e in project.experiments}
-    ids = db.run_detail(run.run_id, "experiment_ids") or []
-    missing = [i for i in ids if i not in known]
-    if missing:
-        raise UsageError(f"cannot resume run {run.run_id}: the config no longer has experiment"
-                         f" {', '.join(repr(m) for m in missing)}; resume it with the config it ran")
-    return [known[i] for i in ids]
-
-
-def _not_running(run: RunInfo, force: bool) -> RunInfo:
-    """``run``, unless its own process may still be running it: two processes would run
-    its items twice and store them side by side. (A run whose process is known to have died
-    reads as crashed; one started on another machine cannot be checked from here.)"""
-    if run.status == "running" and not force:
-        from yamleval.provenance import host
-
-        where = "on this machine" if run.host == host() else f"on {run.host or 'another machine'}, maybe"
-        raise UsageError(f"run {run.run_id} is still running ({where}): wait for it to end or stop it, then resume;"
-                         " use --force if you know its process has ended")
-    return run
-
-
-def _changes(db, run: RunInfo, texts: dict[str, str], config_hash: str, dataset_hashes: dict[str, str], environment,
-             experiments, repeats: int | None) -> list:
-    """What differs from when the run started: config text (but budgets, which decide no answer),
-    datasets, --repeats, environment values, plugin code."""
-    from yamleval import fingerprint, provenance
-
-    problems = []
-    if run.config_hash != config_hash and not provenance.same_but_budgets(run.config_text, texts):
-        problems.append("the config files changed")
-    for stored in db.experiments(run.run_id):
-        was = stored.dataset_hash
-        if stored.experiment_id in dataset_hashes and was and was != dataset_hashes[stored.experiment_id]:
-            problems.append(f"the dataset of '{stored.experiment_id}' changed")
-    return problems + fingerprint.changes(db.run_detail(run.run_id, "fingerprint"), environment, experiments, repeats)
-
-
-def _rescore(db, run_id: str, experiment_id: str, results) -> None:
-    batch = []
-    for result in results:
-        batch.append(result)
-        if len(batch) >= 500:
-            db.replace_items(run_id, experiment_id, batch)
-            batch = []
-    if batch:
-        db.replace_items(run_id, experiment_id, batch)
 
 
 def _write_reports_then_finish(db, out_dir: str, formats, run_info: RunInfo, results) -> list[str]:

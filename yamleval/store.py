@@ -1,8 +1,9 @@
 """The results database: every run, experiment, item and score, written as items finish.
 
 SQLite in WAL mode by default, shared by any number of processes. Every statement is plain,
-parameterised SQL kept in this module, so another database can serve the same schema later.
-JSON values (inputs, outputs, scores, summaries) are stored whole; ``store_errors`` words failures.
+parameterised SQL kept in this module (and ``stored_items``, which reads items), so another
+database can serve the same schema later. JSON values (inputs, outputs, scores, summaries)
+are stored whole; ``store_errors`` words failures.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import os
 import sqlite3
 import time
 import urllib.parse
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import tenacity
 
@@ -20,14 +21,14 @@ from yamleval import criteria, run_tags, stored_repeats
 from yamleval.aggregate import Aggregator, recount
 from yamleval.config.model import Experiment
 from yamleval.errors import UsageError
-from yamleval.records import encode, encode_record, item_from_record, storable_text, summary_from_json, summary_to_json
+from yamleval.records import encode, encode_record, storable_text, summary_from_json, summary_to_json
 from yamleval.store_errors import FOREIGN, RESUME_HINT, StoreWriteError, cannot, cause, duplicate_item
-from yamleval.types import ExperimentResult, ItemResult, ItemResults, RunInfo, StoredExperiment, Summary, Verdicts
+from yamleval.stored_items import BUSY_SECONDS, StoredItems
+from yamleval.types import ExperimentResult, ItemResult, RunInfo, StoredExperiment, Summary
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 FLUSH_ITEMS = 500
 FLUSH_SECONDS = 1.0
-BUSY_SECONDS = 10.0  # how long a statement waits for another process's lock (Ctrl-C waits as long)
 LOCKED_TRIES = 6  # tries of a write transaction still refused "database is locked" after that wait
 
 _SCHEMA = [
@@ -60,26 +61,22 @@ MIGRATIONS: dict[int, list[str]] = {
     2: ["ALTER TABLE runs ADD COLUMN fingerprint TEXT"],
     3: [run_tags.TABLE],  # names of runs (yamleval.run_tags)
     4: [stored_repeats.TABLE],  # the finished repeats of items cut short (yamleval.stored_repeats)
+    5: ["ALTER TABLE runs ADD COLUMN rescored_from TEXT"],  # read as None where it is missing (read-only)
 }
 
 _RUN_DETAILS = {key: f"SELECT {key} FROM runs WHERE run_id = ?" for key in ("plugin_versions", "experiment_ids",
                                                                              "fingerprint")}
-_ITEMS = "SELECT record FROM items WHERE run_id = ? AND experiment_id = ? ORDER BY position"
-_VERDICTS = "SELECT item_id, position, status{} FROM items WHERE run_id = ? AND experiment_id = ? ORDER BY position"
-_SCORE_FIELDS = ("status", "passed", "score")
-_ITEMS_WITH_STATUS = ("SELECT record FROM items WHERE run_id = ? AND experiment_id = ? AND status IN (?, ?, ?, ?)"
-                      " ORDER BY position LIMIT ?")
 _INSERT_ITEM = ("INSERT INTO items (run_id, experiment_id, item_id, position, status, record)"
                 " VALUES (?, ?, ?, ?, ?, ?)")
 
 
-def _counted(summary: Summary | None, items: "StoredItems") -> Summary:
+def _counted(summary: Summary | None, items: StoredItems) -> Summary:
     """The summary of an experiment's stored items with the scorers, criteria and confidence of
     ``summary`` (for one that never finished: as it started; without one, the scorers its items name)."""
     return criteria.with_criteria(recount(summary, items), summary.criteria if summary else ())
 
 
-def _with_counted(summary: Summary, items: "StoredItems") -> Summary:
+def _with_counted(summary: Summary, items: StoredItems) -> Summary:
     """A summary stored before score histograms or intervals were kept (with judged items, a pass
     rate has one), with them counted from its items."""
     if not summary.completed or (all(s.histogram for s in summary.scorers.values())
@@ -188,11 +185,12 @@ class Store:
         self._write(
             "INSERT INTO runs (run_id, status, started_at, completed_at, passed, yamleval_version, python_version,"
             " host, pid, config_files, config_hash, config_text, git_commit, git_dirty, plugin_versions,"
-            " experiment_ids, fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " experiment_ids, fingerprint, rescored_from) VALUES (" + ", ".join("?" * 18) + ")",
             [(run.run_id, run.status, run.started_at, run.completed_at, run.passed, run.yamleval_version,
               run.python_version, run.host, os.getpid(), encode(list(run.config_files)), run.config_hash,
               encode(dict(run.config_text)), run.git_commit, run.git_dirty, encode(plugin_versions),
-              encode(list(experiment_ids)), None if fingerprint is None else encode(fingerprint))],
+              encode(list(experiment_ids)), None if fingerprint is None else encode(fingerprint),
+              run.rescored_from)],
             then="then run again")
 
     def record_config(self, run_id: str, config_hash: str, config_text: dict[str, str],
@@ -289,7 +287,8 @@ class Store:
                        completed_at=row["completed_at"], yamleval_version=row["yamleval_version"], host=row["host"],
                        python_version=row["python_version"], config_files=tuple(json.loads(row["config_files"])),
                        config_hash=row["config_hash"], git_commit=row["git_commit"], git_dirty=dirty,
-                       config_text=json.loads(row["config_text"] or "{}"))
+                       config_text=json.loads(row["config_text"] or "{}"),
+                       rescored_from=row["rescored_from"] if "rescored_from" in row.keys() else None)
 
     def runs(self, limit: int = 20) -> list[RunInfo]:
         rows = self._query("SELECT * FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?", (limit,))
@@ -324,7 +323,7 @@ class Store:
     def _experiment_rows(self, run_id: str) -> list[sqlite3.Row]:
         return self._query("SELECT * FROM experiments WHERE run_id = ? ORDER BY position", (run_id,))
 
-    def item_view(self, run_id: str, experiment_id: str, count: int) -> "StoredItems":
+    def item_view(self, run_id: str, experiment_id: str, count: int) -> StoredItems:
         """The experiment's stored items, read from the database each time they are iterated."""
         return StoredItems(self.path, run_id, experiment_id, count, self.reading)
 
@@ -353,52 +352,6 @@ class Store:
                 description=row["description"], tags=tuple(json.loads(row["tags"] or "[]")), runner=row["runner"],
                 dataset=row["dataset"], scorers=tuple(json.loads(row["scorers"] or "[]"))))
         return out
-
-
-class StoredItems(ItemResults):
-    """An experiment's items as the database keeps them: read again, in dataset order, each
-    time they are iterated, so a run of any size is never held in memory. Each reading opens
-    a connection of its own; the view outlives the ``Store`` it came from."""
-
-    def __init__(self, path: str, run_id: str, experiment_id: str, count: int, uri: str):
-        """``uri``: how to open the database for reading (``Store.reading``)."""
-        self.path, self.run_id, self.experiment_id, self.count, self.uri = path, run_id, experiment_id, count, uri
-
-    def __len__(self) -> int:
-        return self.count
-
-    def _select(self, statement: str, parameters: tuple = ()) -> Iterator[tuple]:
-        db = sqlite3.connect(self.uri, uri=True, timeout=BUSY_SECONDS)
-        try:
-            yield from db.execute(statement, (self.run_id, self.experiment_id, *parameters))
-        except sqlite3.Error as exc:
-            raise UsageError(cannot("read", self.path, exc, "")) from None
-        finally:
-            db.close()
-
-    def __iter__(self) -> Iterator[ItemResult]:
-        return (item_from_record(json.loads(text), text) for text, in self._select(_ITEMS))
-
-    def verdicts(self, scorers: Sequence[str]) -> Iterator[Verdicts]:
-        """As ``ItemResults.verdicts``, SQLite reading just those fields out of each record: a
-        third of the time of reading whole records, for two runs of 100,000 items."""
-        if any('"' in sid for sid in scorers):  # not a scorer id the config allows: not a path to write
-            yield from super().verdicts(scorers)
-            return
-        fields = "".join(f", json_extract(record, '$.scores.\"{sid}\".{field}')"
-                         for sid in scorers for field in _SCORE_FIELDS)
-        for item_id, position, status, *values in self._select(_VERDICTS.format(fields)):
-            found = {}
-            for at, sid in enumerate(scorers):
-                scored, passed, score = values[3 * at:3 * at + 3]
-                if scored is not None:
-                    found[sid] = (scored, None if passed is None else bool(passed), score)
-            yield item_id, position, status, found
-
-    def with_status(self, statuses: Sequence[str], limit: int) -> list[ItemResult]:
-        """The first ``limit`` items with one of these statuses (at most four), in dataset order."""
-        wanted = (tuple(statuses) * 4)[:4]
-        return [item_from_record(json.loads(text), text) for text, in self._select(_ITEMS_WITH_STATUS, (*wanted, limit))]
 
 
 def _alive(pid: int | None, host: str | None) -> bool:

@@ -317,6 +317,7 @@ class RunInfo:
     git_dirty: bool | None = None
     # each config file's text as written, by file name: ``${VAR}`` unexpanded, never a value
     config_text: Mapping[str, str] = field(default_factory=dict)
+    rescored_from: str | None = None  # the run whose stored outputs this one scored again (``yamleval rescore``)
 
 
 @dataclass(frozen=True)

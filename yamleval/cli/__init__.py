@@ -1,6 +1,6 @@
 """The ``yamleval`` command. One module per group of commands:
 
-    running   run (with --resume)
+    running   run (with --resume), rescore
     history   runs, show, report, compare
     here      init, validate, preview, schema
     cache_commands  cache stats, prune, clear

@@ -1,4 +1,4 @@
-"""What several commands share: loading the config, choosing experiments, finding the store."""
+"""What several commands share: loading the config, reading --format, finding the store."""
 from __future__ import annotations
 
 import os
@@ -19,6 +19,18 @@ def load(paths: tuple[str, ...]):
     from yamleval.config.loader import load_project
 
     return load_project(list(paths) or [DEFAULT_CONFIG])
+
+
+def report_formats(text: str) -> list[str]:
+    """The report formats a comma-separated ``--format`` names."""
+    from yamleval.errors import UsageError
+    from yamleval.reporting import FORMATS
+
+    wanted = [f.strip() for f in text.split(",") if f.strip()]
+    unknown = [f for f in wanted if f not in FORMATS]
+    if unknown:
+        raise UsageError(f"unknown format {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
+    return wanted
 
 
 def store_path(given: str | None, config: str = DEFAULT_CONFIG) -> str:

@@ -7,7 +7,7 @@ import click
 
 from yamleval import figures
 from yamleval.cli import cli
-from yamleval.cli.common import JUNIT_FAMILY_OPTION, store_path
+from yamleval.cli.common import JUNIT_FAMILY_OPTION, report_formats, store_path
 from yamleval.errors import ExitCode, display_path
 
 STORE_OPTION = click.option("--store", "store_file", type=click.Path(dir_okay=False),
@@ -43,7 +43,8 @@ def _mean(summaries) -> str:
 @click.option("-n", "--limit", default=20, show_default=True, help="How many runs to list.")
 @click.option("--ids", "ids_only", is_flag=True, help="Only the run ids, newest first, one a line (for scripts).")
 def runs(store_file, limit, ids_only):
-    """List recent runs: id, start, experiments, status, pass rate, mean score, tags."""
+    """List recent runs: id, start, experiments, status, pass rate, mean score, tags, and the run
+    a re-scored one came from."""
     from yamleval import run_tags
 
     store = _open(store_file)
@@ -56,11 +57,14 @@ def runs(store_file, limit, ids_only):
         summaries = store.summaries(info.run_id)
         ids = store.run_detail(info.run_id, "experiment_ids") or []
         rows.append((info.run_id, info.started_at[:19].replace("T", " "), ",".join(ids), info.status,
-                     _rate(summaries), _mean(summaries), ",".join(run_tags.of_run(store, info.run_id))))
+                     _rate(summaries), _mean(summaries), ",".join(run_tags.of_run(store, info.run_id)),
+                     info.rescored_from or ""))
     if not rows:
         click.echo("no runs yet")
         return
-    header = ("run", "started (UTC)", "experiments", "status", "pass rate", "mean score", "tags")
+    header = ("run", "started (UTC)", "experiments", "status", "pass rate", "mean score", "tags", "rescored from")
+    if not any(row[-1] for row in rows):  # no re-scored run listed: no column for it
+        header, rows = header[:-1], [row[:-1] for row in rows]
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         click.echo("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip())
@@ -83,7 +87,8 @@ def show(run_ref, store_file, config):
         click.echo(_config_listing(info), nl=False)
         return
     click.echo(f"run {info.run_id} · {info.status} · started {info.started_at}"
-               + (f" · git {info.git_commit[:12]}{' (dirty)' if info.git_dirty else ''}" if info.git_commit else ""))
+               + (f" · git {info.git_commit[:12]}{' (dirty)' if info.git_dirty else ''}" if info.git_commit else "")
+               + (f" · rescored from {info.rescored_from}" if info.rescored_from else ""))
     click.echo("")
     for result in store.results(info.run_id):
         click.echo(summary_text(result) + "\n")
@@ -129,13 +134,9 @@ def report(run_ref, store_file, formats, report_dir, junit_family):
 
     RUN is a run id, a unique prefix of one, or `latest` (the default)."""
     from yamleval.config.loader import with_junit_family
-    from yamleval.errors import UsageError
-    from yamleval.reporting import FORMATS, write_reports
+    from yamleval.reporting import write_reports
 
-    wanted = [f.strip() for f in formats.split(",") if f.strip()]
-    unknown = [f for f in wanted if f not in FORMATS]
-    if unknown:
-        raise UsageError(f"unknown format {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
+    wanted = report_formats(formats)
     store = _open(store_file)
     info = store.find_run(run_ref)
     results = store.results(info.run_id)

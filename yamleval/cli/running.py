@@ -1,4 +1,5 @@
-"""``yamleval run``: run experiments, store every item as it finishes, write the reports."""
+"""``yamleval run``: run experiments, store every item as it finishes, write the reports;
+``yamleval rescore``: score a stored run's outputs again, as a new run."""
 from __future__ import annotations
 
 import os
@@ -11,7 +12,7 @@ from typing import Sequence
 import click
 
 from yamleval.cli import cli
-from yamleval.cli.common import JUNIT_FAMILY_OPTION, load
+from yamleval.cli.common import JUNIT_FAMILY_OPTION, load, report_formats
 from yamleval.runs import select_experiments
 from yamleval.errors import display_path
 from yamleval.types import RunInfo
@@ -76,7 +77,6 @@ def run(paths, experiment_ids, limit, concurrency, repeats, report_dir, store_fi
     endpoint cannot be used), 4 stopped by a budget (resume with a larger one), 130 interrupted.
     """
     from yamleval.config.loader import with_junit_family
-    from yamleval.reporting.text import terminal_block
     from yamleval.runs import run_project
 
     project = load(paths)
@@ -88,16 +88,60 @@ def run(paths, experiment_ids, limit, concurrency, repeats, report_dir, store_fi
                               resume=resume, force=force, limit=limit, concurrency=concurrency, stop=interrupts.stop,
                               abandon=interrupts.abandon, watcher=watcher, repeats=repeats, tags=tags, cache=cache,
                               refresh_cache=refresh_cache)
+    config = "".join(f"{shlex.quote(path)} " for path in paths)
+    _finish(outcome, quiet, f"`yamleval run {config}--resume {outcome.run.run_id}`")
+
+
+@cli.command()
+@click.argument("run_ref", metavar="RUN")
+@click.argument("paths", nargs=-1, type=click.Path(dir_okay=False))
+@click.option("-e", "--experiment", "experiment_ids", multiple=True, metavar="ID",
+              help="Score only this experiment again (repeatable).")
+@click.option("--report-dir", type=click.Path(file_okay=False), help="Where reports go [config, else ./reports].")
+@click.option("--format", "formats", metavar="LIST",
+              help="Comma-separated: html, junit, json, markdown [config `reports.formats`].")
+@click.option("--store", "store_file", type=click.Path(dir_okay=False),
+              help="The results database [config `store:`, else .yamleval/results.db].")
+@click.option("--tag", "tags", multiple=True, metavar="NAME",
+              help="Tag the new run (repeatable): a no_regression criterion's baseline can name it.")
+@JUNIT_FAMILY_OPTION
+@click.option("-q", "--quiet", is_flag=True, help="No progress; only the verdict per experiment.")
+def rescore(run_ref, paths, experiment_ids, report_dir, formats, store_file, tags, junit_family, quiet):
+    """Score the stored outputs of RUN again with the scorers and pass criteria of PATHS (default:
+    evals.yaml), as a new run; no runner is called (LLM judges call their model).
+
+    RUN is a run id, a unique prefix of one, or `latest`. Exit codes as `yamleval run`.
+    """
+    from yamleval.config.loader import with_junit_family
+    from yamleval.rescoring import rescore_run
+
+    project = load(paths)
+    chosen = project.report_formats if formats is None else report_formats(formats)
+    with _Interrupts() as interrupts:
+        outcome = rescore_run(project, run_ref, experiment_ids, store=store_file, report_dir=report_dir,
+                              formats=with_junit_family(chosen, junit_family), tags=tags, stop=interrupts.stop,
+                              watcher=_Console(interrupts, quiet))
+    click.echo(f"run {outcome.run.run_id}: run {outcome.run.rescored_from} scored again", err=quiet)
+    _finish(outcome, quiet)
+
+
+def _finish(outcome, quiet: bool, resume: str | None = None) -> None:
+    """The report files written, inside GitHub Actions the job summary and annotations, what
+    to do after an interruption (``resume``: the command that continues the run), why an
+    experiment stopped early; then exit as the run says."""
+    from yamleval.reporting.text import terminal_block
+
     for path in outcome.reports:
         click.echo(f"report: {display_path(path)}", err=quiet)
     _github(outcome.run, outcome.results, outcome.reports)
-    resume = f"`yamleval run {''.join(f'{shlex.quote(path)} ' for path in paths)}--resume {outcome.run.run_id}`"
     if outcome.interrupted:
-        click.echo(f"interrupted: resume with {resume}", err=True)
+        click.echo(f"interrupted: resume with {resume}" if resume else
+                   f"interrupted: what was scored is in run {outcome.run.run_id}", err=True)
     for result in outcome.aborted:
         click.echo(terminal_block(result.aborted), err=True)  # it may quote the dataset's own text
     if outcome.stopped_by_budget:
-        click.echo(f"the run is incomplete: raise the budget, then resume it with {resume}", err=True)
+        click.echo(f"the run is incomplete: raise the budget, then resume it with {resume}" if resume else
+                   f"the run is incomplete: what was scored is in run {outcome.run.run_id}", err=True)
     sys.exit(outcome.exit_code)
 
 
@@ -139,6 +183,9 @@ class _Console:
 
     def writing_reports(self) -> None:
         self.interrupts.raising = True  # Ctrl-C or SIGTERM now stops the reports at once
+
+    def warning(self, message: str) -> None:
+        click.echo(f"warning: {message}", err=True)
 
 
 def _github(run_info: RunInfo, results, written: Sequence[str] = ()) -> None:

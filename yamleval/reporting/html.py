@@ -245,7 +245,7 @@ def _page(run: RunInfo, results: Sequence[ExperimentResult]) -> tuple[str, str]:
                 "version": run.yamleval_version or "—", "python": run.python_version or "—", "host": run.host or "—",
                 "git_commit": (run.git_commit or "—") + (" (uncommitted changes)" if run.git_dirty else ""),
                 "config_files": list(run.config_files), "config_hash": run.config_hash or "—",
-                "config_text": sorted(run.config_text.items())}
+                "config_text": sorted(run.config_text.items()), "rescored_from": run.rescored_from}
     page = template().render(
         run=run_view, experiments=views, csp=csp, statuses=STATUSES, field_cap=f"{FIELD_CAP:,}", eager=EAGER_SECTIONS,
         script=Markup(script), style=Markup(style), data=Markup(_DATA_SLOT),

@@ -209,7 +209,8 @@ def _criterion_case(classname: str, name: str, criterion: CriterionResult, locat
 
 def _properties(run: RunInfo, result: ExperimentResult) -> str:
     s = result.summary
-    values = (("run_id", run.run_id), ("config_hash", run.config_hash), ("git_commit", run.git_commit or ""),
+    values = (("run_id", run.run_id), ("rescored_from", run.rescored_from or ""), ("config_hash", run.config_hash),
+              ("git_commit", run.git_commit or ""),
               ("yamleval_version", run.yamleval_version), ("label", result.label or ""),
               ("runner", result.runner or ""), ("dataset", result.dataset or ""),
               ("mean_score", _number(s.mean_score)), ("pass_rate", _number(s.pass_rate)),

@@ -74,6 +74,8 @@ def _headline(run: RunInfo, results: Sequence[ExperimentResult]) -> list[str]:
     else:
         line = f"## ✅ yamleval: {'all ' if total > 1 else ''}{total} experiment{'s' if total != 1 else ''} passed"
     facts = [f"run {escape(run.run_id)}"]
+    if run.rescored_from:
+        facts.append(f"rescored from run {escape(run.rescored_from)}")
     if run.git_commit:
         facts.append(f"commit {escape(run.git_commit[:12])}" + (" (dirty)" if run.git_dirty else ""))
     facts.append(f"started {escape(run.started_at)}")

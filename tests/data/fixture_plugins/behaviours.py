@@ -150,6 +150,15 @@ def counting(input, item, log: str, seconds: float = 0.002):
     return input if int(item.id.split("-")[1]) % 3 else "wrong"
 
 
+def noted(input, item, log: str):
+    """Echo the input (raise on ``raise``), each call noted in ``log``: a line with the item's id."""
+    with open(log, "a") as handle:
+        handle.write(f"{item.id}\n")
+    if input == "raise":
+        raise RuntimeError("boom on purpose")
+    return input
+
+
 def judged(output):
     """A scorer that reports what a judge model would have used."""
     return Score(score=1.0, passed=True, reason="fine", usage={"prompt_tokens": 5, "completion_tokens": 1,
@@ -175,16 +184,20 @@ def agentish(input):
 class CoinFlip:
     """Right (the expected answer) or wrong with probability 0.5 per call, decided by a hash of
     the input and how many times this runner has answered it, so every run gives the same
-    answers, in whatever order its calls happen."""
+    answers, in whatever order its calls happen. With ``log``, each call is noted there."""
 
-    def __init__(self):
+    def __init__(self, log: str | None = None):
         self.calls: dict[str, int] = {}
         self.lock = threading.Lock()
+        self.log = log
 
     def __call__(self, input, item):
         with self.lock:
             count = self.calls.get(input, 0)
             self.calls[input] = count + 1
+            if self.log:
+                with open(self.log, "a") as handle:
+                    handle.write(f"{item.id}\n")
         heads = hashlib.sha256(f"{input}/{count}".encode()).digest()[0] % 2 == 0
         return item.expected if heads else "wrong"
 
