@@ -155,3 +155,19 @@ def test_a_missing_or_unknown_model_is_a_located_config_error(write_config, serv
         golden.write_text(done.stderr, encoding="utf-8")
     assert done.stderr == golden.read_text(encoding="utf-8")
     assert server.bodies == []
+
+
+def test_preview_shows_the_embeddings_request_and_sends_nothing(write_config, server):
+    from yamleval.config.loader import load_project
+    from yamleval.preview import PLACEHOLDER, preview_experiment
+
+    text = config(server, '[{input: "hello", expected: "hi"}]').replace(
+        "tiny-embed,", "tiny-embed, price: {prompt: 1.0, completion: 0},")
+    [experiment] = load_project([str(write_config(text))]).experiments
+    shown = preview_experiment(experiment)
+    [item] = shown.items
+    call = item.calls[-1]
+    assert call.target == f"model emb: POST {server.base_url}/embeddings"
+    assert call.shown == {"model": "tiny-embed", "input": [PLACEHOLDER, "hi"]}
+    assert shown.estimate.cost is not None, "an embedding completes nothing: its cost is known"
+    assert server.bodies == []
