@@ -193,7 +193,9 @@ class Use:
         temperature and in every repeat, so it is kept whenever a judge's calls may be."""
         from yamleval.redaction import redact_value
 
-        return key(redact_value(dict(record), self.secrets)) if self.role == "judge" and self.settings.judges else None
+        if self.role != "judge" or not self.settings.judges:
+            return None
+        return key(redact_value(dict(record), self.secrets))
 
     def get(self, entry: str) -> Any | None:
         """The kept value, counted as a hit (None: a miss, counted when the answer is kept)."""

@@ -171,3 +171,22 @@ def test_preview_shows_the_embeddings_request_and_sends_nothing(write_config, se
     assert call.shown == {"model": "tiny-embed", "input": [PLACEHOLDER, "hi"]}
     assert shown.estimate.cost is not None, "an embedding completes nothing: its cost is known"
     assert server.bodies == []
+
+
+def test_an_empty_output_scores_0_and_an_empty_expected_value_is_an_error(write_config, server):
+    result = run(write_config, config(server, '[{id: quiet, input: "", expected: "Paris"}, '
+                                              '{id: blank, input: "Paris", expected: ["Paris", " "]}]'))
+    quiet, blank = result.items
+    assert (quiet.scores["similar"].score, quiet.scores["similar"].reason) == (0.0, "the output is empty")
+    assert blank.status == "error" and "an expected value is empty" in blank.scores["similar"].error
+    assert server.bodies == []
+
+
+def test_a_scripted_model_has_no_embeddings(write_config, server, tmp_path):
+    (tmp_path / "toy.yaml").write_text('- {when: {content: "."}, reply: {content: "hi"}}\n', encoding="utf-8")
+    text = config(server, '[{input: "hello", expected: "hi"}]').replace(
+        f'{{base_url: "{server.base_url}", model: tiny-embed, api_key: "{KEY}", retries: 0}}',
+        "{model: toy, script: toy.yaml}")
+    [item] = run(write_config, text).items
+    assert item.status == "error"
+    assert "model 'emb' answers from a script, which has no embeddings: give a base_url" in item.scores["similar"].error
