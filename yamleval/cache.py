@@ -188,6 +188,15 @@ class Use:
 
         return key({**redact_value(dict(record), self.secrets), "repeat": self.repeat})
 
+    def embeddings_key(self, record: Mapping[str, Any]) -> str | None:
+        """The key of an embedding, or None when it is not cached: a vector is the same at any
+        temperature and in every repeat, so it is kept whenever a judge's calls may be."""
+        from yamleval.redaction import redact_value
+
+        if self.role != "judge" or not self.settings.judges:
+            return None
+        return key(redact_value(dict(record), self.secrets))
+
     def get(self, entry: str) -> Any | None:
         """The kept value, counted as a hit (None: a miss, counted when the answer is kept)."""
         if self.settings.refresh:

@@ -2,7 +2,7 @@
 
 For the first items of each experiment, the runner's request and every LLM judge's prompt are
 built by the code a run uses, stopped where it would send: model calls at the client
-(``_Recorder.send``), the ``http`` and ``command`` runners by their own ``request`` function
+(``_Recorder.post``), the ``http`` and ``command`` runners by their own ``request`` function
 (what they send or run for an item), and other Python runners are shown as their reference and
 ``with:`` values, never called. Then an approximate estimate of the whole run: calls, prompt
 tokens (characters / 4), the completion bound of ``max_tokens`` and the cost from ``price:``.
@@ -18,7 +18,7 @@ from yamleval import plan, transport
 from yamleval.calls import BoundCall, ItemContext
 from yamleval.config.model import Experiment
 from yamleval.errors import describe_exception
-from yamleval.models.client import ChatClient, ChatReply
+from yamleval.models.client import ChatClient
 from yamleval.models.registry import Models
 from yamleval.redaction import Secrets, redact_text
 from yamleval.types import Item
@@ -74,17 +74,18 @@ class ExperimentPreview:
 class _Sent(Exception):
     """Raised where a model request would be sent, carrying it."""
 
-    def __init__(self, client: ChatClient, body: Mapping[str, Any]):
+    def __init__(self, client: ChatClient, url: str, body: Mapping[str, Any]):
         super().__init__("not sent")
         self.client = client
+        self.url = url
         self.body = body
 
 
 class _Recorder(ChatClient):
     """A client that builds every request as ``ChatClient`` does and stops before sending it."""
 
-    def send(self, body: Mapping[str, Any]) -> ChatReply:
-        raise _Sent(self, body)
+    def post(self, url: str, body: Mapping[str, Any], endpoint: Any) -> tuple[Any, Any]:
+        raise _Sent(self, url, body)
 
 
 class _RecordingModels(Models):
@@ -103,15 +104,16 @@ def _built_in(bound: BoundCall) -> bool:
     return getattr(bound.function, "__module__", "").startswith("yamleval.")
 
 
-def _target(client: ChatClient) -> str:
+def _target(client: ChatClient, url: str) -> str:
     base = client.config.base_url
     if base.startswith("script:"):
         return f"model {client.config.name} (its script {base[len('script:'):]})"
-    return f"model {client.config.name}: POST {transport.shown_url(client.url)}"
+    return f"model {client.config.name}: POST {transport.shown_url(url)}"
 
 
 def _prompt_chars(body: Mapping[str, Any]) -> int:
     chars = sum(len(m["content"]) for m in body.get("messages", ()) if isinstance(m.get("content"), str))
+    chars += sum(len(text) for text in body.get("input", ()) if isinstance(text, str))  # texts to embed
     if body.get("tools"):
         chars += len(json.dumps(body["tools"], ensure_ascii=False))
     return chars
@@ -123,8 +125,9 @@ def _model_call(what: str, bound: BoundCall, arguments: dict[str, Any], per_item
         bound.function(**arguments)
     except _Sent as sent:
         body = dict(sent.body)
-        return Call(what, _target(sent.client), body, model=sent.client.config.name,
-                    prompt_chars=_prompt_chars(body), max_tokens=body.get("max_tokens"), per_item=per_item)
+        return Call(what, _target(sent.client, sent.url), body, model=sent.client.config.name,
+                    prompt_chars=_prompt_chars(body), per_item=per_item,
+                    max_tokens=0 if "input" in body else body.get("max_tokens"))  # an embedding completes nothing
     except Exception as exc:
         return Call(what, "no request", problem=f"the run would fail here: {describe_exception(exc)}")
     return Call(what, "no request", problem="it made no model call")

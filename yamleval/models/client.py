@@ -1,4 +1,4 @@
-"""A client for OpenAI-compatible Chat Completions endpoints.
+"""A client for OpenAI-compatible Chat Completions endpoints; its ``post`` serves ``embeddings`` too.
 
 One pooled session per endpoint; transient failures (connection errors, timeouts, 408, 409,
 429, 5xx) are retried by ``transport.request`` with exponential backoff and jitter, honouring
@@ -111,21 +111,14 @@ class ChatClient:
                  sleep: Callable[[float], None] = time.sleep):
         self.config = config
         self.url = config.base_url.rstrip("/") + "/chat/completions"
-        self._backoff = backoff
-        self._sleep = sleep
+        self._backoff, self._sleep = backoff, sleep
         self._tools_unsupported = False
         self._json_mode_unsupported = False
         self._default_limit = config.max_tokens is None  # judges then ask for JUDGE_MAX_TOKENS
         self._session = transport.open_session(pool_size)
         self._limiter = throttle.limiter((*transport.origin(self.url), config.model), config.rate_limit,
                                          config.adaptive)
-        where = f"models.{config.name}"
-        shown = f"model {config.name!r} ({config.model} at {transport.shown_url(self.url)})"
-        self._endpoint = endpoints.endpoint(
-            ("model", config.name, self.url, config.model), shown,
-            address=f"`base_url` of {where}", credentials=f"`api_key` of {where}",
-            missing=f"it has no such model, or no API at that address: check `model` and `base_url` of {where} "
-                    "(an OpenAI-compatible base_url usually ends in /v1)")
+        self._endpoint = self.endpoint_for(self.url, "it has no such model, or no API at that address")
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if config.api_key:
             self._headers["Authorization"] = f"Bearer {config.api_key}"
@@ -133,6 +126,15 @@ class ChatClient:
 
     def __repr__(self) -> str:
         return f"ChatClient({self.config.name!r}, {self.url!r})"
+
+    def endpoint_for(self, url: str, missing: str) -> endpoints.Endpoint:
+        """The process's record of the requests to ``url`` of this model; ``missing``: what a 404 means."""
+        where = f"models.{self.config.name}"
+        shown = f"model {self.config.name!r} ({self.config.model} at {transport.shown_url(url)})"
+        return endpoints.endpoint(("model", self.config.name, url, self.config.model), shown,
+                                  address=f"`base_url` of {where}", credentials=f"`api_key` of {where}",
+                                  missing=f"{missing}: check `model` and `base_url` of {where} (an "
+                                          "OpenAI-compatible base_url usually ends in /v1)")
 
     def close(self) -> None:
         self._session.close()
@@ -162,47 +164,52 @@ class ChatClient:
             kept = use.get(entry)
             if kept is not None:  # answered before: the same reply, no call, nothing charged
                 return self._reply(kept["reply"], 0.0, 0)
-        try:
-            reply = transport.request(self._session, "POST", self.url, headers=self._headers,
-                                      data=json.dumps(body).encode("utf-8"), timeout=self.config.timeout,
-                                      max_bytes=MAX_REPLY_BYTES, retries=max(0, self.config.retries),
-                                      backoff=self._backoff, sleep=self._sleep, limiter=self._limiter,
-                                      endpoint=self._endpoint)
-        except transport.HttpFailure as failure:
-            raise self._failed(failure) from None
-        text = reply.text
-        try:
-            data = json.loads(text)
-        except ValueError:
-            kind = reply.headers.get("Content-Type") or "no content type"
-            raise self._error(f"reply is not JSON (HTTP {reply.status}, {kind}): {_snippet(text)}",
-                              status=reply.status, attempts=reply.attempts) from None
+        data, reply = self.post(self.url, body, self._endpoint)
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
-            raise self._error(f"reply has no choices (HTTP {reply.status}): {_snippet(text)}", status=reply.status,
-                              attempts=reply.attempts)
+            raise self.error(f"reply has no choices (HTTP {reply.status}): {_snippet(reply.text)}",
+                              status=reply.status, attempts=reply.attempts)
         answer = self._reply(data, reply.latency_ms, reply.attempts)
-        if self._limiter is not None:
-            self._limiter.charge(answer.usage.total_tokens)
         if entry is not None:
             use.put(entry, {"reply": data}, answer.usage.total_tokens, answer.cost)
         return answer
+
+    def post(self, url: str, body: Mapping[str, Any], endpoint: endpoints.Endpoint) -> tuple[Any, transport.Reply]:
+        """POST ``body`` to ``url`` of this model (its session, key, retries, rate limit; counted at
+        ``endpoint``), charge the tokens used to the rate limit; the JSON reply, or ModelError."""
+        try:
+            reply = transport.request(self._session, "POST", url, headers=self._headers,
+                                      data=json.dumps(body).encode("utf-8"), timeout=self.config.timeout,
+                                      max_bytes=MAX_REPLY_BYTES, retries=max(0, self.config.retries),
+                                      backoff=self._backoff, sleep=self._sleep, limiter=self._limiter,
+                                      endpoint=endpoint)
+        except transport.HttpFailure as failure:
+            raise self._failed(failure) from None
+        try:
+            data = json.loads(reply.text)
+        except ValueError:
+            kind = reply.headers.get("Content-Type") or "no content type"
+            raise self.error(f"reply is not JSON (HTTP {reply.status}, {kind}): {_snippet(reply.text)}",
+                              status=reply.status, attempts=reply.attempts) from None
+        if self._limiter is not None:
+            self._limiter.charge(usage_of(data).total_tokens)
+        return data, reply
 
     def _failed(self, failure: transport.HttpFailure) -> ModelError:
         if failure.reply is not None:
             detail = f"HTTP {failure.status}: {_server_message(failure.reply.text, failure.reply.reason)}"
         elif failure.kind == "too large":
-            detail = f"the reply is {failure}; a chat completion never is: check base_url"
+            detail = f"the reply is {failure}; a model's reply never is: check base_url"
         else:
             detail = str(failure)
-        return self._error(detail, status=failure.status, retryable=failure.retryable,
+        return self.error(detail, status=failure.status, retryable=failure.retryable,
                            retry_after=failure.retry_after, attempts=failure.attempts)
 
-    def _error(self, detail: str, *, status: int | None = None, retryable: bool = False,
-               retry_after: float | None = None, attempts: int = 1) -> ModelError:
+    def error(self, detail: str, *, status: int | None = None, retryable: bool = False,
+              retry_after: float | None = None, attempts: int = 1) -> ModelError:
+        """A ModelError of this model saying ``detail``, its api key hidden."""
         after = f" (after {attempts} attempts)" if attempts > 1 else ""
-        message = self._redact(f"model {self.config.name!r}: {detail}{after}")
-        return ModelError(message, status=status, model=self.config.name, retryable=retryable,
-                          retry_after=retry_after, attempts=attempts)
+        return ModelError(self._redact(f"model {self.config.name!r}: {detail}{after}"), status=status,
+                          model=self.config.name, retryable=retryable, retry_after=retry_after, attempts=attempts)
 
     def _redact(self, text: str) -> str:
         key = self.config.api_key
@@ -211,8 +218,7 @@ class ChatClient:
     def _reply(self, data: Mapping[str, Any], latency_ms: float, attempts: int) -> ChatReply:
         choice = data["choices"][0] if isinstance(data["choices"][0], Mapping) else {}
         message = choice.get("message") or {}
-        usage_data = data.get("usage") or {}
-        usage = Usage(int(usage_data.get("prompt_tokens") or 0), int(usage_data.get("completion_tokens") or 0))
+        usage = usage_of(data)
         price = self.config.price
         return ChatReply(
             text=_content_text(message.get("content")), tool_calls=_tool_calls(message), usage=usage,
@@ -316,6 +322,13 @@ class ChatClient:
 
 
 # -- helpers -------------------------------------------------------------------------------
+
+def usage_of(data: Any) -> Usage:
+    """The tokens a reply says it used (none where it says nothing readable)."""
+    usage = data.get("usage") if isinstance(data, Mapping) else None
+    counts = [usage.get(key) if isinstance(usage, Mapping) else 0 for key in ("prompt_tokens", "completion_tokens")]
+    return Usage(*(count if isinstance(count, int) else 0 for count in counts))
+
 
 def _with_schema_instruction(messages: Sequence[Mapping[str, Any]], schema: Mapping[str, Any]) -> list[dict]:
     # JSON mode on OpenAI requires the word JSON in the messages; the schema says what to put in it.

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 if TYPE_CHECKING:
     from yamleval.models.client import ChatClient
     from yamleval.models.config import ModelConfig
+    from yamleval.models.embeddings import Embeddings
 
 
 class Models:
@@ -21,6 +22,7 @@ class Models:
         self.retries = retries
         self.timeout = timeout
         self._clients: dict[str, ChatClient] = {}
+        self._embeddings: dict[str, Embeddings] = {}
         self._lock = threading.Lock()
 
     def names(self) -> list[str]:
@@ -60,8 +62,22 @@ class Models:
                 self._clients[name] = ChatClient(self.config(name))
             return self._clients[name]
 
+    def embeddings(self, name: str) -> Embeddings:
+        """The embeddings of the endpoint ``name``, its vectors kept for as long as this run."""
+        from yamleval.models.client import ChatClient
+        from yamleval.models.embeddings import Embeddings
+
+        client = self.client(name)
+        if not isinstance(client, ChatClient):
+            raise ValueError(f"model '{name}' answers from a script, which has no embeddings: give a base_url")
+        with self._lock:
+            if name not in self._embeddings:
+                self._embeddings[name] = Embeddings(client)
+            return self._embeddings[name]
+
     def close(self) -> None:
         with self._lock:
             for client in self._clients.values():
                 client.close()
             self._clients.clear()
+            self._embeddings.clear()
