@@ -175,6 +175,19 @@ def test_wer_reason_gives_the_wer_and_each_edit():
     assert (many.score, many.reason) == (0.0, "WER 4.000: 0 substituted, 0 deleted, 4 inserted, 1 correct")
 
 
+@pytest.mark.parametrize("scorer, options, message", [
+    (bleu, {"tokenize": "13b"}, "bleu: unknown tokenize '13b'"),
+    (bleu, {"lowercase": "yes"}, "bleu: lowercase must be true or false, got 'yes'"),
+    (chrf, {"word_order": -1}, "chrf: word_order must be a whole number of at least 0, got -1"),
+    (rouge, {"measure": "F"}, "rouge: unknown measure 'F'"),
+    (rouge, {"stemmer": 1}, "rouge: stemmer must be true or false, got 1"),
+])
+def test_a_bad_option_is_refused_when_the_config_loads(scorer, options, message):
+    with pytest.raises(ValueError) as raised:
+        scorer.validate_with(options)
+    assert (str(raised.value), raised.value.key) == (message, next(iter(options)))
+
+
 def _golden(name: str, text: str) -> None:
     path = GOLDEN / name
     if UPDATE:

@@ -40,7 +40,9 @@ class OptionError(ValueError):
 def _library(scorer: str, module: str, package: str) -> Any:
     try:
         return importlib.import_module(module)
-    except ImportError:
+    except ImportError as exc:
+        if exc.name != module.partition(".")[0]:  # installed, but something it imports is not
+            raise OptionError(f"scorer '{scorer}': importing {package} failed: {exc}", hint=INSTALL_HINT) from None
         raise OptionError(f"scorer '{scorer}' needs the package {package}, which is not installed",
                           hint=INSTALL_HINT) from None
 
