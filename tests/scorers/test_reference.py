@@ -32,7 +32,8 @@ CORPUS = [
     ("東京は日本の首都です。", ["東京は日本の首都である。", "日本の首都は東京です。"]),
     ("Hello, world! How's it going?", "hello world how is it going"),
     ("The quick brown fox jumps over the lazy dog",
-     ["A quick brown fox leaps over the lazy dog", "The fast brown fox jumps over a lazy dog", "dogs"]),
+     ["A quick brown fox leaps over the lazy dog", "The fast brown fox jumps over a lazy dog",
+      "dogs"]),
     ("Paris", ["Paris", "paris, France"]),
     ("the runners were running quickly", "the runner runs quick"),
     ("Line one is here.\nLine two follows it.", "Line one is here.\nAnd line two."),
@@ -159,7 +160,7 @@ def test_f1_known_cases(output, expected, score):
 
 def test_f1_reason_counts_tokens():
     assert f1("The Denver Broncos!", ["Broncos", "Denver"]).reason == (
-        "F1 0.667: 1 tokens in common, output 2 tokens, expected 1 (best of 2 references)")
+        "F1 0.667: 1 in common of 2 output tokens and 1 expected (best of 2 references)")
 
 
 def test_wer_is_one_minus_jiwers_wer():
@@ -170,9 +171,9 @@ def test_wer_is_one_minus_jiwers_wer():
 
 def test_wer_reason_gives_the_wer_and_each_edit():
     got = wer("the cat sat down on mat", "the cat sat on the mat")
-    assert got.reason == "WER 0.333: 0 substituted, 1 deleted, 1 inserted, 5 correct"
+    assert got.reason == "WER 0.333: words: 0 substituted, 1 deleted, 1 inserted, 5 correct"
     many = wer("one two three four five", "one")
-    assert (many.score, many.reason) == (0.0, "WER 4.000: 0 substituted, 0 deleted, 4 inserted, 1 correct")
+    assert (many.score, many.reason) == (0.0, "WER 4.000: words: 0 substituted, 0 deleted, 4 inserted, 1 correct")
 
 
 @pytest.mark.parametrize("scorer, options, message", [
@@ -254,5 +255,6 @@ experiments:
         assert item["scores"]["bleu"]["score"] == pytest.approx(min(1.0, want_bleu), abs=1e-6)
         want_wer = min(jiwer.wer(reference, output) for reference in _references(expected))
         assert item["scores"]["wer"]["score"] == max(0.0, 1.0 - want_wer)
-    assert items["far"]["scores"]["wer"]["reason"] == "WER 1.000: 2 substituted, 4 deleted, 0 inserted, 0 correct"
+    assert items["far"]["scores"]["wer"]["reason"] == (
+        "WER 1.000: words: 2 substituted, 4 deleted, 0 inserted, 0 correct")
     assert items["far"]["scores"]["wer"]["passed"] is False

@@ -223,8 +223,8 @@ def f1(output: Any, expected: Any) -> Score:
         if score > best[0]:
             best = (score, same, len(truth))
     score, same, truth_count = best
-    return Score(score=score, reason=f"F1 {score:.3f}: {same} tokens in common, output {len(predicted)} tokens, "
-                                     f"expected {truth_count}{_best_of(answers)}")
+    return Score(score=score, reason=f"F1 {score:.3f}: {same} in common of {len(predicted)} output tokens and "
+                                     f"{truth_count} expected{_best_of(answers)}")
 
 
 # ---- wer ---------------------------------------------------------------------------------
@@ -242,7 +242,7 @@ def wer(output: Any, expected: Any) -> Score:
     references = as_texts("wer", expected)
     hypothesis = to_text(output)
     found = min((jiwer.process_words(reference, hypothesis) for reference in references), key=lambda o: o.wer)
-    edits = f"{found.substitutions} substituted, {found.deletions} deleted, {found.insertions} inserted"
+    edits = f"words: {found.substitutions} substituted, {found.deletions} deleted, {found.insertions} inserted"
     return Score(score=max(0.0, 1.0 - found.wer),
                  reason=f"WER {found.wer:.3f}: {edits}, {found.hits} correct{_best_of(references)}")
 
