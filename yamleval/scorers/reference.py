@@ -18,14 +18,15 @@ import importlib
 import re
 import string
 from collections import Counter
-from typing import Any, Callable
+from typing import Any, Callable, Literal, get_args
 
 from yamleval.scorers.text import as_texts, to_text
 from yamleval.types import Score
 
 INSTALL_HINT = "pip install 'yamleval[metrics]'"
-ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
-MEASURES = {"f": "fmeasure", "precision": "precision", "recall": "recall"}
+RougeType = Literal["rouge1", "rouge2", "rougeL", "rougeLsum"]
+Measure = Literal["f", "precision", "recall"]
+MEASURES = {"f": "fmeasure", "precision": "precision", "recall": "recall"}  # the field of rouge-score's Score
 
 
 class OptionError(ValueError):
@@ -161,7 +162,8 @@ def _rouge_metric(type: str, stemmer: bool) -> Any:
     return module.RougeScorer([type], use_stemmer=stemmer)
 
 
-def rouge(output: Any, expected: Any, type: str = "rougeL", measure: str = "f", stemmer: bool = False) -> Score:
+def rouge(output: Any, expected: Any, type: RougeType = "rougeL", measure: Measure = "f",
+          stemmer: bool = False) -> Score:
     """ROUGE of the output against the expected text or texts, as Google's rouge-score
     ``RougeScorer`` computes it.
 
@@ -180,8 +182,8 @@ def rouge(output: Any, expected: Any, type: str = "rougeL", measure: str = "f", 
 
 
 def _check_rouge(type: str = "rougeL", measure: str = "f", stemmer: bool = False) -> None:
-    _one_of("rouge", "type", type, ROUGE_TYPES)
-    _one_of("rouge", "measure", measure, tuple(MEASURES))
+    _one_of("rouge", "type", type, get_args(RougeType))
+    _one_of("rouge", "measure", measure, get_args(Measure))
     _flag("rouge", "stemmer", stemmer)
     _library("rouge", "rouge_score.rouge_scorer", "rouge-score")
 
