@@ -179,6 +179,9 @@ def test_wer_reason_gives_the_wer_and_each_edit():
 @pytest.mark.parametrize("scorer, options, message", [
     (bleu, {"tokenize": "13b"}, "bleu: unknown tokenize '13b'"),
     (bleu, {"lowercase": "yes"}, "bleu: lowercase must be true or false, got 'yes'"),
+    (bleu, {"tokenize": "ja-mecab"}, "bleu: the tokenizer 'ja-mecab' cannot be loaded: Japanese tokenization "
+                                     "requires extra dependencies, but you do not have them installed. Please "
+                                     "install them like so. pip install sacrebleu[ja]"),
     (chrf, {"word_order": -1}, "chrf: word_order must be a whole number of at least 0, got -1"),
     (rouge, {"measure": "F"}, "rouge: unknown measure 'F'"),
     (rouge, {"stemmer": 1}, "rouge: stemmer must be true or false, got 1"),

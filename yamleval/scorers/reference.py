@@ -93,8 +93,9 @@ def bleu(output: Any, expected: Any, tokenize: str = "13a", lowercase: bool = Fa
     ``sentence_bleu`` computes it, divided by 100.
 
     sacrebleu's defaults: the ``13a`` tokenizer (``tokenize:`` takes any of sacrebleu's: ``none``,
-    ``zh``, ``intl``, ``char``, ``ja-mecab``...), exponential smoothing and effective n-gram
-    order; ``lowercase: true`` ignores case. The reason gives BLEU on sacrebleu's 0-100 scale,
+    ``zh``, ``intl``, ``char``, ``ja-mecab``...; those that need a package of their own say so
+    when the config loads, and the ``flores`` ones download their model then), exponential
+    smoothing and effective n-gram order; ``lowercase: true`` ignores case. The reason gives BLEU on sacrebleu's 0-100 scale,
     the 1- to 4-gram precisions, the brevity penalty and both lengths in tokens. The metadata
     holds the n-gram ``counts`` and ``totals`` and the ``sys_len`` and ``ref_len``: summed over
     items they give corpus BLEU (``sacrebleu.metrics.BLEU.compute_bleu``).
@@ -117,7 +118,8 @@ def _check_bleu(tokenize: str = "13a", lowercase: bool = False) -> None:
     try:
         _bleu_metric(tokenize, lowercase)
     except Exception as exc:  # a tokenizer whose own package is missing (ja-mecab, spm...)
-        raise OptionError(f"bleu: the tokenizer '{tokenize}' cannot be loaded: {exc}", "tokenize") from None
+        said = " ".join(str(exc).split()) or type(exc).__name__  # sacrebleu's advice spans lines
+        raise OptionError(f"bleu: the tokenizer '{tokenize}' cannot be loaded: {said}", "tokenize") from None
 
 
 bleu.validate_with = _checked(_check_bleu)
