@@ -5,7 +5,8 @@ plugins themselves, so that editors complete and check them as yamleval does:
                                each with the first sentence of its docstring; any other
                                reference that yamleval resolves is accepted too
     runner_with, scorer_with   the `with:` arguments of each built-in: its signature's options,
-                               with their defaults; those without a default are required
+                               with their defaults (and their values, for a Literal); those
+                               without a default are required
 
 Run it after adding a built-in or changing one's arguments; tests/test_packaging.py fails
 until the committed schema is what it writes:
@@ -18,6 +19,7 @@ import inspect
 import json
 import re
 import sys
+import typing
 from pathlib import Path
 
 from yamleval import calls, plugins
@@ -41,10 +43,16 @@ def _arguments(name: str, plugin, reserved: tuple[str, ...]) -> dict:
     function = constructor or call
     sig = plugins.signature_of(function, () if constructor else reserved)
     options = {}
+    try:
+        hints = typing.get_type_hints(function)
+    except NameError:  # a name imported only for type checkers: no values to offer
+        hints = {}
     for parameter in inspect.signature(function).parameters.values():
         if parameter.name in sig.options:
             default = parameter.default  # a None default is no value to offer
             options[parameter.name] = {"default": default} if isinstance(default, (str, bool, int, float)) else {}
+            if typing.get_origin(hints.get(parameter.name)) is typing.Literal:  # the values it takes
+                options[parameter.name]["enum"] = list(typing.get_args(hints[parameter.name]))
     arguments = {"description": f"The arguments of the built-in '{name}'.", "properties": options}
     if not sig.any_keyword:
         arguments["additionalProperties"] = False

@@ -190,6 +190,27 @@ def test_the_editor_completes_builtins_and_flags_a_misspelt_argument(server, tmp
     assert flagged == ["Property ignorecase is not allowed."]
 
 
+def test_the_editor_offers_the_values_an_argument_takes_and_flags_another(server, tmp_path):
+    path = tmp_path / "evals.yaml"
+    text, (rouge_type,) = _cursors(f"""\
+# yaml-language-server: $schema={ROOT / "schema" / "yamleval.schema.json"}
+experiments:
+  - id: summaries
+    dataset: {{items: [{{input: a cat, expected: the cat}}]}}
+    runner: echo
+    scorers:
+      - uses: rouge
+        with:
+          type: @@
+      - {{uses: rouge, id: bad, with: {{type: rouge9}}}}
+""")
+    diagnostics = server.open(path, text)
+    assert set(server.completions(path, *rouge_type)) == {"rouge1", "rouge2", "rougeL", "rougeLsum"}
+    bad = text.splitlines().index("      - {uses: rouge, id: bad, with: {type: rouge9}}")
+    assert [d["message"] for d in diagnostics if d["range"]["start"]["line"] == bad] == [
+        'Value is not accepted. Valid values: "rouge1", "rouge2", "rougeL", "rougeLsum".']
+
+
 def test_what_the_editor_flags_names_no_internal_definition(server, tmp_path):
     path = tmp_path / "evals.yaml"
     schema = ROOT / "schema" / "yamleval.schema.json"

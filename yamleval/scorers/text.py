@@ -202,7 +202,7 @@ def contains_any(output: Any, expected: Any, ignore_case: bool = False) -> Score
     comparison is case-folded. An empty list or an element that is a list, dict or
     ``None`` raises ``ValueError``.
     """
-    originals = _as_needles("contains_any", expected)
+    originals = as_texts("contains_any", expected)
     haystack, needles = _folded(to_text(output), originals, ignore_case)
     found = next((original for original, needle in zip(originals, needles) if needle in haystack), None)
     if found is None:
@@ -217,7 +217,7 @@ def contains_all(output: Any, expected: Any, ignore_case: bool = False) -> Score
     strings found (so a partial hit still shows); ``passed`` is True only when all are
     found; the reason names the missing ones.
     """
-    originals = _as_needles("contains_all", expected)
+    originals = as_texts("contains_all", expected)
     haystack, needles = _folded(to_text(output), originals, ignore_case)
     missing = [original for original, needle in zip(originals, needles) if needle not in haystack]
     found = len(needles) - len(missing)
@@ -237,7 +237,9 @@ def _quoted(text: str) -> str:
     return repr(text if len(text) <= QUOTED else text[:QUOTED] + "…")
 
 
-def _as_needles(scorer: str, expected: Any) -> list[str]:
+def as_texts(scorer: str, expected: Any) -> list[str]:
+    """``expected`` as a non-empty list of texts: a string is a list of one; numbers and booleans
+    are their ``to_text``; anything else is a ValueError naming ``scorer``."""
     items = [expected] if isinstance(expected, str) else expected
     if not isinstance(items, (list, tuple)) or not items:
         raise ValueError(
