@@ -146,7 +146,7 @@ def bind(spec: PluginSpec, target: Any, kind: str, reserved: tuple[str, ...], co
         except ValueError as exc:  # the plugin's own load-time check of its `with:` values
             key = getattr(exc, "key", None)  # the with: key at fault, when the plugin says
             errors.append(spec.error(str(exc), sub=("with", key) if key in spec.with_ else ("with",),
-                                     context=context))
+                                     hint=getattr(exc, "hint", None), context=context))
         except Exception as exc:  # the check itself is broken: say so, at the plugin
             where = plugins.raised_at(exc)
             errors.append(spec.error(f"checking the `with:` values of '{spec.uses}' raised "
