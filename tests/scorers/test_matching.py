@@ -1,5 +1,7 @@
 """Normalised matching (``normalize:`` on the text scorers) and the ``answer`` scorer.
 
+The CLI run at the end reads its reasons from results.json as a reader would.
+
 The config error for an unknown option is a golden file, ``tests/data/scorers/<case>.expected.txt``;
 after a deliberate change of wording regenerate it and review the diff::
 
@@ -15,6 +17,7 @@ import pytest
 
 from conftest import run_cli
 from yamleval.plugins import OptionError
+from yamleval.scorers.answer import answer
 from yamleval.scorers.normalize import normalizer
 from yamleval.scorers.text import contains, contains_all, contains_any, exact_match, starts_with
 from yamleval.types import Score
@@ -113,6 +116,93 @@ def test_starts_with_normalized():
     assert yes.passed is True and yes.reason == "starts with 'yes' (normalized: case, punctuation)"
     no = starts_with("No, sorry", "yes", normalize="case")
     assert no.passed is False and no.reason == "starts with 'no, sorry', not 'yes' (normalized: case)"
+
+
+@pytest.mark.parametrize(("output", "expected", "found"), [
+    ("Let me think. ANSWER: Paris", "Paris", "Paris"),
+    ("answer: lyon\nOn reflection...\nAnswer:  Paris  ", "Paris", "Paris"),  # the last one, trimmed
+    ("Final ANSWER:\nParis", "Paris", "Paris"),
+    ("Réponse ANSWER: Zürich ✓", "Zürich ✓", "Zürich ✓"),
+])
+def test_answer_prefix_takes_the_last_answer_line(output, expected, found):
+    score = answer(output, expected, pattern="answer_prefix")
+    assert score.passed is True
+    assert score.reason == f"extracted {found!r} (answer_prefix), which matches the expected {expected!r}"
+
+
+def test_answer_prefix_with_normalize_and_without_one():
+    assert answer("ANSWER: the Eiffel Tower.", "eiffel tower", pattern="answer_prefix",
+                  normalize=["case", "punctuation", "articles"]).passed is True
+    assert answer("ANSWER: the Eiffel Tower.", "eiffel tower", pattern="answer_prefix").passed is False
+    nothing = answer("Paris, I believe", "Paris", pattern="answer_prefix")
+    assert nothing == Score(score=0.0, passed=False, reason="no 'ANSWER:' line in the output")
+    assert answer("ANSWER:   ", "Paris", pattern="answer_prefix").reason == "no 'ANSWER:' line in the output"
+
+
+@pytest.mark.parametrize(("output", "expected", "passed", "found"), [
+    ("The total is 1,234.50 dollars.", 1234.5, True, "1,234.50"),
+    ("First 3, then 4, finally 42", "42", True, "42"),
+    ("It is 42.0", 42, True, "42.0"),
+    ("Between -3.5e2 and nothing", -350, True, "-3.5e2"),
+    ("about .5 of it", "0.5", True, ".5"),
+    ("The answer is 41.", 42, False, "41"),
+    ("On 2024-01-05", 5, True, "05"),
+])
+def test_number_takes_the_last_number_and_compares_numerically(output, expected, passed, found):
+    score = answer(output, expected, pattern="number")
+    assert score.passed is passed
+    assert score.reason.startswith(f"extracted {found!r} (number), which {'matches' if passed else 'is not'} the expected")
+
+
+def test_number_nothing_found_fails_and_a_non_number_expected_is_an_error():
+    assert answer("", 3, pattern="number").reason == "no number in the output"
+    assert answer("e5 and version v2", 2, pattern="number").reason == "no number in the output"
+    with pytest.raises(ValueError, match="the expected value 'three' is not a number"):
+        answer("3", "three", pattern="number")
+
+
+@pytest.mark.parametrize(("output", "found"), [
+    ("Answer: B", "B"),
+    ("After weighing them, the answer is (C).", "C"),
+    ("The answer is a bit subtle; I choose (D)", "D"),  # "a" is a word, not a choice
+    ("A) too small\nB) right", "B"),
+    ("  (e)  ", None),  # choices are capitals
+    ("B.", "B"),
+    ("I think so", None),
+    ("", None),
+])
+def test_letter_finds_a_choice_letter(output, found):
+    score = answer(output, "b" if found == "B" else found or "A", pattern="letter")
+    if found is None:
+        assert score == Score(score=0.0, passed=False, reason="no choice letter in the output")
+    else:
+        assert score.passed is True and score.reason.startswith(f"extracted {found!r} (letter)")
+
+
+def test_line_takes_the_last_line_that_is_not_blank():
+    assert answer("Reasoning...\n\n  Paris  \n\n", "Paris", pattern="line").passed is True
+    wrong = answer("Paris\nLyon", "Paris", pattern="line")
+    assert wrong.reason == "extracted 'Lyon' (line), which is not the expected 'Paris'"
+    assert answer(" \n\t\n", "Paris", pattern="line").reason == "no line that is not blank in the output"
+
+
+def test_regex_takes_its_first_group_of_the_last_match():
+    assert answer("score=7 ... score=9", "9", pattern="regex", regex=r"score=(\d+)").passed is True
+    assert answer("id 12 then id 13", "id 13", pattern="regex", regex=r"id \d+").passed is True
+    assert answer("nothing", "9", pattern="regex", regex=r"score=(\d+)").reason == "no match of the regex in the output"
+
+
+@pytest.mark.parametrize(("options", "key", "message"), [
+    ({"pattern": "leter"}, "pattern", "unknown pattern 'leter'"),
+    ({"pattern": "regex"}, "pattern", "pattern 'regex' needs `regex:`"),
+    ({"pattern": "regex", "regex": "(unclosed"}, "regex", "invalid regular expression '(unclosed'"),
+    ({"pattern": "line", "regex": "x"}, "regex", "`regex:` is used only with pattern 'regex'"),
+    ({"pattern": "line", "normalize": ["case", "nfc"]}, "normalize", "unknown normalization 'nfc'"),
+])
+def test_answer_options_are_checked_at_load_time(options, key, message):
+    with pytest.raises(OptionError) as caught:
+        answer.validate_with(options)
+    assert caught.value.key == key and str(caught.value).startswith(message)
 
 
 def _write(tmp_path: Path, scorers: str, items: str) -> Path:

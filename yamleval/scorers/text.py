@@ -139,7 +139,7 @@ def exact_match(output: Any, expected: Any, normalize: Any = None) -> bool | Sco
     got, wanted = norm(texts[0]), norm(texts[1])
     if got == wanted:
         return Score(score=1.0, passed=True, reason="same text" + described(normalize))
-    return Score(score=0.0, passed=False, reason=f"{_quoted(got)} is not {_quoted(wanted)}{described(normalize)}")
+    return Score(score=0.0, passed=False, reason=f"{quoted(got)} is not {quoted(wanted)}{described(normalize)}")
 
 
 def _exact_text(value: Any, maybe_object: bool) -> str:
@@ -204,7 +204,7 @@ def contains(output: Any, expected: Any, ignore_case: bool = False, normalize: A
     haystack, (folded,) = _prepared(to_text(output), [needle], ignore_case, normalize)
     found = folded in haystack
     return Score(score=1.0 if found else 0.0, passed=found,
-                 reason=("found " if found else "missing ") + _quoted(needle) + described(normalize))
+                 reason=("found " if found else "missing ") + quoted(needle) + described(normalize))
 
 
 def contains_any(output: Any, expected: Any, ignore_case: bool = False, normalize: Any = None) -> Score:
@@ -221,8 +221,8 @@ def contains_any(output: Any, expected: Any, ignore_case: bool = False, normaliz
     found = next((original for original, needle in zip(originals, needles) if needle in haystack), None)
     if found is None:
         return Score(score=0.0, passed=False,
-                     reason="missing all of " + ", ".join(map(_quoted, originals)) + described(normalize))
-    return Score(score=1.0, passed=True, reason="found " + _quoted(found) + described(normalize))
+                     reason="missing all of " + ", ".join(map(quoted, originals)) + described(normalize))
+    return Score(score=1.0, passed=True, reason="found " + quoted(found) + described(normalize))
 
 
 def contains_all(output: Any, expected: Any, ignore_case: bool = False, normalize: Any = None) -> Score:
@@ -240,7 +240,7 @@ def contains_all(output: Any, expected: Any, ignore_case: bool = False, normaliz
         return Score(
             score=found / len(needles),
             passed=False,
-            reason="missing " + ", ".join(map(_quoted, missing)) + described(normalize),
+            reason="missing " + ", ".join(map(quoted, missing)) + described(normalize),
         )
     return Score(score=1.0, passed=True, reason=f"found all {len(needles)}" + described(normalize))
 
@@ -248,7 +248,7 @@ def contains_all(output: Any, expected: Any, ignore_case: bool = False, normaliz
 QUOTED = 80  # characters of an expected text that a reason quotes
 
 
-def _quoted(text: str) -> str:
+def quoted(text: str) -> str:
     return repr(text if len(text) <= QUOTED else text[:QUOTED] + "…")
 
 
@@ -285,11 +285,11 @@ def regex(output: Any, expected: Any, ignore_case: bool = False) -> bool:
         raise ValueError(
             f"regex: expected must be a pattern string, got {type(expected).__name__} {expected!r}"
         )
-    return _compiled(expected, re.IGNORECASE if ignore_case else 0).search(to_text(output)) is not None
+    return compiled_regex(expected, re.IGNORECASE if ignore_case else 0).search(to_text(output)) is not None
 
 
 @functools.lru_cache(maxsize=256)
-def _compiled(pattern: str, flags: int) -> re.Pattern[str]:
+def compiled_regex(pattern: str, flags: int) -> re.Pattern[str]:
     try:
         return re.compile(pattern, flags)
     except re.error as err:
@@ -311,9 +311,9 @@ def starts_with(output: Any, expected: Any, ignore_case: bool = False, normalize
     if normalize is None:
         return found
     if found:
-        return Score(score=1.0, passed=True, reason=f"starts with {_quoted(folded)}{described(normalize)}")
-    return Score(score=0.0, passed=False, reason=f"starts with {_quoted(text[:len(folded) + 10])}, not"
-                                                 f" {_quoted(folded)}{described(normalize)}")
+        return Score(score=1.0, passed=True, reason=f"starts with {quoted(folded)}{described(normalize)}")
+    return Score(score=0.0, passed=False, reason=f"starts with {quoted(text[:len(folded) + 10])}, not"
+                                                 f" {quoted(folded)}{described(normalize)}")
 
 
 for _scorer in (exact_match, contains, contains_any, contains_all, starts_with):
