@@ -228,3 +228,29 @@ def test_an_unknown_normalization_is_a_located_config_error(tmp_path):
         assert done.returncode == 2, done.stdout + done.stderr
         assert "Traceback" not in done.stderr
     _check_golden("unknown_normalization", done.stderr)
+
+
+def test_a_run_with_normalized_matching_and_answers_gives_readable_reasons(tmp_path):
+    _write(tmp_path, """\
+      - {uses: answer, id: final, with: {pattern: answer_prefix, normalize: [case, punctuation]}}
+      - {uses: answer, id: total, value: 1234, with: {pattern: number}}
+      - {uses: contains_any, with: {normalize: [nfkc, case]}}
+      - {uses: exact_match, value: "answer: paris", with: {normalize: [case, whitespace, punctuation]}}""", """\
+        - {id: right, input: "Roughly 1,234 people.\\nANSWER: Paris!", expected: paris}
+        - {id: wrong, input: "ＰＡＲＩＳ? No: 12 people.", expected: [paris]}""")
+    done = run_cli("run", "evals.yaml", "--report-dir", "reports", cwd=tmp_path, NO_COLOR="1")
+    assert done.returncode == 1, done.stdout + done.stderr
+    results = json.loads((tmp_path / "reports" / "results.json").read_text(encoding="utf-8"))
+    reasons = {item["id"]: {scorer: (score["passed"], score["reason"]) for scorer, score in item["scores"].items()}
+               for item in results["experiments"][0]["items"]}
+    assert reasons["right"] == {
+        "final": (True, "extracted 'Paris!' (answer_prefix), which matches the expected 'paris'"
+                        " (normalized: case, punctuation)"),
+        "total": (True, "extracted '1,234' (number), which matches the expected '1234'"),
+        "contains_any": (True, "found 'paris' (normalized: nfkc, case)"),
+        "exact_match": (False, "'roughly 1234 people answer paris' is not 'answer paris'"
+                               " (normalized: case, punctuation, whitespace)"),
+    }
+    assert reasons["wrong"]["final"] == (False, "no 'ANSWER:' line in the output")
+    assert reasons["wrong"]["total"] == (False, "extracted '12' (number), which is not the expected '1234'")
+    assert reasons["wrong"]["contains_any"] == (True, "found 'paris' (normalized: nfkc, case)")
