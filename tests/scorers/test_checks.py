@@ -247,4 +247,4 @@ experiments:
     done = run_cli("validate", "evals.yaml", cwd=tmp_path, NO_COLOR="1")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.splitlines()[0] == ("evals.yaml:7:47: $.experiments[0].scorers[0].with.unit: error: unknown"
-                                           " unit 'letters' (known: characters, words, tokens)")
+                                           " unit 'letters' (it accepts: characters, words, tokens)")

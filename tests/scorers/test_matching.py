@@ -64,7 +64,7 @@ def test_unknown_normalization_suggests_the_closest():
     with pytest.raises(OptionError) as caught:
         normalizer(["case", "punctation"])
     assert "'punctation'" in str(caught.value)
-    assert caught.value.hint.startswith("did you mean 'punctuation'?")
+    assert caught.value.hint.startswith("did you mean 'punctuation'? It accepts")
 
 
 def test_without_normalize_the_scorers_answer_as_before():

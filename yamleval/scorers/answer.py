@@ -22,8 +22,8 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from yamleval.plugins import OptionError
-from yamleval.scorers.normalize import choice_hint, described, normalizer
+from yamleval.plugins import OptionError, accepted_hint
+from yamleval.scorers.normalize import described, normalizer
 from yamleval.scorers.text import compiled_regex, quoted, to_text
 from yamleval.types import Score
 
@@ -121,7 +121,7 @@ def _check(arguments: dict) -> None:
     known normalizations."""
     pattern, regex = arguments.get("pattern"), arguments.get("regex")
     if pattern != "regex" and pattern not in PATTERNS:
-        raise OptionError(f"unknown pattern {pattern!r}", key="pattern", hint=choice_hint(str(pattern), NOTHING))
+        raise OptionError(f"unknown pattern {pattern!r}", key="pattern", hint=accepted_hint(str(pattern), NOTHING))
     if pattern == "regex":
         if not isinstance(regex, str):
             raise OptionError("pattern 'regex' needs `regex:`, a regular expression", key="pattern",

@@ -9,8 +9,7 @@ import json
 import re
 from typing import Any
 
-from yamleval.plugins import OptionError
-from yamleval.scorers.normalize import choice_hint
+from yamleval.plugins import OptionError, accepted_hint
 from yamleval.scorers.text import parse_json, quoted, to_text
 from yamleval.types import Score, Usage
 
@@ -227,7 +226,7 @@ def length(output: Any, min: float | None = None, max: float | None = None, unit
 def _check_length(arguments: dict) -> None:
     unit = arguments.get("unit", "characters")
     if unit not in UNITS:
-        raise OptionError(f"unknown unit {unit!r}", key="unit", hint=choice_hint(str(unit), UNITS))
+        raise OptionError(f"unknown unit {unit!r}", key="unit", hint=accepted_hint(str(unit), UNITS))
     low, high = (_bound(arguments, key) for key in ("min", "max"))
     if low is None and high is None:
         raise OptionError("give `min:`, `max:` or both", key="min")

@@ -14,13 +14,12 @@ They apply in that order, whatever order the list gives, so ``[case, articles]``
 """
 from __future__ import annotations
 
-import difflib
 import functools
 import re
 import unicodedata
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
-from yamleval.plugins import OptionError
+from yamleval.plugins import OptionError, accepted_hint
 
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b\s*", re.IGNORECASE)
 _WHITESPACE = re.compile(r"\s+")
@@ -51,14 +50,6 @@ def normalizer(normalize: Any) -> Callable[[str], str]:
     return _chain(tuple(names))
 
 
-def choice_hint(name: str, choices: Iterable[str]) -> str:
-    """``did you mean 'case'? Known: nfkc, case, ...`` for a name that is not one of ``choices``."""
-    choices = list(choices)
-    close = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
-    known = ", ".join(choices)
-    return f"did you mean '{close[0]}'? Known: {known}" if close else f"known: {known}"
-
-
 def _unchanged(text: str) -> str:
     return text
 
@@ -67,7 +58,7 @@ def _unchanged(text: str) -> str:
 def _chain(names: tuple[str, ...]) -> Callable[[str], str]:
     for name in names:
         if name not in STEPS:
-            raise OptionError(f"unknown normalization '{name}'", key="normalize", hint=choice_hint(name, STEPS))
+            raise OptionError(f"unknown normalization '{name}'", key="normalize", hint=accepted_hint(name, STEPS))
     steps = [step for name, step in STEPS.items() if name in names]
 
     def apply(text: str) -> str:
