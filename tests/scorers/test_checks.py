@@ -248,3 +248,10 @@ experiments:
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.splitlines()[0] == ("evals.yaml:7:47: $.experiments[0].scorers[0].with.unit: error: unknown"
                                            " unit 'letters' (it accepts: characters, words, tokens)")
+
+
+@pytest.mark.parametrize("phrases", ["outside my remit", [""], [3]])
+def test_refusal_phrases_must_be_a_list_of_texts(phrases):
+    with pytest.raises(OptionError) as caught:
+        is_refusal.validate_with({"phrases": phrases})
+    assert caught.value.key == "phrases"

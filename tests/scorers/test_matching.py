@@ -179,6 +179,12 @@ def test_letter_finds_a_choice_letter(output, found):
         assert score.passed is True and score.reason.startswith(f"extracted {found!r} (letter)")
 
 
+@pytest.mark.parametrize("expected", ["B", "b", "(B)", "B)"])
+def test_letter_reads_the_expected_letter_as_written(expected):
+    assert answer("I'd go with (B).", expected, pattern="letter").passed is True
+    assert answer("I'd go with (C).", expected, pattern="letter").passed is False
+
+
 def test_line_takes_the_last_line_that_is_not_blank():
     assert answer("Reasoning...\n\n  Paris  \n\n", "Paris", pattern="line").passed is True
     wrong = answer("Paris\nLyon", "Paris", pattern="line")

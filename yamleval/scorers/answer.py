@@ -8,7 +8,7 @@ that reconsiders gives its final one last:
                    is compared with the expected number numerically (``42.0`` matches ``42``)
     letter         a choice letter A-Z: ``Answer: B`` / ``answer is (B)`` first, else the last
                    ``(B)``, else the last ``B)``, else an output that is the letter alone (``B.``);
-                   compared with the expected letter in any case
+                   compared with the expected letter in any case (``b`` and ``(B)`` are ``B``)
     line           the last line that is not blank
     regex          the last match of ``with: {regex: ...}``: its first group if it has one, else
                    the whole match (Python ``re`` syntax)
@@ -102,7 +102,9 @@ def answer(output: Any, expected: Any, pattern: str, regex: str | None = None, n
         norm = normalizer(normalize)
         shown = to_text(expected).strip()
         got, wanted = norm(found), norm(shown)
-        same = got.upper() == wanted.upper() if pattern == "letter" else got == wanted
+        if pattern == "letter":  # the expected letter may be written "b" or "(B)" too
+            got, wanted = got.upper(), (_letter(wanted) or wanted).upper()
+        same = got == wanted
     verdict = "matches" if same else "is not"
     return Score(score=1.0 if same else 0.0, passed=same,
                  reason=f"extracted {quoted(found)} ({pattern}), which {verdict} the expected {quoted(shown)}"
