@@ -183,7 +183,7 @@ def test_the_editor_completes_builtins_and_flags_a_misspelt_argument(server, tmp
     scorers = server.completions(path, *scorer_uses)
     assert {"exact_match", "levenshtein", "contains_any", "judge"} <= set(scorers)
     assert "echo" not in scorers
-    assert server.completions(path, *scorer_with) == ["ignore_case"]
+    assert server.completions(path, *scorer_with) == ["ignore_case", "normalize"]
 
     misspelt = text.splitlines().index("      - {uses: contains_any, with: {ignorecase: true}}")
     flagged = [d["message"] for d in diagnostics if d["range"]["start"]["line"] == misspelt]

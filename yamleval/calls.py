@@ -14,14 +14,15 @@ from typing import Any, Callable, Mapping
 from yamleval import plugins, templating
 from yamleval.config.model import PluginSpec
 from yamleval.errors import describe_exception, raise_all
-from yamleval.types import Item
+from yamleval.types import Item, Usage
 
 
 @dataclasses.dataclass(frozen=True)
 class ItemContext:
     """What a runner or scorer may ask for by name about the item at hand. ``expected`` is
     the item's, or a scorer's own ``value:``; ``output`` and ``trace`` are the runner's, once
-    it has answered; ``models`` is the experiment's named endpoints; ``deadline`` is the
+    it has answered, with ``latency_ms`` (how long it took) and ``usage`` (the tokens and cost
+    it reported, or None); ``models`` is the experiment's named endpoints; ``deadline`` is the
     ``time.monotonic()`` at which the experiment's ``timeout`` gives up on the item (None
     without one), for a runner that must stop what it started by then."""
 
@@ -32,6 +33,8 @@ class ItemContext:
     output: Any = None
     trace: Any = None
     deadline: float | None = None
+    latency_ms: float | None = None
+    usage: Usage | None = None
 
     @property
     def input(self) -> Any:
@@ -56,7 +59,7 @@ class ItemContext:
 
 RUNNER_CONTEXT = ("item", "input", "expected", "context", "metadata", "vars", "models", "deadline")
 SCORER_CONTEXT = ("output", "expected", "input", "item", "context", "assertions", "metadata", "trace", "vars",
-                  "models")
+                  "models", "latency_ms", "usage")
 
 _local = threading.local()
 _NEVER_AWAITABLE = frozenset({bool, int, float, str, type(None), dict, list, tuple})

@@ -109,7 +109,7 @@ class _ItemProcessor:
         """``result`` with its output scored (again) by this experiment's scorers; ``use``: the
         cache its judges may use (what it did is kept on the result)."""
         context = ItemContext(result.item, result.item.expected, self.vars, self.models, result.output,
-                              result.trace)
+                              result.trace, latency_ms=result.latency_ms, usage=result.usage)
         with cache.using(use, "judge"):
             scores = score_output(self.scorers, context) if self.scorers else {}
         status, error = item_status(scores)

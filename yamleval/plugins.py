@@ -55,6 +55,16 @@ def find(kind: str, name: str) -> EntryPoint | None:
     return builtins(kind).get(name) or entry_points(kind).get(name)
 
 
+class OptionError(ValueError):
+    """What a plugin's ``validate_with`` raises for a bad ``with:`` value: ``key`` names the
+    option at fault (the error points there), ``hint`` suggests a fix."""
+
+    def __init__(self, message: str, key: str | None = None, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+        self.hint = hint
+
+
 _OWN_CODE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "")
 
 

@@ -33,6 +33,7 @@ from typing import Any
 
 import Levenshtein
 
+from yamleval.scorers.normalize import check_normalize, described, normalizer
 from yamleval.types import Score
 
 
@@ -114,9 +115,11 @@ def _needs_json(value: Any) -> bool:
     return value is None or isinstance(value, (dict, list, tuple))
 
 
-def exact_match(output: Any, expected: Any) -> bool:
+def exact_match(output: Any, expected: Any, normalize: Any = None) -> bool | Score:
     """True (score 1) when the output and the expected value are the same text, else
     False (score 0). It is a verdict: a mismatch fails the item, with or without a threshold.
+    With ``normalize`` (see ``yamleval.scorers.normalize``) both texts are normalized first and
+    the result is a ``Score`` whose reason shows the two normalized texts when they differ.
 
     Text follows JS autoevals' ExactMatch: a dict, list or ``None`` is written as compact
     JSON (``None`` is ``null``, so ``None`` against ``None`` gives 1); when either side is
@@ -126,9 +129,17 @@ def exact_match(output: Any, expected: Any) -> bool:
     ``{"a": 1, "b": 2}`` does not match ``{"b": 2, "a": 1}``. ``5`` against ``[5]`` gives 0.
     """
     if type(output) is str and type(expected) is str:
-        return output == expected
-    maybe_object = _needs_json(output) or _needs_json(expected)
-    return _exact_text(output, maybe_object) == _exact_text(expected, maybe_object)
+        texts = output, expected
+    else:
+        maybe_object = _needs_json(output) or _needs_json(expected)
+        texts = _exact_text(output, maybe_object), _exact_text(expected, maybe_object)
+    if normalize is None:
+        return texts[0] == texts[1]
+    norm = normalizer(normalize)
+    got, wanted = norm(texts[0]), norm(texts[1])
+    if got == wanted:
+        return Score(score=1.0, passed=True, reason="same text" + described(normalize))
+    return Score(score=0.0, passed=False, reason=f"{quoted(got)} is not {quoted(wanted)}{described(normalize)}")
 
 
 def _exact_text(value: Any, maybe_object: bool) -> str:
@@ -181,59 +192,63 @@ def _distance(output: str, expected: str) -> int:
     return Levenshtein.distance(output, expected)
 
 
-def contains(output: Any, expected: Any, ignore_case: bool = False) -> Score:
+def contains(output: Any, expected: Any, ignore_case: bool = False, normalize: Any = None) -> Score:
     """Passes (score 1) when the text of ``expected`` occurs anywhere in the text of
     ``output``, else fails (score 0); the reason says it was found or is missing.
 
-    Both go through ``to_text``; with ``ignore_case`` both are case-folded first. An empty
-    expected text is contained in every output (as JS ``includes("")``).
+    Both go through ``to_text``; with ``ignore_case`` both are case-folded first, with
+    ``normalize`` both are normalized (``yamleval.scorers.normalize``). An empty expected text
+    (or one that normalizes to nothing) is contained in every output (as JS ``includes("")``).
     """
-    haystack, needle = to_text(output), to_text(expected)
-    found = needle.casefold() in haystack.casefold() if ignore_case else needle in haystack
-    return Score(score=1.0 if found else 0.0, passed=found, reason=("found " if found else "missing ") + _quoted(needle))
+    needle = to_text(expected)
+    haystack, (folded,) = _prepared(to_text(output), [needle], ignore_case, normalize)
+    found = folded in haystack
+    return Score(score=1.0 if found else 0.0, passed=found,
+                 reason=("found " if found else "missing ") + quoted(needle) + described(normalize))
 
 
-def contains_any(output: Any, expected: Any, ignore_case: bool = False) -> Score:
+def contains_any(output: Any, expected: Any, ignore_case: bool = False, normalize: Any = None) -> Score:
     """Passes (score 1) when at least one of the expected strings occurs in the text of
     ``output``, else fails (score 0); the reason names the first found, or says none was.
 
     ``expected`` is a non-empty list of strings (numbers and booleans are taken as their
     ``to_text``); a single string counts as a one-element list. With ``ignore_case`` the
-    comparison is case-folded. An empty list or an element that is a list, dict or
+    comparison is case-folded; ``normalize`` normalizes both sides. An empty list or an element that is a list, dict or
     ``None`` raises ``ValueError``.
     """
     originals = as_texts("contains_any", expected)
-    haystack, needles = _folded(to_text(output), originals, ignore_case)
+    haystack, needles = _prepared(to_text(output), originals, ignore_case, normalize)
     found = next((original for original, needle in zip(originals, needles) if needle in haystack), None)
     if found is None:
-        return Score(score=0.0, passed=False, reason="missing all of " + ", ".join(map(_quoted, originals)))
-    return Score(score=1.0, passed=True, reason="found " + _quoted(found))
+        return Score(score=0.0, passed=False,
+                     reason="missing all of " + ", ".join(map(quoted, originals)) + described(normalize))
+    return Score(score=1.0, passed=True, reason="found " + quoted(found) + described(normalize))
 
 
-def contains_all(output: Any, expected: Any, ignore_case: bool = False) -> Score:
+def contains_all(output: Any, expected: Any, ignore_case: bool = False, normalize: Any = None) -> Score:
     """Passes when every expected string occurs in the text of ``output``.
 
-    ``expected`` is read as in ``contains_any``. The score is the fraction of expected
+    ``expected``, ``ignore_case`` and ``normalize`` are read as in ``contains_any``. The score is the fraction of expected
     strings found (so a partial hit still shows); ``passed`` is True only when all are
     found; the reason names the missing ones.
     """
     originals = as_texts("contains_all", expected)
-    haystack, needles = _folded(to_text(output), originals, ignore_case)
+    haystack, needles = _prepared(to_text(output), originals, ignore_case, normalize)
     missing = [original for original, needle in zip(originals, needles) if needle not in haystack]
     found = len(needles) - len(missing)
     if missing:
         return Score(
             score=found / len(needles),
             passed=False,
-            reason="missing " + ", ".join(map(_quoted, missing)),
+            reason="missing " + ", ".join(map(quoted, missing)) + described(normalize),
         )
-    return Score(score=1.0, passed=True, reason=f"found all {len(needles)}")
+    return Score(score=1.0, passed=True, reason=f"found all {len(needles)}" + described(normalize))
 
 
 QUOTED = 80  # characters of an expected text that a reason quotes
 
 
-def _quoted(text: str) -> str:
+def quoted(text: str) -> str:
     return repr(text if len(text) <= QUOTED else text[:QUOTED] + "…")
 
 
@@ -253,10 +268,12 @@ def as_texts(scorer: str, expected: Any) -> list[str]:
     return needles
 
 
-def _folded(haystack: str, needles: list[str], ignore_case: bool) -> tuple[str, list[str]]:
+def _prepared(haystack: str, needles: list[str], ignore_case: bool, normalize: Any) -> tuple[str, list[str]]:
+    """The texts as compared: normalized, then case-folded with ``ignore_case``."""
+    norm = normalizer(normalize)
     if ignore_case:
-        return haystack.casefold(), [needle.casefold() for needle in needles]
-    return haystack, needles
+        return norm(haystack).casefold(), [norm(needle).casefold() for needle in needles]
+    return norm(haystack), [norm(needle) for needle in needles]
 
 
 def regex(output: Any, expected: Any, ignore_case: bool = False) -> bool:
@@ -270,25 +287,37 @@ def regex(output: Any, expected: Any, ignore_case: bool = False) -> bool:
         raise ValueError(
             f"regex: expected must be a pattern string, got {type(expected).__name__} {expected!r}"
         )
-    return _compiled(expected, re.IGNORECASE if ignore_case else 0).search(to_text(output)) is not None
+    return compiled_regex(expected, re.IGNORECASE if ignore_case else 0).search(to_text(output)) is not None
 
 
 @functools.lru_cache(maxsize=256)
-def _compiled(pattern: str, flags: int) -> re.Pattern[str]:
+def compiled_regex(pattern: str, flags: int) -> re.Pattern[str]:
     try:
         return re.compile(pattern, flags)
     except re.error as err:
         raise ValueError(f"regex: invalid regular expression {pattern!r}: {err}") from None
 
 
-def starts_with(output: Any, expected: Any, ignore_case: bool = False) -> bool:
+def starts_with(output: Any, expected: Any, ignore_case: bool = False, normalize: Any = None) -> bool | Score:
     """True when the text of ``output`` begins with the text of ``expected``.
 
     Leading whitespace is ignored on both sides, so ``"  Yes, ..."`` starts with ``"Yes"``;
-    ``ignore_case`` compares case-folded text. An empty expected text always matches.
+    ``ignore_case`` compares case-folded text. An empty expected text always matches. With
+    ``normalize`` both texts are normalized first and the result is a ``Score`` whose reason
+    shows the normalized prefix and how the output begins.
     """
-    text, prefix = to_text(output).lstrip(), to_text(expected).lstrip()
-    if ignore_case:
-        return text.casefold().startswith(prefix.casefold())
-    return text.startswith(prefix)
+    prefix = to_text(expected)
+    text, (folded,) = _prepared(to_text(output), [prefix], ignore_case, normalize)
+    text, folded = text.lstrip(), folded.lstrip()
+    found = text.startswith(folded)
+    if normalize is None:
+        return found
+    if found:
+        return Score(score=1.0, passed=True, reason=f"starts with {quoted(folded)}{described(normalize)}")
+    return Score(score=0.0, passed=False, reason=f"starts with {quoted(text[:len(folded) + 10])}, not"
+                                                 f" {quoted(folded)}{described(normalize)}")
 
+
+for _scorer in (exact_match, contains, contains_any, contains_all, starts_with):
+    _scorer.validate_with = check_normalize  # an unknown normalization is a config error at load time
+del _scorer
