@@ -1,45 +1,40 @@
 """``yamleval cache stats|prune|clear``: the answer cache (``yamleval.cache``) looked at and emptied."""
 from __future__ import annotations
 
+import contextlib
 import os
 from datetime import datetime, timezone
 
 import click
 
 from yamleval.cli import cli
-from yamleval.cli.common import DEFAULT_CONFIG
+from yamleval.cli.common import DEFAULT_CONFIG, config_path
 
 
 def cache_path(given: str | None, config: str = DEFAULT_CONFIG) -> str:
     """``--path``, else the ``cache: {path}`` of ./evals.yaml's ``defaults``, else .yamleval/cache.db."""
     from yamleval.cache import DEFAULT_PATH
 
-    if given:
-        return given
-    if os.path.isfile(config):
-        from yamleval.config import yaml_source
-
-        try:
-            data, _ = yaml_source.load(config)
-        except Exception:  # a broken config does not stop looking at the cache
-            data = None
-        found = ((data or {}).get("defaults") or {}).get("cache") if isinstance(data, dict) else None
-        if isinstance(found, dict) and isinstance(found.get("path"), str):
-            return os.path.join(os.path.dirname(config), found["path"])
-    return DEFAULT_PATH
+    return given or config_path(config, "defaults", "cache", "path") or DEFAULT_PATH
 
 
 PATH_OPTION = click.option("--path", type=click.Path(dir_okay=False),
                            help="The cache file [the config's `defaults.cache.path`, else .yamleval/cache.db].")
 
 
-def _open(path: str, must_exist: bool = True):
+@contextlib.contextmanager
+def _opened(path: str, *limits: float):
+    """The cache file at ``path`` (which must exist), closed after use; ``limits``: its ttl and max size."""
     from yamleval.cache import Cache
     from yamleval.errors import UsageError
 
-    if must_exist and not os.path.exists(path):
+    if not os.path.exists(path):
         raise UsageError(f"no cache at {path} yet: a run keeps answers there once a cached call is made")
-    return Cache(path)
+    kept = Cache(path, *limits)
+    try:
+        yield kept
+    finally:
+        kept.close()
 
 
 @cli.group()
@@ -52,11 +47,8 @@ def cache():
 def stats(path):
     """How many answers the cache keeps, their size, and the tokens they took."""
     path = cache_path(path)
-    kept = _open(path)
-    try:
+    with _opened(path) as kept:
         found = kept.stats()
-    finally:
-        kept.close()
     click.echo(f"cache {path}: {found.entries:,} answers, {found.bytes / 1e6:.1f} MB, "
                f"{found.tokens:,} tokens kept; oldest {_when(found.oldest)}, newest {_when(found.newest)}")
 
@@ -71,7 +63,7 @@ def _when(stamp: float | None) -> str:
 @click.option("--max-size", help="Then delete the least recently used past this size (`2GB`, `500MB`) [2GB].")
 def prune(path, ttl, max_size):
     """Delete expired answers, then the least recently used past the size limit."""
-    from yamleval.cache import DEFAULT_MAX_SIZE, DEFAULT_TTL, Cache
+    from yamleval.cache import DEFAULT_MAX_SIZE, DEFAULT_TTL
     from yamleval.config.model import amount
     from yamleval.errors import UsageError
 
@@ -80,14 +72,9 @@ def prune(path, ttl, max_size):
     except (AttributeError, KeyError):
         raise UsageError("give --ttl as a number and s, m, h, d or w (`7d`), and --max-size as a number and B, KB,"
                          " MB, GB or TB (`2GB`)") from None
-    path = cache_path(path)
-    _open(path).close()
-    kept = Cache(path, *limits)
-    try:
+    with _opened(cache_path(path), *limits) as kept:
         gone = kept.prune()
         left = kept.stats()
-    finally:
-        kept.close()
     click.echo(f"pruned {gone:,} answers; {left.entries:,} kept ({left.bytes / 1e6:.1f} MB)")
 
 
@@ -96,9 +83,6 @@ def prune(path, ttl, max_size):
 def clear(path):
     """Delete every kept answer."""
     path = cache_path(path)
-    kept = _open(path)
-    try:
+    with _opened(path) as kept:
         gone = kept.clear()
-    finally:
-        kept.close()
     click.echo(f"cleared {gone:,} answers from {path}")

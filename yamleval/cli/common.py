@@ -35,15 +35,21 @@ def report_formats(text: str) -> list[str]:
 
 def store_path(given: str | None, config: str = DEFAULT_CONFIG) -> str:
     """``--store``, else the ``store:`` of ./evals.yaml, else .yamleval/results.db."""
-    if given:
-        return given
-    if os.path.isfile(config):
-        from yamleval.config import yaml_source
+    return given or config_path(config, "store") or DEFAULT_STORE
 
-        try:
-            data, _ = yaml_source.load(config)
-        except Exception:  # a broken config does not stop reading past runs
-            data = None
-        if isinstance(data, dict) and isinstance(data.get("store"), str):
-            return os.path.join(os.path.dirname(config), data["store"])
-    return DEFAULT_STORE
+
+def config_path(config: str, *keys: str) -> str | None:
+    """The path at ``keys`` of ``config`` (``store``; ``defaults``, ``cache``, ``path``), relative to
+    its folder; None without that file or that key. A broken config does not stop reading past
+    runs: it has no paths."""
+    if not os.path.isfile(config):
+        return None
+    from yamleval.config import yaml_source
+
+    try:
+        found, _ = yaml_source.load(config)
+    except Exception:
+        return None
+    for key in keys:
+        found = found.get(key) if isinstance(found, dict) else None
+    return os.path.join(os.path.dirname(config), found) if isinstance(found, str) else None
