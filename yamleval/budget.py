@@ -12,13 +12,13 @@ from typing import Any, Iterable, Mapping, Sequence
 from yamleval.types import CacheUse, Usage
 
 KEYS = ("max_cost_usd", "max_tokens", "max_duration")
-_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0}
-_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)([hms])")
+_UNITS = {"w": 604800.0, "d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
+_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)([wdhms])")
 
 
 def seconds(duration: float | str) -> float:
-    """``90`` (seconds), ``"90s"``, ``"30m"``, ``"2h"`` or ``"1h30m"`` in seconds; the schema
-    has checked the form."""
+    """``90`` (seconds), ``"90s"``, ``"30m"``, ``"2h"``, ``"1h30m"`` or ``"7d"`` in seconds; the
+    schema has checked the form."""
     if not isinstance(duration, str):
         return float(duration)
     return sum(float(number) * _UNITS[unit] for number, unit in _PART.findall(duration))

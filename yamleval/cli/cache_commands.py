@@ -64,13 +64,16 @@ def _when(stamp: float | None) -> str:
 def prune(path, ttl, max_size):
     """Delete expired answers, then the least recently used past the size limit."""
     from yamleval.cache import DEFAULT_MAX_SIZE, DEFAULT_TTL
-    from yamleval.config.model import amount
+    from yamleval.budget import seconds
+    from yamleval.config.model import size_bytes
     from yamleval.errors import UsageError
 
     try:
-        limits = (amount(ttl) if ttl else DEFAULT_TTL, int(amount(max_size)) if max_size else DEFAULT_MAX_SIZE)
-    except (AttributeError, KeyError):
-        raise UsageError("give --ttl as a number and s, m, h, d or w (`7d`), and --max-size as a number and B, KB,"
+        limits = (seconds(ttl) if ttl else DEFAULT_TTL, size_bytes(max_size) if max_size else DEFAULT_MAX_SIZE)
+        if not limits[0]:
+            raise ValueError(ttl)
+    except (AttributeError, KeyError, ValueError):
+        raise UsageError("give --ttl as a number and s, m, h, d or w (`7d`, `12h`), and --max-size as a number and B, KB,"
                          " MB, GB or TB (`2GB`)") from None
     with _opened(cache_path(path), *limits) as kept:
         gone = kept.prune()

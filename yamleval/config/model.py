@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from yamleval.budget import Budget
+from yamleval.budget import Budget, seconds
 from yamleval.config.yaml_source import Path, SourceMap
 from yamleval.redaction import Secrets
 
@@ -165,22 +165,21 @@ class Experiment:
         return text + (f" › scorer '{scorer}'" if scorer else "")
 
 
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "B": 1, "KB": 1000, "MB": 1000 ** 2,
-          "GB": 1000 ** 3, "TB": 1000 ** 4}
+_SIZES = {"B": 1, "KB": 1000, "MB": 1000 ** 2, "GB": 1000 ** 3, "TB": 1000 ** 4}
 
 
-def amount(text: str) -> float:
-    """``7d`` in seconds, ``2GB`` in bytes: a number and one of ``_UNITS`` (the schema checks the form)."""
-    found = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?) ?([A-Za-z]+)", text.strip())
-    return float(found.group(1)) * _UNITS[found.group(2)]
+def size_bytes(text: str) -> int:
+    """``2GB`` in bytes: a number and B, KB, MB, GB or TB (the schema checks the form)."""
+    found = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?) ?([A-Z]+)", text.strip())
+    return int(float(found.group(1)) * _SIZES[found.group(2)])
 
 
 def cache_settings(data: Mapping[str, Any], base_dir: str) -> CacheSettings:
     defaults = CacheSettings()
     return CacheSettings(
         runner=data.get("runner", defaults.runner), judges=data.get("judges", defaults.judges),
-        ttl=amount(data["ttl"]) if "ttl" in data else defaults.ttl,
-        max_size=int(amount(data["max_size"])) if "max_size" in data else defaults.max_size,
+        ttl=seconds(data["ttl"]) if "ttl" in data else defaults.ttl,
+        max_size=size_bytes(data["max_size"]) if "max_size" in data else defaults.max_size,
         path=os.path.join(base_dir, data["path"]) if "path" in data else defaults.path)
 
 
