@@ -12,7 +12,7 @@ import itertools
 import math
 import operator
 from array import array
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from yamleval import stats
 from yamleval.types import CacheUse, ItemResult, LatencySummary, ScorerSummary, Summary, Usage
@@ -126,15 +126,27 @@ def _score_interval(scores: ExactSum, confidence: float) -> stats.Interval | Non
 
 
 class _ScorerTally:
-    __slots__ = ("name", "threshold", "values", "low", "high", "passed", "failed", "errored", "skipped", "bins")
+    __slots__ = ("name", "threshold", "values", "low", "high", "passed", "failed", "errored", "skipped", "bins",
+                 "corpus", "corpus_stats")
 
-    def __init__(self, name: str, threshold: float | None):
+    def __init__(self, name: str, threshold: float | None, corpus: Callable[[list], float] | None = None):
         self.name, self.threshold = name, threshold
+        self.corpus = corpus  # the whole run's score from its items' summed ``corpus_stats`` (corpus BLEU)
+        self.corpus_stats: list | None = None
         self.values = ExactSum()  # the same mean whatever order items finish in; its count: scores
         self.passed = self.failed = self.errored = self.skipped = 0
         self.low = math.inf
         self.high = -math.inf
         self.bins = [0] * BINS
+
+
+def _corpus(tally: _ScorerTally) -> float | None:
+    if tally.corpus is None or tally.corpus_stats is None:
+        return None
+    try:
+        return tally.corpus(tally.corpus_stats)
+    except Exception:  # a scorer's corpus figure that cannot be computed is left out, never fatal
+        return None
 
 
 def _latency(values: SortedRuns) -> LatencySummary:
@@ -179,8 +191,10 @@ class _Tokens:
 class Aggregator:
     """Counts, score statistics, latency and tokens of the items recorded so far."""
 
-    def __init__(self, scorers: Mapping[str, tuple[str, float | None]], confidence: float = 0.95):
-        self.tallies = {sid: _ScorerTally(name, threshold) for sid, (name, threshold) in scorers.items()}
+    def __init__(self, scorers: Mapping[str, tuple], confidence: float = 0.95):
+        """``scorers``: by id, (name, threshold) or (name, threshold, corpus), ``corpus`` turning the
+        summed ``corpus_stats`` of the scores' metadata into a figure for the whole run."""
+        self.tallies = {sid: _ScorerTally(*about) for sid, about in scorers.items()}
         self.confidence = confidence
         self.item_means = ExactSum()  # each item's mean score: items are the clusters of a mean's interval
         self.counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
@@ -227,6 +241,10 @@ class Aggregator:
                 tally.failed += 1
             elif score.passed:
                 tally.passed += 1
+            if tally.corpus is not None and score.metadata and "corpus_stats" in score.metadata:
+                found = score.metadata["corpus_stats"]
+                tally.corpus_stats = list(found) if tally.corpus_stats is None else \
+                    [a + b for a, b in zip(tally.corpus_stats, found)]
         if item_scores:
             self.item_means.add(item_total / item_scores)
 
@@ -245,7 +263,7 @@ class Aggregator:
                 pass_rate=t.passed / decided if decided else None,
                 passed=t.passed, failed=t.failed, errored=t.errored, skipped=t.skipped, histogram=tuple(t.bins),
                 pass_rate_ci=stats.wilson_interval(t.passed, decided, self.confidence),
-                mean_ci=_score_interval(t.values, self.confidence),
+                mean_ci=_score_interval(t.values, self.confidence), corpus=_corpus(t),
             )
         return Summary(
             total=max(total or 0, self.completed), completed=self.completed,

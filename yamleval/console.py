@@ -126,6 +126,7 @@ def summary_text(result: ExperimentResult) -> str:
                      f"{'mean CI':>11} {'pass rate CI':>12}  passed/failed/errors/skipped")
         for sid, sc in s.scorers.items():
             threshold = f"  (threshold {sc.threshold:g})" if sc.threshold is not None else ""
+            threshold += f"  corpus {figures.number(sc.corpus)}" if sc.corpus is not None else ""
             lines.append(f"  {sid:<{width}}  {figures.number(sc.mean):>6} {figures.number(sc.min):>6} {figures.number(sc.max):>6} "
                          f"{figures.percent(sc.pass_rate):>10}  {figures.interval(sc.mean_ci):>11} "
                          f"{figures.interval(sc.pass_rate_ci, rate=True):>12}  "

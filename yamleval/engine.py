@@ -191,7 +191,8 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
     experiment = prepared.experiment
     dataset = prepared.open_dataset(limit) if run_new else None
     total = None if dataset is None else dataset.total
-    aggregator = Aggregator({s.id: (s.spec.name, s.spec.threshold) for s in prepared.scorers}, experiment.confidence)
+    aggregator = Aggregator({s.id: (s.spec.name, s.spec.threshold, s.corpus) for s in prepared.scorers},
+                            experiment.confidence)
     results: list[ItemResult] = []
     warnings: list[str] = []
     executor = LocalExecutor(concurrency or experiment.concurrency, experiment.timeout, close_thread_loop)

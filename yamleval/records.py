@@ -190,7 +190,7 @@ def summary_to_json(s: Summary) -> str:
         "tokens": [s.tokens.prompt_tokens, s.tokens.completion_tokens, s.tokens.cost],
         "judge_tokens": [s.judge_tokens.prompt_tokens, s.judge_tokens.completion_tokens, s.judge_tokens.cost],
         "scorers": [[x.id, x.name, x.threshold, x.mean, x.min, x.max, x.pass_rate, x.passed, x.failed, x.errored,
-                     x.skipped, x.histogram, x.pass_rate_ci, x.mean_ci] for x in s.scorers.values()],
+                     x.skipped, x.histogram, x.pass_rate_ci, x.mean_ci, x.corpus] for x in s.scorers.values()],
         "criteria": [[c.type, c.min, c.actual, c.passed, c.severity, c.scorer, c.label, c.source, c.max,
                       c.percentile, c.per_item, c.bound, c.confidence, c.baseline, c.alpha, c.margin, c.skipped,
                       c.detail] for c in s.criteria],
@@ -214,7 +214,8 @@ def summary_from_json(text: str) -> Summary:
         latency_ms=LatencySummary(*d["latency_ms"]), tokens=Usage(*d["tokens"]),
         scorers={x[0]: ScorerSummary(*x[:11], histogram=tuple(x[11]) if len(x) > 11 and x[11] else None,
                                      pass_rate_ci=_interval(x[12]) if len(x) > 12 else None,
-                                     mean_ci=_interval(x[13]) if len(x) > 13 else None)
+                                     mean_ci=_interval(x[13]) if len(x) > 13 else None,
+                                     corpus=x[14] if len(x) > 14 else None)
                  for x in d["scorers"]},
         criteria=tuple(CriterionResult(*c) for c in d["criteria"]), judge_tokens=Usage(*d["judge_tokens"]),
         throttling=Throttling(*get("throttling", ())), noted=get("noted", 0), confidence=get("confidence", 0.95),

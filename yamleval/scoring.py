@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from yamleval.calls import BoundCall, ItemContext
 from yamleval.config.model import ScorerSpec
@@ -23,6 +24,13 @@ class Scorer:
     @property
     def id(self) -> str:
         return self.spec.id
+
+    @property
+    def corpus(self) -> Callable[[list], float] | None:
+        """The plugin's ``corpus_score(stats, **with)``, its ``with:`` bound: the whole run's score
+        from its items' summed ``corpus_stats`` (None for a scorer without one)."""
+        found = getattr(self.call.function, "corpus_score", None)
+        return None if found is None else functools.partial(found, **self.call.static)
 
 
 def _count(value: Any) -> bool:

@@ -126,6 +126,7 @@ class ScorerSummary:
     histogram: tuple[int, ...] | None = None  # scores in ten bins over [0, 1]
     pass_rate_ci: tuple[float, float] | None = None  # [low, high] at the summary's confidence
     mean_ci: tuple[float, float] | None = None
+    corpus: float | None = None  # the whole run's score, for a scorer that has one (corpus BLEU)
 
 
 @dataclass(frozen=True)

@@ -261,3 +261,30 @@ experiments:
     assert items["far"]["scores"]["wer"]["reason"] == (
         "WER 1.000: words: 2 substituted, 4 deleted, 0 inserted, 0 correct")
     assert items["far"]["scores"]["wer"]["passed"] is False
+
+
+@pytest.mark.parametrize("tokenize", ["13a", "intl"])
+def test_a_run_gives_corpus_bleu_as_sacrebleus_corpus_bleu(tmp_path: Path, tokenize):
+    single = [(output, expected) for output, expected in CORPUS if isinstance(expected, str)]
+    items = ", ".join(json.dumps({"id": f"i{n}", "input": output, "expected": expected}, ensure_ascii=False)
+                      for n, (output, expected) in enumerate(single))
+    (tmp_path / "evals.yaml").write_text(f"""\
+experiments:
+  - id: translations
+    dataset: {{items: [{items}]}}
+    runner: echo
+    scorers:
+      - {{uses: bleu, with: {{tokenize: {tokenize}}}}}
+      - exact_match
+""", encoding="utf-8")
+    done = run_cli("run", "evals.yaml", "--report-dir", "out", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    want = sacrebleu.corpus_bleu([o for o, _ in single], [[e for _, e in single]], tokenize=tokenize).score / 100
+    summary = json.loads((tmp_path / "out" / "results.json").read_text())["experiments"][0]["summary"]
+    assert summary["scorers"]["bleu"]["corpus"] == pytest.approx(want, abs=1e-6)
+    assert summary["scorers"]["exact_match"]["corpus"] is None
+    assert f"corpus {want:.3f}" in done.stdout
+    assert f"bleu | {summary['scorers']['bleu']['mean']:.3f} (corpus {want:.3f})" in \
+        (tmp_path / "out" / "summary.md").read_text()
+    junit = (tmp_path / "out" / "junit.xml").read_text()
+    assert 'name="scorer.bleu.corpus"' in junit

@@ -170,6 +170,7 @@ def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
               "skipped": summary.skipped}
     scorers = [{"id": sid, "name": s.name, "threshold": figures.number(s.threshold, 2) if s.threshold is not None else "—",
                 "mean": figures.number(s.mean), "min": figures.number(s.min), "max": figures.number(s.max),
+                "corpus": None if s.corpus is None else figures.number(s.corpus),
                 "pass_rate": figures.percent(s.pass_rate), "passed": s.passed, "failed": s.failed,
                 "errored": s.errored, "skipped": s.skipped, "histogram": _histogram_svg(list(s.histogram or [0] * BINS))}
                for sid, s in summary.scorers.items()]

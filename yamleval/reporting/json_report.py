@@ -51,7 +51,8 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
         "cache": asdict(summary.cache),
         "scorers": {sid: {"name": s.name, "mean": s.mean, "min": s.min, "max": s.max, "pass_rate": s.pass_rate,
                           "passed": s.passed, "failed": s.failed, "errored": s.errored, "skipped": s.skipped,
-                          "threshold": s.threshold, "pass_rate_ci": s.pass_rate_ci, "mean_ci": s.mean_ci}
+                          "threshold": s.threshold, "pass_rate_ci": s.pass_rate_ci, "mean_ci": s.mean_ci,
+                          "corpus": s.corpus}
                     for sid, s in summary.scorers.items()},
         "criteria": [{"type": c.type, "scorer": c.scorer, "min": c.min, "actual": c.actual, "passed": c.passed,
                       "severity": c.severity, "label": c.label, **({"max": c.max} if c.max is not None else {}),

@@ -218,6 +218,7 @@ def _properties(run: RunInfo, result: ExperimentResult) -> str:
               ("pass_rate_ci", _interval(s.pass_rate_ci)),
               *((f"scorer.{sid}.{name}", _interval(ci)) for sid, sc in s.scorers.items()
                 for name, ci in (("mean_ci", sc.mean_ci), ("pass_rate_ci", sc.pass_rate_ci))),
+              *((f"scorer.{sid}.corpus", _number(sc.corpus)) for sid, sc in s.scorers.items() if sc.corpus is not None),
               ("cache_hits", str(s.cache.hits) if s.cache.hits or s.cache.misses else ""),
               ("cache_misses", str(s.cache.misses) if s.cache.hits or s.cache.misses else ""),
               ("passed", "true" if result.passed else "false"))

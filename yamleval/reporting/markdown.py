@@ -107,7 +107,8 @@ def _scorers(result: ExperimentResult, level: str) -> list[str]:
         return []
     lines = [f"| scorer | mean | mean {level} | pass rate | pass rate {level} |", "|---|---:|---:|---:|---:|"]
     for sid, s in result.summary.scorers.items():
-        lines.append(f"| {shorten(sid, 100)} | {figures.number(s.mean)} | {figures.interval(s.mean_ci)} | "
+        corpus = f" (corpus {figures.number(s.corpus)})" if s.corpus is not None else ""
+        lines.append(f"| {shorten(sid, 100)} | {figures.number(s.mean)}{corpus} | {figures.interval(s.mean_ci)} | "
                      f"{figures.percent(s.pass_rate)} | {figures.interval(s.pass_rate_ci, rate=True)} |")
     return lines + [""]
 

@@ -20,6 +20,7 @@ import string
 from collections import Counter
 from typing import Any, Callable, Literal, get_args
 
+from yamleval.plugins import OptionError
 from yamleval.scorers.text import as_texts, to_text
 from yamleval.types import Score
 
@@ -27,15 +28,6 @@ INSTALL_HINT = "pip install 'yamleval[metrics]'"
 RougeType = Literal["rouge1", "rouge2", "rougeL", "rougeLsum"]
 Measure = Literal["f", "precision", "recall"]
 MEASURES = {"f": "fmeasure", "precision": "precision", "recall": "recall"}  # the field of rouge-score's Score
-
-
-class OptionError(ValueError):
-    """A ``with:`` value a scorer cannot use, found when the config is loaded; ``key`` is the
-    option at fault and ``hint`` what to do (the loader puts the caret and the hint there)."""
-
-    def __init__(self, message: str, key: str | None = None, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.key, self.hint = key, hint
 
 
 def _library(scorer: str, module: str, package: str) -> Any:
@@ -98,7 +90,7 @@ def bleu(output: Any, expected: Any, tokenize: str = "13a", lowercase: bool = Fa
     smoothing and effective n-gram order; ``lowercase: true`` ignores case. The reason gives BLEU on sacrebleu's 0-100 scale,
     the 1- to 4-gram precisions, the brevity penalty and both lengths in tokens. The metadata
     holds the n-gram ``counts`` and ``totals`` and the ``sys_len`` and ``ref_len``: summed over
-    items they give corpus BLEU (``sacrebleu.metrics.BLEU.compute_bleu``).
+    items they give corpus BLEU, which the run's summary shows as the scorer's ``corpus`` figure.
     """
     references = as_texts("bleu", expected)
     result = _bleu_metric(tokenize, lowercase).sentence_score(to_text(output), references)
@@ -108,7 +100,18 @@ def bleu(output: Any, expected: Any, tokenize: str = "13a", lowercase: bool = Fa
                         f"{result.bp:.3f}, output {result.sys_len} tokens, reference {result.ref_len}"
                         f"{_best_of(references)}",
                  metadata={"counts": list(result.counts), "totals": list(result.totals),
-                           "sys_len": result.sys_len, "ref_len": result.ref_len})
+                           "sys_len": result.sys_len, "ref_len": result.ref_len,
+                           "corpus_stats": [result.sys_len, result.ref_len, *result.counts, *result.totals]})
+
+
+def _corpus_bleu(stats: list, **options: Any) -> float:
+    """Corpus BLEU (sacrebleu's ``corpus_bleu``, divided by 100) from the items' summed
+    ``corpus_stats``: output and reference lengths, then the n-gram matches and totals; the
+    options (tokenizer, case) decided those counts already."""
+    metrics = _library("bleu", "sacrebleu.metrics", "sacrebleu")
+    order = (len(stats) - 2) // 2
+    return _from_percent(metrics.BLEU.compute_bleu(correct=stats[2:2 + order], total=stats[2 + order:],
+                                                   sys_len=stats[0], ref_len=stats[1]).score)
 
 
 def _check_bleu(tokenize: str = "13a", lowercase: bool = False) -> None:
@@ -123,6 +126,7 @@ def _check_bleu(tokenize: str = "13a", lowercase: bool = False) -> None:
 
 
 bleu.validate_with = _checked(_check_bleu)
+bleu.corpus_score = _corpus_bleu
 
 
 # ---- chrf --------------------------------------------------------------------------------
