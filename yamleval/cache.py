@@ -56,19 +56,27 @@ class Stats:
 
 
 class Cache:
-    """One cache file. Thread-safe: the connection is used by one thread at a time."""
+    """One cache file. Thread-safe: each thread reads through a connection of its own (WAL lets
+    them read while one writes); writes go through one connection, one thread at a time; answers
+    to keep wait in a list with a lock of its own, held only to add to it."""
 
     def __init__(self, path: str = DEFAULT_PATH, ttl: float = DEFAULT_TTL, max_size: int = DEFAULT_MAX_SIZE):
         self.path, self.ttl, self.max_size = path, ttl, max_size
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # of the writing connection
+        self._queue = threading.Lock()  # of ``_pending``
         self._pending: list[tuple] = []
         self._flushed = time.time()
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
         try:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
             self._db = sqlite3.connect(path, timeout=BUSY_SECONDS, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._write(lambda: [self._db.execute(statement) for statement in _SCHEMA])
+            # empty when opened: nothing to read this run (the first run of a CI job, say), so no
+            # lookup is made; answers another process keeps meanwhile are missed, never wrong
+            self._empty = self._db.execute("SELECT 1 FROM entries LIMIT 1").fetchone() is None
         except (OSError, sqlite3.Error) as exc:
             raise UsageError(cannot("open the cache", path, exc, "or run with --no-cache")) from None
 
@@ -81,11 +89,20 @@ class Cache:
                 self._db.execute("BEGIN IMMEDIATE")
                 work()
 
+    def _reader(self) -> sqlite3.Connection:
+        found = getattr(self._local, "db", None)
+        if found is None:
+            found = self._local.db = sqlite3.connect(self.path, timeout=BUSY_SECONDS, check_same_thread=False)
+            with self._queue:
+                self._readers.append(found)
+        return found
+
     def get(self, entry: str) -> Any | None:
         """The value kept under ``entry``, or None (never kept, or older than the ttl)."""
+        if self._empty:
+            return None
         now = time.time()
-        with self._lock:
-            row = self._db.execute("SELECT value, created, used FROM entries WHERE key = ?", (entry,)).fetchone()
+        row = self._reader().execute("SELECT value, created, used FROM entries WHERE key = ?", (entry,)).fetchone()
         if row is None or now - row[1] > self.ttl:
             return None
         if now - row[2] > _TOUCH_AFTER:  # kept recent for pruning, without a write on every hit
@@ -98,7 +115,7 @@ class Cache:
         ``FLUSH_SECONDS`` later (and by ``close``): one transaction for many answers."""
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
         now = time.time()
-        with self._lock:
+        with self._queue:
             self._pending.append((entry, text, now, now, len(text) + len(entry), tokens, cost))
             due = now - self._flushed >= FLUSH_SECONDS
         if due:
@@ -106,7 +123,7 @@ class Cache:
 
     def flush(self) -> None:
         """Write the answers kept since the last flush."""
-        with self._lock:
+        with self._queue:
             rows, self._pending, self._flushed = self._pending, [], time.time()
         if rows:
             self._write(lambda: self._db.executemany(
@@ -159,6 +176,10 @@ class Cache:
         finally:
             with self._lock:
                 self._db.close()
+            with self._queue:
+                readers, self._readers = self._readers, []
+            for reader in readers:
+                reader.close()
 
 
 # -- what one call may use -----------------------------------------------------------------
