@@ -263,9 +263,13 @@ experiments:
     assert items["far"]["scores"]["wer"]["passed"] is False
 
 
-@pytest.mark.parametrize("tokenize", ["13a", "intl"])
-def test_a_run_gives_corpus_bleu_as_sacrebleus_corpus_bleu(tmp_path: Path, tokenize):
-    single = [(output, expected) for output, expected in CORPUS if isinstance(expected, str)]
+@pytest.mark.parametrize("tokenize, pairs", [
+    ("13a", "corpus"), ("intl", "corpus"),
+    ("13a", "no 4-gram in common"),  # smoothed, as corpus_bleu is: not 0
+])
+def test_a_run_gives_corpus_bleu_as_sacrebleus_corpus_bleu(tmp_path: Path, tokenize, pairs):
+    single = [(output, expected) for output, expected in CORPUS if isinstance(expected, str)] if pairs == "corpus" \
+        else [("I'd go with B", "B"), ("the cat sat on the mat", "the cat is on the mat"), ("Paris", "paris")]
     items = ", ".join(json.dumps({"id": f"i{n}", "input": output, "expected": expected}, ensure_ascii=False)
                       for n, (output, expected) in enumerate(single))
     (tmp_path / "evals.yaml").write_text(f"""\
@@ -280,6 +284,7 @@ experiments:
     done = run_cli("run", "evals.yaml", "--report-dir", "out", cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     want = sacrebleu.corpus_bleu([o for o, _ in single], [[e for _, e in single]], tokenize=tokenize).score / 100
+    assert want > 0
     summary = json.loads((tmp_path / "out" / "results.json").read_text())["experiments"][0]["summary"]
     assert summary["scorers"]["bleu"]["corpus"] == pytest.approx(want, abs=1e-6)
     assert summary["scorers"]["exact_match"]["corpus"] is None

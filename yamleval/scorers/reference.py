@@ -111,7 +111,7 @@ def _corpus_bleu(stats: list, **options: Any) -> float:
     metrics = _library("bleu", "sacrebleu.metrics", "sacrebleu")
     order = (len(stats) - 2) // 2
     return _from_percent(metrics.BLEU.compute_bleu(correct=stats[2:2 + order], total=stats[2 + order:],
-                                                   sys_len=stats[0], ref_len=stats[1]).score)
+                                                   sys_len=stats[0], ref_len=stats[1], smooth_method="exp").score)
 
 
 def _check_bleu(tokenize: str = "13a", lowercase: bool = False) -> None:
