@@ -38,3 +38,11 @@ def run_cli(*args: str, cwd: Path, timeout: float = 60, **env: str) -> subproces
     """``python -m yamleval ARGS`` as a user would run it."""
     return subprocess.run([sys.executable, "-m", "yamleval", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, env=cli_env(**env))
+
+
+def assert_golden(path: Path, text: str) -> None:
+    """``text`` is what the golden file ``path`` holds (``YAMLEVAL_UPDATE_GOLDEN=1`` writes it instead)."""
+    if os.environ.get("YAMLEVAL_UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8")

@@ -3,18 +3,16 @@ stopped by it (exit 4), and ``--resume`` with a larger budget finishes it."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import sqlite3
 from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import assert_golden, run_cli
 from yamleval.config.loader import load_project
 
 GOLDEN = Path(__file__).parent / "data" / "budget"
-UPDATE = os.environ.get("YAMLEVAL_UPDATE_GOLDEN") == "1"
 
 
 def _config(tmp_path, budget: str, *, items: int = 10, with_: str = "", project: str = "", more: str = "") -> str:
@@ -48,11 +46,7 @@ def _stored_statuses(tmp_path) -> tuple[str, dict[str, str]]:
 
 def _check_golden(case: str, stderr: str, run_id: str) -> None:
     shown = "\n".join(line for line in stderr.splitlines() if "budget" in line).replace(run_id, "RUN") + "\n"
-    golden = GOLDEN / f"{case}.expected.txt"
-    if UPDATE:
-        golden.parent.mkdir(exist_ok=True)
-        golden.write_text(shown, encoding="utf-8")
-    assert shown == golden.read_text(encoding="utf-8")
+    assert_golden(GOLDEN / f"{case}.expected.txt", shown)
 
 
 def test_a_token_budget_stops_the_run_and_resume_with_a_larger_one_finishes_it(write_config, tmp_path):

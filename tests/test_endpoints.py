@@ -11,17 +11,15 @@ review the diff::
 from __future__ import annotations
 
 import json
-import os
 import socket
 from pathlib import Path
 
 import yamleval
-from conftest import run_cli
+from conftest import assert_golden, run_cli
 from servers.fixtures import openai_server  # noqa: F401  (a fixture)
 from servers.openai_server import error_reply, text_reply, tool_reply
 
 GOLDEN = Path(__file__).parent / "data" / "endpoints"
-UPDATE = os.environ.get("YAMLEVAL_UPDATE_GOLDEN") == "1"
 ITEMS = 20
 
 
@@ -55,11 +53,7 @@ def _closed_port() -> int:
 def _check_golden(case: str, stderr: str, port: int) -> None:
     shown = "\n".join(line for line in stderr.splitlines() if line.startswith("could not evaluate"))
     shown = shown.replace(str(port), "PORT") + "\n"
-    golden = GOLDEN / f"{case}.expected.txt"
-    if UPDATE:
-        golden.parent.mkdir(exist_ok=True)
-        golden.write_text(shown, encoding="utf-8")
-    assert shown == golden.read_text(encoding="utf-8")
+    assert_golden(GOLDEN / f"{case}.expected.txt", shown)
 
 
 def _stopped_early(tmp_path, done) -> dict:

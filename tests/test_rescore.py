@@ -8,20 +8,18 @@ change of wording, regenerate them and review the diff::
 from __future__ import annotations
 
 import json
-import os
 import socket
 from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import assert_golden, run_cli
 from servers.fixtures import openai_server  # noqa: F401
 from servers.openai_server import tool_reply
 from yamleval.store import Store
 
 RUNNER = "fixture_plugins.behaviours:noted"
 GOLDEN = Path(__file__).parent / "data" / "rescore"
-UPDATE = os.environ.get("YAMLEVAL_UPDATE_GOLDEN") == "1"
 
 
 def config(threshold: float, scorers: str = "", extra: str = "", broken: bool = False) -> str:
@@ -264,11 +262,7 @@ def check_golden(case: str, text: str, run_id: str) -> None:
     """``text`` as ``tests/data/rescore/<case>.expected.txt`` has it, the source run's id written RUN
     (``YAMLEVAL_UPDATE_GOLDEN=1`` writes it instead)."""
     shown = text.replace(run_id, "RUN")
-    golden = GOLDEN / f"{case}.expected.txt"
-    if UPDATE:
-        golden.parent.mkdir(exist_ok=True)
-        golden.write_text(shown, encoding="utf-8")
-    assert shown == golden.read_text(encoding="utf-8")
+    assert_golden(GOLDEN / f"{case}.expected.txt", shown)
 
 
 def test_only_experiments_in_both_the_config_and_the_source_run_are_rescored(write_config, tmp_path):

@@ -10,12 +10,11 @@ after a deliberate change of wording regenerate it and review the diff::
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import assert_golden, run_cli
 from yamleval.plugins import OptionError
 from yamleval.scorers.answer import answer
 from yamleval.scorers.normalize import normalizer
@@ -23,15 +22,10 @@ from yamleval.scorers.text import contains, contains_all, contains_any, exact_ma
 from yamleval.types import Score
 
 GOLDEN = Path(__file__).parent.parent / "data" / "scorers"
-UPDATE = os.environ.get("YAMLEVAL_UPDATE_GOLDEN") == "1"
 
 
 def _check_golden(case: str, stderr: str) -> None:
-    golden = GOLDEN / f"{case}.expected.txt"
-    if UPDATE:
-        golden.parent.mkdir(exist_ok=True)
-        golden.write_text(stderr, encoding="utf-8")
-    assert stderr == golden.read_text(encoding="utf-8")
+    assert_golden(GOLDEN / f"{case}.expected.txt", stderr)
 
 
 @pytest.mark.parametrize(("names", "text", "normalized"), [

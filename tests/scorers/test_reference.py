@@ -15,11 +15,10 @@ import sacrebleu
 from rouge_score.rouge_scorer import RougeScorer
 from sacrebleu.metrics import BLEU, CHRF
 
-from conftest import DATA, run_cli
+from conftest import DATA, assert_golden, run_cli
 from yamleval.scorers.reference import bleu, chrf, f1, rouge, wer
 
 GOLDEN = DATA / "reference"
-UPDATE = os.environ.get("YAMLEVAL_UPDATE_GOLDEN") == "1"
 
 # (output, expected): expected is one reference or a list of them
 CORPUS = [
@@ -193,10 +192,7 @@ def test_a_bad_option_is_refused_when_the_config_loads(scorer, options, message)
 
 
 def _golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if UPDATE:
-        path.write_text(text, encoding="utf-8")
-    assert text == path.read_text(encoding="utf-8")
+    assert_golden(GOLDEN / name, text)
 
 
 BAD_TYPE = """\
