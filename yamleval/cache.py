@@ -13,7 +13,6 @@ entries go first.
 """
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import hashlib
 import json
@@ -256,14 +255,19 @@ def current() -> Use | None:
     return _CURRENT.get()
 
 
-@contextlib.contextmanager
-def using(use: Use | None, role: str):
-    if use is None:
-        yield
-        return
-    use.role = role
-    token = _CURRENT.set(use)
-    try:
-        yield
-    finally:
-        _CURRENT.reset(token)
+class using:
+    """``with using(use, "runner"):``, the calls made inside may use ``use`` (None: no cache), as ``role``."""
+
+    __slots__ = ("use", "role", "token")
+
+    def __init__(self, use: Use | None, role: str):
+        self.use, self.role, self.token = use, role, None
+
+    def __enter__(self) -> None:
+        if self.use is not None:
+            self.use.role = self.role
+            self.token = _CURRENT.set(self.use)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.token is not None:
+            _CURRENT.reset(self.token)
