@@ -13,6 +13,7 @@ entries go first.
 """
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import hashlib
 import json
@@ -35,7 +36,8 @@ FLUSH_SECONDS = 1.0
 _TOUCH_AFTER = 3600.0  # seconds: how stale an entry's last use may get before a hit writes it again
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL,"
            " used REAL NOT NULL, size INTEGER NOT NULL, tokens INTEGER NOT NULL, cost REAL)",
-           "CREATE INDEX IF NOT EXISTS entries_used ON entries (used)")
+           "CREATE INDEX IF NOT EXISTS entries_used ON entries (used)",
+           "CREATE INDEX IF NOT EXISTS entries_created ON entries (created)")  # what expires, found without a scan
 
 
 def key(record: Mapping[str, Any]) -> str:
@@ -55,18 +57,13 @@ class Stats:
 
 
 class Cache:
-    """One cache file. Thread-safe: each thread reads through a connection of its own (WAL lets
-    them read while one writes); writes go through one connection, one thread at a time; answers
-    to keep wait in a list with a lock of its own, held only to add to it."""
+    """One cache file. Thread-safe: the connection is used by one thread at a time."""
 
     def __init__(self, path: str = DEFAULT_PATH, ttl: float = DEFAULT_TTL, max_size: int = DEFAULT_MAX_SIZE):
         self.path, self.ttl, self.max_size = path, ttl, max_size
-        self._lock = threading.Lock()  # of the writing connection
-        self._queue = threading.Lock()  # of ``_pending``
+        self._lock = threading.Lock()
         self._pending: list[tuple] = []
         self._flushed = time.time()
-        self._local = threading.local()
-        self._readers: list[sqlite3.Connection] = []
         try:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
             self._db = sqlite3.connect(path, timeout=BUSY_SECONDS, check_same_thread=False, isolation_level=None)
@@ -88,20 +85,13 @@ class Cache:
                 self._db.execute("BEGIN IMMEDIATE")
                 work()
 
-    def _reader(self) -> sqlite3.Connection:
-        found = getattr(self._local, "db", None)
-        if found is None:
-            found = self._local.db = sqlite3.connect(self.path, timeout=BUSY_SECONDS, check_same_thread=False)
-            with self._queue:
-                self._readers.append(found)
-        return found
-
     def get(self, entry: str) -> Any | None:
         """The value kept under ``entry``, or None (never kept, or older than the ttl)."""
         if self._empty:
             return None
         now = time.time()
-        row = self._reader().execute("SELECT value, created, used FROM entries WHERE key = ?", (entry,)).fetchone()
+        with self._lock:
+            row = self._db.execute("SELECT value, created, used FROM entries WHERE key = ?", (entry,)).fetchone()
         if row is None or now - row[1] > self.ttl:
             return None
         if now - row[2] > _TOUCH_AFTER:  # kept recent for pruning, without a write on every hit
@@ -114,7 +104,7 @@ class Cache:
         ``FLUSH_SECONDS`` later (and by ``close``): one transaction for many answers."""
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
         now = time.time()
-        with self._queue:
+        with self._lock:
             self._pending.append((entry, text, now, now, len(text) + len(entry), tokens, cost))
             due = now - self._flushed >= FLUSH_SECONDS
         if due:
@@ -122,7 +112,7 @@ class Cache:
 
     def flush(self) -> None:
         """Write the answers kept since the last flush."""
-        with self._queue:
+        with self._lock:
             rows, self._pending, self._flushed = self._pending, [], time.time()
         if rows:
             self._write(lambda: self._db.executemany(
@@ -175,10 +165,6 @@ class Cache:
         finally:
             with self._lock:
                 self._db.close()
-            with self._queue:
-                readers, self._readers = self._readers, []
-            for reader in readers:
-                reader.close()
 
 
 # -- what one call may use -----------------------------------------------------------------
@@ -255,19 +241,15 @@ def current() -> Use | None:
     return _CURRENT.get()
 
 
-class using:
-    """``with using(use, "runner"):``, the calls made inside may use ``use`` (None: no cache), as ``role``."""
-
-    __slots__ = ("use", "role", "token")
-
-    def __init__(self, use: Use | None, role: str):
-        self.use, self.role, self.token = use, role, None
-
-    def __enter__(self) -> None:
-        if self.use is not None:
-            self.use.role = self.role
-            self.token = _CURRENT.set(self.use)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.token is not None:
-            _CURRENT.reset(self.token)
+@contextlib.contextmanager
+def using(use: Use | None, role: str):
+    """The calls made inside may use ``use`` (None: no cache), as ``role``."""
+    if use is None:
+        yield
+        return
+    use.role = role
+    token = _CURRENT.set(use)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from yamleval.scorers.judges import _text
+from yamleval.scorers.judges import payload_text
 from yamleval.types import Score
 
 
@@ -21,12 +21,12 @@ def similar(output: Any, expected: Any, models: Any, model: str) -> Score:
     closest of an expected list), clipped to [0, 1]; ``model`` names the embeddings model."""
     if models is None:
         raise ValueError(f"model {model!r}: this experiment declares no `models:`")
-    references = [_text(value) for value in (expected if isinstance(expected, (list, tuple)) else [expected])]
+    references = [payload_text(value) for value in (expected if isinstance(expected, (list, tuple)) else [expected])]
     if not references:
         raise ValueError("the expected list is empty: there is nothing to compare the output with")
     if not all(text.strip() for text in references):
         raise ValueError("an expected value is empty: there is no meaning to compare the output with")
-    answer = _text(output)
+    answer = payload_text(output)
     if not answer.strip():
         return Score(score=0.0, reason="the output is empty", metadata={"model": model})
     embedded = models.embeddings(model).embed([answer, *references])
