@@ -40,6 +40,14 @@ def run_cli(*args: str, cwd: Path, timeout: float = 60, **env: str) -> subproces
                           timeout=timeout, env=cli_env(**env))
 
 
+def bash_step(script: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    """A workflow's ``run:`` script as GitHub Actions runs it, with yamleval's interpreter first on PATH."""
+    environment = cli_env(PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", **env)
+    environment.pop("GITHUB_ACTIONS", None)
+    return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script], cwd=cwd,
+                          env=environment, capture_output=True, text=True, timeout=180)
+
+
 def assert_golden(path: Path, text: str) -> None:
     """``text`` is what the golden file ``path`` holds (``YAMLEVAL_UPDATE_GOLDEN=1`` writes it instead)."""
     if os.environ.get("YAMLEVAL_UPDATE_GOLDEN") == "1":

@@ -39,16 +39,21 @@ def run(config: Union[Paths, Project], *, experiments: Sequence[str] | None = No
         force: bool = False, limit: int | None = None, concurrency: int | None = None,
         stop: threading.Event | None = None, abandon: threading.Event | None = None,
         watcher: RunWatcher | None = None, repeats: int | None = None, tags: Sequence[str] = (),
-        cache: bool | None = None, refresh_cache: bool = False) -> RunOutcome:
+        cache: bool | None = None, refresh_cache: bool = False, shard: str | None = None,
+        run_id: str | None = None) -> RunOutcome:
     """Run a project's experiments (or those whose ids are in ``experiments``) as one stored
     run, exactly as ``yamleval run`` does: every item stored as it finishes, resumable
-    (``resume``: a run id or ``latest``), reports written, the run tagged with ``tags``.
+    (``resume``: a run id or ``latest``), reports written, the run tagged with ``tags``;
+    ``shard="2/4"`` runs one shard of the items, as a run named ``run_id`` if given.
     See ``runs.run_project``."""
+    from yamleval import sharding
+
     project = config if isinstance(config, Project) else load_project(_paths(config))
     chosen = None if experiments is None else select_experiments(project, experiments)
     return run_project(project, chosen, store=store, report_dir=report_dir, formats=formats, resume=resume,
                        force=force, limit=limit, concurrency=concurrency, stop=stop, abandon=abandon,
-                       watcher=watcher, repeats=repeats, tags=tags, cache=cache, refresh_cache=refresh_cache)
+                       watcher=watcher, repeats=repeats, tags=tags, cache=cache, refresh_cache=refresh_cache,
+                       shard=None if shard is None else sharding.parse(shard), run_id=run_id)
 
 
 def run_experiment(experiment: Experiment | plan.Prepared, *, concurrency: int | None = None,

@@ -19,6 +19,7 @@ from yamleval.executor import LocalExecutor, Slot
 from yamleval.plan import Prepared
 from yamleval.redaction import redact_experiment, redact_item
 from yamleval.errors import UsageError, describe_exception
+from yamleval.sharding import Shard
 from yamleval.scoring import as_usage, error_result, item_status, score_output
 from yamleval.types import ExperimentResult, Item, ItemList, ItemResult, RunnerResult, Usage
 
@@ -167,7 +168,7 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
                    previous: Iterable[ItemResult] = (), keep_items: bool = True,
                    partial: Mapping[str, Mapping[int, ItemResult]] | None = None,
                    on_repeat: RepeatCallback | None = None, run_new: bool = True,
-                   budgets: Sequence[budget.Limit] = ()) -> ExperimentResult:
+                   budgets: Sequence[budget.Limit] = (), shard: Shard | None = None) -> ExperimentResult:
     """Run one experiment and return its result, items in dataset order.
 
     ``stop`` set: start no new items, finish those running. ``abandon`` set: stop waiting
@@ -186,11 +187,12 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
     run scored again).
     ``budgets`` reached (by the tokens and cost of every item, ``previous`` included, and the
     time since it started): no new item starts; ``aborted`` says which, at what figure, and
-    ``stopped_by_budget`` is set.
+    ``stopped_by_budget`` is set. ``shard``: only the dataset's items of that shard run (the
+    total is then not known ahead).
     """
     experiment = prepared.experiment
     dataset = prepared.open_dataset(limit) if run_new else None
-    total = None if dataset is None else dataset.total
+    total = None if dataset is None or shard is not None else dataset.total
     aggregator = Aggregator({s.id: (s.spec.name, s.spec.threshold, s.corpus) for s in prepared.scorers},
                             experiment.confidence)
     results: list[ItemResult] = []
@@ -251,7 +253,8 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
         done.add(result.item.id)
         if dataset is None and halted():  # scored again by a judge whose endpoint cannot be used
             break
-    items = iter(()) if dataset is None else _unfinished(dataset, done, experiment.id) if done else iter(dataset)
+    rows = iter(()) if dataset is None else iter(dataset) if shard is None else shard.items(dataset, experiment.id)
+    items = _unfinished(rows, done, experiment.id) if done else rows
     if budgets:  # one reached already (a resumed run): nothing starts
         check_budgets()
     caching = _caching(prepared)

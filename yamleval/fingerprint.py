@@ -20,19 +20,26 @@ ROUNDS = 20_000  # about 10 ms a value here: nothing for a run, costly for guess
 
 
 def fingerprint(environment: Mapping[str, str], experiments: Iterable[Experiment],
-                salt: bytes | None = None, repeats: int | None = None) -> dict[str, Any]:
+                salt: bytes | None = None, repeats: int | None = None, shard: str | None = None) -> dict[str, Any]:
     """The record a run stores: ``{salt, variables: {NAME: digest}, plugins: {ref: sha256}}``,
-    and ``repeats`` when the run was told how many times to run each item (``--repeats``)."""
+    ``repeats`` when the run was told how many times to run each item (``--repeats``), and
+    ``shard`` (``I/N``) when it runs one shard of its items (``--shard``)."""
     salt = os.urandom(16) if salt is None else salt
     found = {"salt": salt.hex(),
              "variables": {name: _digest(salt, name, value) for name, value in sorted(environment.items())},
              "plugins": plugin_sources(experiments)}
-    return found if repeats is None else {**found, "repeats": repeats}
+    told = {"repeats": repeats, "shard": shard}
+    return {**found, **{key: value for key, value in told.items() if value is not None}}
 
 
 def repeats(stored: Mapping[str, Any] | None) -> int | None:
     """The ``--repeats`` a run was started with, if any."""
     return (stored or {}).get("repeats")
+
+
+def shard(stored: Mapping[str, Any] | None) -> str | None:
+    """The shard (``I/N``) a run runs, if it is one."""
+    return (stored or {}).get("shard")
 
 
 def changes(stored: Mapping[str, Any] | None, environment: Mapping[str, str],

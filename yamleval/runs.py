@@ -63,6 +63,7 @@ class RunOutcome:
     run: RunInfo
     results: tuple[ExperimentResult, ...]
     reports: tuple[str, ...]
+    shard: Any = None  # a sharding.Shard: the run is one part of a run that ``yamleval merge`` makes
 
     @property
     def interrupted(self) -> bool:
@@ -85,7 +86,9 @@ class RunOutcome:
     @property
     def exit_code(self) -> ExitCode:
         """What ``yamleval run`` exits with: 130 interrupted, 3 an endpoint could not be used,
-        4 a budget stopped it, 2 a dataset error stopped an experiment, else 0 passed or 1 failed."""
+        4 a budget stopped it, 2 a dataset error stopped an experiment, else 0 passed or 1 failed.
+        A shard's items are not the run's: its verdict is the merged run's, so a shard that ran to
+        its end exits 0 (passed or not)."""
         if self.interrupted:
             return ExitCode.INTERRUPTED
         if any(r.could_not_evaluate for r in self.results):
@@ -94,7 +97,7 @@ class RunOutcome:
             return ExitCode.STOPPED_BY_BUDGET
         if self.aborted:
             return ExitCode.CONFIG_ERROR
-        return ExitCode.OK if self.passed else ExitCode.FAILED
+        return ExitCode.OK if self.passed or self.shard is not None else ExitCode.FAILED
 
 
 def select_experiments(project, wanted: Sequence[str]) -> list:
@@ -120,7 +123,8 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
                 force: bool = False, limit: int | None = None, concurrency: int | None = None,
                 stop: threading.Event | None = None, abandon: threading.Event | None = None,
                 watcher: RunWatcher | None = None, repeats: int | None = None, tags: Sequence[str] = (),
-                cache: bool | None = None, refresh_cache: bool = False) -> RunOutcome:
+                cache: bool | None = None, refresh_cache: bool = False, shard=None,
+                run_id: str | None = None) -> RunOutcome:
     """Run ``experiments`` (default: all) of a loaded ``project`` as one stored run.
 
     ``store``: the results database (default: the project's ``store:``, else
@@ -131,14 +135,18 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     ``repeats``: how many times each item runs, whatever the experiments say. ``tags``: names
     the run is tagged with (yamleval.run_tags), so later runs can find it as their baseline.
     ``cache``: True keeps the runners' answers too, False keeps no answer (``yamleval.cache``);
-    ``refresh_cache``: read no kept answer.
+    ``refresh_cache``: read no kept answer. ``shard`` (a ``sharding.Shard``): run only that
+    shard's items, as one part of a run that ``yamleval merge`` puts together (a resumed run
+    stays the shard it was). ``run_id``: the id of a new run (default: made from the time).
     The project's ``budget`` spans the run, the earlier sessions of a resumed one included (but
     for ``max_duration``, which counts this call's time); each experiment's spans the experiment.
     A config error raises ConfigError before anything is stored.
     """
-    from yamleval import fingerprint, plan, provenance, run_tags
+    from yamleval import fingerprint, plan, provenance, run_tags, sharding
     from yamleval.resuming import changes, experiments_of, resumable
 
+    if run_id is not None:
+        sharding.check_run_id(run_id, resume)
     watcher = watcher or RunWatcher()
     began = time.perf_counter()
     stop = stop or threading.Event()
@@ -152,8 +160,10 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
         run_info = None
         experiments = list(project.experiments if experiments is None else experiments)
         git = git_state(project)
-    if run_info is not None and repeats is None:  # as the run was started: its --repeats, if any
-        repeats = fingerprint.repeats(db.run_detail(run_info.run_id, "fingerprint"))
+    if run_info is not None:  # as the run was started: its --repeats and its shard, if any
+        stored = db.run_detail(run_info.run_id, "fingerprint")
+        repeats = fingerprint.repeats(stored) if repeats is None else repeats
+        shard = sharding.resumed_as(run_info.run_id, shard, sharding.stored(fingerprint.shard(stored)))
     if repeats is not None:
         experiments = [dataclasses.replace(e, repeats=repeats) for e in experiments]
     experiments = [dataclasses.replace(e, cache=cached(e.cache, cache, refresh_cache)) for e in experiments]
@@ -172,11 +182,15 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
         rescore = bool(changed)
         if rescore or config_hash != run_info.config_hash:  # it goes on under today's config (budgets, maybe)
             db.record_config(run_id, config_hash, texts, provenance.plugin_versions(experiments, __version__),
-                             fingerprint.fingerprint(project.environment, experiments, repeats=repeats))
+                             fingerprint.fingerprint(project.environment, experiments, repeats=repeats,
+                                                     shard=None if shard is None else str(shard)))
         begun = {stored.experiment_id: stored for stored in db.experiments(run_id)}
         db.reopen_run(run_id)
     else:
-        run_id = new_run(db, project, experiments, git, repeats)
+        if run_id is not None and db.has_run(run_id):
+            raise UsageError(f"run {run_id} is in {display_path(db.path)} already: continue it with --resume {run_id},"
+                             " or give another --run-id")
+        run_id = new_run(db, project, experiments, git, repeats, shard=shard, run_id=run_id)
     run_tags.add(db, run_id, out.tags)
     watcher.run_started(run_id, bool(resume))
     completed = set() if rescore else {eid for eid, stored in begun.items() if stored.status == "completed"}
@@ -192,12 +206,12 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
             watcher.experiment_started(experiment_id)
             result = _run_experiment(db, run_id, position, ready, experiment_id in begun, rescore,
                                      dataset_hashes[experiment_id], limit, concurrency, stop, abandon, watcher,
-                                     _limits(project, ready.experiment, results, time.perf_counter() - began))
+                                     _limits(project, ready.experiment, results, time.perf_counter() - began), shard)
         results.append(result)
         watcher.experiment_finished(result)
         if result.could_not_evaluate:  # the endpoint is likely another experiment's too: the run stops here
             break
-    return finish_run(out, run_id, results, len(prepared), stop, watcher)
+    return dataclasses.replace(finish_run(out, run_id, results, len(prepared), stop, watcher), shard=shard)
 
 
 @dataclass(frozen=True)
@@ -231,11 +245,13 @@ def git_state(project):
     return provenance.GitState(os.path.dirname(os.path.abspath(project.files[0])) if project.files else ".")
 
 
-def new_run(db, project, experiments: Sequence, git, repeats: int | None, rescored_from: str | None = None) -> str:
-    """A new run of ``experiments`` stored as running, with what it runs under: its id."""
+def new_run(db, project, experiments: Sequence, git, repeats: int | None, rescored_from: str | None = None,
+            shard=None, run_id: str | None = None) -> str:
+    """A new run of ``experiments`` stored as running, with what it runs under: its id
+    (``run_id``, else one made from the time)."""
     from yamleval import fingerprint, provenance
 
-    run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
+    run_id = run_id or datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
     texts = provenance.config_texts(project.files)
     commit, dirty = git.result()
     db.create_run(RunInfo(
@@ -244,7 +260,8 @@ def new_run(db, project, experiments: Sequence, git, repeats: int | None, rescor
         config_hash=provenance.config_hash(texts), git_commit=commit, git_dirty=dirty, config_text=texts,
         rescored_from=rescored_from,
     ), provenance.plugin_versions(experiments, __version__), [e.id for e in experiments],
-        fingerprint.fingerprint(project.environment, experiments, repeats=repeats))
+        fingerprint.fingerprint(project.environment, experiments, repeats=repeats,
+                                shard=None if shard is None else str(shard)))
     return run_id
 
 
@@ -280,7 +297,7 @@ def finished_experiment(db, run_id: str, result: ExperimentResult) -> Experiment
 
 
 def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore: bool, dataset_hash: str, limit,
-                    concurrency, stop: threading.Event, abandon, watcher: RunWatcher, limits) -> ExperimentResult:
+                    concurrency, stop: threading.Event, abandon, watcher: RunWatcher, limits, shard) -> ExperimentResult:
     """One experiment, its items stored as they finish; resumed where it was ``begun`` before
     (its finished items scored again first, with ``rescore``)."""
     from yamleval import engine, plan, stored_repeats
@@ -315,7 +332,7 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore:
                 ready, concurrency=concurrency, limit=limit, on_item=on_item,
                 on_progress=lambda completed, total: watcher.progress(experiment_id, completed, total),
                 stop=stop, abandon=abandon, previous=previous, keep_items=False, partial=partial,
-                on_repeat=lambda number, result: keep(db.add_repeat, number, result), budgets=limits)
+                on_repeat=lambda number, result: keep(db.add_repeat, number, result), budgets=limits, shard=shard)
     finally:
         if ready.models is not None:
             ready.models.close()

@@ -20,7 +20,7 @@ import tenacity
 from yamleval import criteria, run_tags, stored_repeats
 from yamleval.aggregate import Aggregator, recount
 from yamleval.config.model import Experiment
-from yamleval.errors import UsageError
+from yamleval.errors import UsageError, display_path
 from yamleval.records import encode, encode_record, storable_text, summary_from_json, summary_to_json
 from yamleval.store_errors import FOREIGN, RESUME_HINT, StoreWriteError, cannot, cause, duplicate_item
 from yamleval.stored_items import BUSY_SECONDS, StoredItems
@@ -66,6 +66,13 @@ MIGRATIONS: dict[int, list[str]] = {
 
 _RUN_DETAILS = {key: f"SELECT {key} FROM runs WHERE run_id = ?" for key in ("plugin_versions", "experiment_ids",
                                                                              "fingerprint")}
+# ``yamleval merge``: an experiment of a shard's store (attached as ``part``) into the merged run
+_COPY_EXPERIMENT = ("INSERT OR IGNORE INTO experiments (run_id, experiment_id, position, label, description, tags,"
+                    " runner, dataset, scorers, dataset_hash, status, started_at, summary) SELECT ?, experiment_id,"
+                    " position, label, description, tags, runner, dataset, scorers, dataset_hash, 'running',"
+                    " started_at, summary FROM part.experiments WHERE run_id = ? AND experiment_id = ?")
+_COPY_ITEMS = ("INSERT INTO items (run_id, experiment_id, item_id, position, status, record) SELECT ?, experiment_id,"
+               " item_id, position, status, record FROM part.items WHERE run_id = ? AND experiment_id = ?")
 _INSERT_ITEM = ("INSERT INTO items (run_id, experiment_id, item_id, position, status, record)"
                 " VALUES (?, ?, ?, ?, ?, ?)")
 
@@ -260,6 +267,24 @@ class Store:
         except sqlite3.Error as exc:
             raise StoreWriteError(cannot("write", self.path, exc, RESUME_HINT)) from None
 
+    def copy_experiment(self, run_id: str, source: "Store", source_run_id: str, experiment_id: str) -> None:
+        """An experiment of ``source``'s run, its items stored, into this store's run ``run_id``, as
+        unfinished: the part of a merged run a shard ran (``yamleval merge``). Copied inside the
+        database, so that any number of items takes no memory. UsageError when one of its items
+        is in the run already (another shard's)."""
+        self.flush()
+        self.db.execute("ATTACH DATABASE ? AS part", (source.path,))
+        try:
+            self._transaction(lambda: (self.db.execute(_COPY_EXPERIMENT, (run_id, source_run_id, experiment_id)),
+                                       self.db.execute(_COPY_ITEMS, (run_id, source_run_id, experiment_id))))
+        except sqlite3.IntegrityError:
+            raise UsageError(f"{display_path(source.path)} holds items of '{experiment_id}' that another shard"
+                             " holds too: the shards overlap; merge the stores of one sharded run") from None
+        except sqlite3.Error as exc:
+            raise StoreWriteError(cannot("write", self.path, exc, "then merge again")) from None
+        finally:
+            self.db.execute("DETACH DATABASE part")
+
     def finish_experiment(self, run_id: str, result: ExperimentResult) -> None:
         self.flush()
         self._write(stored_repeats.DONE, [(run_id, result.experiment_id) * 2])
@@ -309,6 +334,9 @@ class Store:
         if not rows:
             raise UsageError(f"no run '{ref}' in {self.path} (see `yamleval runs`)")
         raise UsageError(f"'{ref}' matches {len(rows)} runs; give more of the id")
+
+    def has_run(self, run_id: str) -> bool:
+        return bool(self._query("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)))
 
     def run_detail(self, run_id: str, key: str) -> Any:
         """A JSON column of a run: ``plugin_versions``, ``experiment_ids`` or ``fingerprint``."""

@@ -2,16 +2,13 @@
 runs their scripts (bash, inputs in the environment, outputs in $GITHUB_OUTPUT)."""
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import yaml
 
-from conftest import ROOT, cli_env, run_cli
+from conftest import ROOT, bash_step, run_cli
 
 
 def _workflow() -> dict:
@@ -22,14 +19,6 @@ def _workflow() -> dict:
 
 def _steps() -> list[dict]:
     return _workflow()["jobs"]["evals"]["steps"]
-
-
-def _bash(script: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
-    """A ``run:`` script as Actions runs it, with yamleval's interpreter first on PATH."""
-    environment = cli_env(PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", **env)
-    environment.pop("GITHUB_ACTIONS", None)
-    return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script], cwd=cwd,
-                          env=environment, capture_output=True, text=True, timeout=180)
 
 
 def _demo(folder: Path) -> None:
@@ -60,10 +49,10 @@ def test_a_pull_request_is_compared_with_mains_last_run(tmp_path):
     script = next(s["run"] for s in _steps() if s.get("name", "").startswith("Compare"))
     summary = tmp_path / "summary.md"
     assert run_cli("run", "-q", cwd=tmp_path).returncode == 0  # a pull request before main has a run
-    first = _bash(script, tmp_path, GITHUB_STEP_SUMMARY=str(summary))
+    first = bash_step(script, tmp_path, GITHUB_STEP_SUMMARY=str(summary))
     assert first.returncode == 0 and not summary.exists(), "nothing to compare with"
     assert run_cli("run", "-q", cwd=tmp_path).returncode == 0  # main's run, then this pull request's
-    done = _bash(script, tmp_path, GITHUB_STEP_SUMMARY=str(summary))
+    done = bash_step(script, tmp_path, GITHUB_STEP_SUMMARY=str(summary))
     assert done.returncode == 0, done.stdout + done.stderr
     main, pull_request = run_cli("runs", "--ids", cwd=tmp_path).stdout.split()[1::-1]
     assert main in summary.read_text(encoding="utf-8") and pull_request in summary.read_text(encoding="utf-8")
@@ -77,7 +66,7 @@ def test_the_actions_report_folder_is_the_configs_unless_given(tmp_path):
                   if s.get("id") == "run")
     for given, folder in (("", "out"), ("elsewhere", "elsewhere")):
         output = tmp_path / f"output-{folder}"
-        done = _bash(script, tmp_path, YAMLEVAL_CONFIG="evals.yaml", YAMLEVAL_ARGS="", YAMLEVAL_REPORT_DIR=given,
+        done = bash_step(script, tmp_path, YAMLEVAL_CONFIG="evals.yaml", YAMLEVAL_ARGS="", YAMLEVAL_REPORT_DIR=given,
                      GITHUB_OUTPUT=str(output))
         assert done.returncode == 0, done.stdout + done.stderr
         assert f"report-dir={folder}\n" in output.read_text() and (tmp_path / folder / "junit.xml").is_file()

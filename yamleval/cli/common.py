@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from typing import Sequence
 
 import click
 
@@ -53,3 +54,20 @@ def config_path(config: str, *keys: str) -> str | None:
     for key in keys:
         found = found.get(key) if isinstance(found, dict) else None
     return os.path.join(os.path.dirname(config), found) if isinstance(found, str) else None
+
+
+def github_outputs(run_info, results, written: Sequence[str] = ()) -> None:
+    """Inside GitHub Actions: the job summary (``summary.md`` when it was just written) and annotations."""
+    if os.environ.get("GITHUB_ACTIONS") != "true":
+        return
+    from yamleval.reporting import github, markdown
+
+    summary = next((path for path in written if os.path.basename(path) == "summary.md"), None)
+    if summary is not None:
+        with open(summary, encoding="utf-8") as handle:
+            text = handle.read()
+    else:
+        text = markdown.render(run_info, results)
+    github.append_step_summary(text, os.environ)
+    for line in github.annotations(results):
+        click.echo(line)

@@ -1,4 +1,4 @@
-"""Commands over stored runs: runs, show, tag, report, compare."""
+"""Commands over stored runs: runs, show, tag, report, merge, compare."""
 from __future__ import annotations
 
 import sys
@@ -7,7 +7,7 @@ import click
 
 from yamleval import figures
 from yamleval.cli import cli
-from yamleval.cli.common import JUNIT_FAMILY_OPTION, report_formats, store_path
+from yamleval.cli.common import JUNIT_FAMILY_OPTION, github_outputs, report_formats, store_path
 from yamleval.errors import ExitCode, display_path
 
 STORE_OPTION = click.option("--store", "store_file", type=click.Path(dir_okay=False),
@@ -129,19 +129,71 @@ def _config_listing(info) -> str:
               help="Comma-separated: html, junit, json, markdown.")
 @click.option("--report-dir", default="reports", show_default=True, type=click.Path(file_okay=False))
 @JUNIT_FAMILY_OPTION
-def report(run_ref, store_file, formats, report_dir, junit_family):
+@click.option("--gate", is_flag=True, help="Exit as the stored run's verdict, as `yamleval run` would (inside GitHub"
+              " Actions, with its job summary and annotations): for the job that merges shards.")
+def report(run_ref, store_file, formats, report_dir, junit_family, gate):
     """Render the reports of a stored RUN again.
 
     RUN is a run id, a unique prefix of one, or `latest` (the default)."""
     from yamleval.config.loader import with_junit_family
     from yamleval.reporting import write_reports
+    from yamleval.runs import RunOutcome
 
     wanted = report_formats(formats)
     store = _open(store_file)
     info = store.find_run(run_ref)
+    if gate:
+        _gateable(store, info)
     results = store.results(info.run_id)
-    for path in write_reports(report_dir, with_junit_family(wanted, junit_family), info, results):
+    written = write_reports(report_dir, with_junit_family(wanted, junit_family), info, results)
+    for path in written:
         click.echo(f"report: {display_path(path)}")
+    if gate:
+        outcome = RunOutcome(info, tuple(results), tuple(written))
+        github_outputs(info, results, written)
+        _verdicts(results)
+        sys.exit(outcome.exit_code)
+
+
+def _verdicts(results) -> None:
+    from yamleval.console import verdict_word
+
+    for result in results:
+        click.echo(f"{result.experiment_id}: {verdict_word(result, short=True)}"
+                   f" ({result.summary.passed}/{result.summary.completed} items passed)")
+
+
+def _gateable(store, info) -> None:
+    """A run whose stored verdict is final: finished, and not one shard of a run."""
+    from yamleval import fingerprint
+    from yamleval.errors import UsageError
+
+    shard = fingerprint.shard(store.run_detail(info.run_id, "fingerprint"))
+    if shard is not None:
+        raise UsageError(f"run {info.run_id} is shard {shard}: its verdict is not the run's; gate on the run"
+                         " `yamleval merge` makes of every shard")
+    if info.status in ("running", "crashed"):
+        raise UsageError(f"run {info.run_id} is {info.status}, with no verdict yet: resume it"
+                         f" (`yamleval run --resume {info.run_id}`), then gate")
+
+
+@cli.command()
+@click.argument("out", metavar="OUT", type=click.Path(dir_okay=False))
+@click.argument("shards", metavar="SHARD_STORE...", nargs=-1, required=True, type=click.Path(dir_okay=False))
+def merge(out, shards):
+    """Merge the results databases of a sharded run's jobs (`yamleval run --shard I/N`) into
+    one run, stored in OUT (a results database, made if missing).
+
+    Every shard must be there, once, each run to its end with the same config. The merged
+    run's summaries, criteria and verdict are counted from all the items: `yamleval report
+    RUN --store OUT --gate` writes its reports and exits with its verdict."""
+    from yamleval.merging import merge as merge_stores
+
+    outcome = merge_stores(out, shards)
+    _verdicts(outcome.results)
+    click.echo(f"merged {len(shards)} shards into run {outcome.run.run_id} in {display_path(out)}:"
+               f" `yamleval report {outcome.run.run_id} --store {display_path(out)} --gate` writes its reports"
+               " and exits with its verdict")
 
 
 @cli.command()

@@ -2,20 +2,16 @@
 ``yamleval rescore``: score a stored run's outputs again, as a new run."""
 from __future__ import annotations
 
-import os
 import shlex
 import signal
 import sys
 import threading
-from typing import Sequence
-
 import click
 
 from yamleval.cli import cli
-from yamleval.cli.common import JUNIT_FAMILY_OPTION, load, report_formats
+from yamleval.cli.common import JUNIT_FAMILY_OPTION, github_outputs, load, report_formats
 from yamleval.runs import select_experiments
 from yamleval.errors import display_path
-from yamleval.types import RunInfo
 
 
 class _Interrupts:
@@ -67,18 +63,24 @@ class _Interrupts:
 @click.option("--cache/--no-cache", "cache", default=None,
               help="Keep the runner's answers too / keep no answer at all (overrides the config's `cache:`).")
 @click.option("--refresh-cache", is_flag=True, help="Read no kept answer: ask again, and keep the new answers.")
+@click.option("--shard", metavar="I/N", help="Run only shard I of N of every experiment's items (CI jobs split a run;"
+              " `yamleval merge` joins their stores into one run and verdict).")
+@click.option("--run-id", metavar="ID", help="The new run's id (e.g. the CI run's, shared by its shards).")
 @JUNIT_FAMILY_OPTION
 @click.option("-q", "--quiet", is_flag=True, help="No progress; only the verdict per experiment.")
 def run(paths, experiment_ids, limit, concurrency, repeats, report_dir, store_file, resume, force, tags, cache,
-        refresh_cache, junit_family, quiet):
+        refresh_cache, shard, run_id, junit_family, quiet):
     """Run the experiments in PATHS (default: evals.yaml), store the results, write reports.
 
     Exit code: 0 every experiment passed, 1 one failed, 2 invalid config, 3 could not evaluate (an
     endpoint cannot be used), 4 stopped by a budget (resume with a larger one), 130 interrupted.
+    A shard that runs to its end exits 0: the merged run has the verdict.
     """
+    from yamleval import sharding
     from yamleval.config.loader import with_junit_family
     from yamleval.runs import run_project
 
+    shard = None if shard is None else sharding.parse(shard)
     project = load(paths)
     experiments = select_experiments(project, experiment_ids) if experiment_ids else None
     formats = with_junit_family(project.report_formats, junit_family)
@@ -87,7 +89,7 @@ def run(paths, experiment_ids, limit, concurrency, repeats, report_dir, store_fi
         outcome = run_project(project, experiments, store=store_file, report_dir=report_dir, formats=formats,
                               resume=resume, force=force, limit=limit, concurrency=concurrency, stop=interrupts.stop,
                               abandon=interrupts.abandon, watcher=watcher, repeats=repeats, tags=tags, cache=cache,
-                              refresh_cache=refresh_cache)
+                              refresh_cache=refresh_cache, shard=shard, run_id=run_id)
     config = "".join(f"{shlex.quote(path)} " for path in paths)
     _finish(outcome, quiet, f"`yamleval run {config}--resume {outcome.run.run_id}`")
 
@@ -133,7 +135,10 @@ def _finish(outcome, quiet: bool, resume: str | None = None) -> None:
 
     for path in outcome.reports:
         click.echo(f"report: {display_path(path)}", err=quiet)
-    _github(outcome.run, outcome.results, outcome.reports)
+    github_outputs(outcome.run, outcome.results, outcome.reports)
+    if outcome.shard is not None:
+        click.echo(f"run {outcome.run.run_id} is shard {outcome.shard}: its verdict is the merged run's"
+                   " (`yamleval merge`)", err=quiet)
     if outcome.interrupted:
         click.echo(f"interrupted: resume with {resume}" if resume else
                    f"interrupted: what was scored is in run {outcome.run.run_id}", err=True)
@@ -186,20 +191,3 @@ class _Console:
 
     def warning(self, message: str) -> None:
         click.echo(f"warning: {message}", err=True)
-
-
-def _github(run_info: RunInfo, results, written: Sequence[str] = ()) -> None:
-    """Inside GitHub Actions: the job summary (``summary.md`` when it was just written) and annotations."""
-    if os.environ.get("GITHUB_ACTIONS") != "true":
-        return
-    from yamleval.reporting import github, markdown
-
-    summary = next((path for path in written if os.path.basename(path) == "summary.md"), None)
-    if summary is not None:
-        with open(summary, encoding="utf-8") as handle:
-            text = handle.read()
-    else:
-        text = markdown.render(run_info, results)
-    github.append_step_summary(text, os.environ)
-    for line in github.annotations(results):
-        click.echo(line)
