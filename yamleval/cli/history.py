@@ -236,3 +236,46 @@ def compare(base_ref, candidate_ref, store_file, fmt, alpha, margin, fail_on_reg
         if failure:
             click.echo(f"regression gate failed: {failure}", err=True)
             sys.exit(ExitCode.FAILED)
+
+
+@cli.command("history")
+@STORE_OPTION
+@click.option("--last", "last", default=10, show_default=True, type=click.IntRange(min=1, max=1000),
+              help="How many of the newest runs.")
+@click.option("--tag", metavar="NAME", help="Only runs with this tag (`run --tag`, `yamleval tag`).")
+@click.option("--html", "html_file", type=click.Path(dir_okay=False),
+              help="Write a self-contained page with a chart per experiment instead (links to RUN_ID/report.html"
+                   " beside it).")
+def history_command(store_file, last, tag, html_file):
+    """How each experiment has moved over the newest runs: pass rate, mean score and verdict per
+    run, and the items whose verdict changes most often."""
+    from yamleval import history
+
+    store = _open(store_file)
+    histories = history.read(store, history.recent_runs(store, last, tag))
+    if html_file:
+        from yamleval.reporting import history_html
+
+        history_html.write(html_file, histories, display_path(store.path))
+        click.echo(f"history: {display_path(html_file)}")
+        return
+    if not histories:
+        click.echo("no runs yet" if tag is None else f"no run tagged {tag}")
+    for found in histories:
+        click.echo(_history_text(found))
+
+
+def _history_text(found) -> str:
+    from yamleval.reporting.text import clean_text
+
+    rows = [(p.run.run_id, p.run.started_at[:19].replace("T", " "), p.run.status, "passed" if p.passed else "FAILED",
+             figures.percent(p.summary.pass_rate), figures.number(p.summary.mean_score)) for p in found.points]
+    header = ("run", "started (UTC)", "status", "verdict", "pass rate", "mean score")
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    lines = [clean_text(found.experiment_id, limit=200)]
+    lines += ["  " + "  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip() for row in [header, *rows]]
+    if found.churn:
+        lines.append("  verdicts that change most: " + "; ".join(
+            f"{clean_text(c.item_id, limit=80)} ({c.changes}×: {' '.join(s or '–' for s in c.statuses)})"
+            for c in found.churn[:5]))
+    return "\n".join(lines) + "\n"

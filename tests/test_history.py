@@ -1,0 +1,124 @@
+"""``yamleval history``: how each experiment moved over the newest runs, in the terminal and as
+one self-contained page whose charts Chromium draws."""
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import yamleval
+from conftest import DATA, assert_golden, run_cli
+from reporting.test_html_browser import HOSTILE, browser, open_report  # noqa: F401  (a fixture: Chromium)
+
+RUNS = 20
+
+PLUGIN = '''
+import pathlib
+
+
+def answer(input, item, round_file):
+    """Item 1 passes in even rounds only; item n > 1 fails in every n-th round; the rest pass."""
+    round_ = int(pathlib.Path(round_file).read_text())
+    number = int(item.id.rsplit("-", 1)[1]) if item.id.startswith("item-") else 7
+    if number == 1:
+        return item.expected if round_ % 2 == 0 else "wrong"
+    return "wrong" if number > 1 and round_ % number == 0 else item.expected
+'''
+
+CONFIG = """
+    store: results.db
+    reports: {formats: []}
+    experiments:
+      - id: moving
+        dataset: {file: items.jsonl}
+        runner: {uses: "flipping:answer", with: {round_file: ROUND}}
+        scorers: [exact_match, {uses: levenshtein, threshold: 0.9}]
+        pass_criteria: [{type: pass_rate, min: 0.8}]
+"""
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory):
+    """RUNS runs of 10 items (one with markup for an id), the last two tagged ``nightly``."""
+    folder = tmp_path_factory.mktemp("history")
+    (folder / "flipping.py").write_text(textwrap.dedent(PLUGIN), encoding="utf-8")
+    (folder / "evals.yaml").write_text(textwrap.dedent(CONFIG).replace("ROUND", str(folder / "round.txt")))
+    with open(folder / "items.jsonl", "w", encoding="utf-8") as out:
+        for n in range(9):
+            out.write(json.dumps({"id": f"item-{n}", "input": f"q{n}", "expected": f"a{n}"}) + "\n")
+        out.write(json.dumps({"id": HOSTILE, "input": "q", "expected": "a"}) + "\n")
+    runs = []
+    for round_ in range(1, RUNS + 1):
+        (folder / "round.txt").write_text(str(round_))
+        outcome = yamleval.run(folder / "evals.yaml", store=str(folder / "results.db"),
+                               tags=["nightly"] if round_ > RUNS - 2 else ())
+        runs.append(outcome.run.run_id)
+    return folder, runs
+
+
+def test_the_terminal_shows_each_run_oldest_first_and_the_items_that_flip(stored):
+    folder, runs = stored
+    done = run_cli("history", "--last", "4", cwd=folder)
+    assert done.returncode == 0, done.stderr
+    text = done.stdout
+    for run_id in runs[:-4]:
+        assert run_id not in text
+    assert [line.split()[0] for line in text.splitlines()[2:6]] == runs[-4:]
+    text = re.sub(r"\d{8}T\d{6}Z-[0-9a-f]{8}", "RUN", text)
+    text = re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", "YYYY-MM-DD HH:MM:SS", text)
+    assert_golden(DATA / "history" / "terminal.txt", text + "\n")
+    tagged = run_cli("history", "--tag", "nightly", cwd=folder)
+    assert tagged.returncode == 0 and [r for r in runs if r in tagged.stdout] == runs[-2:]
+    none = run_cli("history", "--tag", "release", cwd=folder)
+    assert none.returncode == 0 and none.stdout == "no run tagged release\n"
+
+
+def test_the_page_charts_every_run_with_intervals_and_links_the_reports_beside_it(browser, stored):  # noqa: F811
+    folder, runs = stored
+    for run_id in runs[-2:]:  # two runs' reports beside the page
+        assert run_cli("report", run_id, "--format", "html", "--report-dir", f"site/{run_id}", cwd=folder).returncode == 0
+    done = run_cli("history", "--last", str(RUNS), "--html", "site/history.html", cwd=folder)
+    assert done.returncode == 0 and done.stdout == "history: site/history.html\n", done.stderr
+    with open_report(browser, str(folder / "site" / "history.html")) as opened:
+        page = opened.page
+        section = page.locator("section.experiment")
+        assert section.count() == 1 and section.locator("h2").text_content() == "moving"
+        chart = section.locator("svg")
+        box = chart.bounding_box()
+        assert box["width"] > 300 and box["height"] > 80, "the chart is drawn"
+        for series in (0, 1):
+            points = chart.locator(f".series-{series} circle.point")
+            assert points.count() == RUNS
+            assert points.first.bounding_box()["width"] > 0
+            assert chart.locator(f".series-{series} line.interval").count() == RUNS
+        heights = chart.locator(".series-0 circle.point").evaluate_all("cs => cs.map(c => +c.getAttribute('cy'))")
+        assert len(set(heights)) > 2, "the pass rate moves from run to run"
+        links = chart.locator(".series-0 a")
+        assert links.count() == 2
+        assert [links.nth(i).get_attribute("href") for i in range(2)] == [f"{r}/report.html" for r in runs[-2:]]
+        assert (folder / "site" / links.first.get_attribute("href")).is_file()
+        assert "run " + runs[0] in chart.locator(".series-0 circle.point title").first.text_content()
+        runs_table = section.locator("table.runs tbody tr")
+        assert runs_table.count() == RUNS
+        assert runs_table.first.locator("td").all_inner_texts()[4:6] == ["10", "70.0%"], "newest first"
+        rows = section.locator("table.churn tbody tr")
+        assert rows.first.locator("td").first.inner_text() == "item-1"
+        assert rows.first.locator("td").nth(1).inner_text() == str(RUNS - 1)
+        assert HOSTILE in section.locator("table.churn").inner_text(), "an id with markup is shown as text"
+        assert page.evaluate("document.scripts.length") == 0 and page.evaluate("!window.__pwned")
+        opened.assert_quiet()
+
+
+def test_history_of_an_empty_store_and_an_unwritable_page(tmp_path):
+    (tmp_path / "evals.yaml").write_text("store: r.db\nexperiments: []\n")
+    from yamleval.store import Store
+
+    Store(str(tmp_path / "r.db")).close()
+    assert run_cli("history", cwd=tmp_path).stdout == "no runs yet\n"
+    (tmp_path / "blocked").write_text("a file where a folder should be")
+    done = run_cli("history", "--html", "blocked/history.html", cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.startswith("error: cannot write blocked/history.html: ")
+    assert "Traceback" not in done.stderr and not Path(tmp_path / "blocked" / "history.html").exists()
