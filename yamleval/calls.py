@@ -24,7 +24,8 @@ class ItemContext:
     it has answered, with ``latency_ms`` (how long it took) and ``usage`` (the tokens and cost
     it reported, or None); ``models`` is the experiment's named endpoints; ``deadline`` is the
     ``time.monotonic()`` at which the experiment's ``timeout`` gives up on the item (None
-    without one), for a runner that must stop what it started by then."""
+    without one), for a runner that must stop what it started by then; ``config_dir`` is the
+    folder of the file the experiment is written in, which relative paths start from."""
 
     item: Item
     expected: Any
@@ -35,6 +36,7 @@ class ItemContext:
     deadline: float | None = None
     latency_ms: float | None = None
     usage: Usage | None = None
+    config_dir: str | None = None
 
     @property
     def input(self) -> Any:
@@ -57,7 +59,7 @@ class ItemContext:
         return {name: getattr(self, name) for name in SCORER_CONTEXT}
 
 
-RUNNER_CONTEXT = ("item", "input", "expected", "context", "metadata", "vars", "models", "deadline")
+RUNNER_CONTEXT = ("item", "input", "expected", "context", "metadata", "vars", "models", "deadline", "config_dir")
 SCORER_CONTEXT = ("output", "expected", "input", "item", "context", "assertions", "metadata", "trace", "vars",
                   "models", "latency_ms", "usage")
 

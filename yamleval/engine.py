@@ -67,11 +67,13 @@ class _ItemProcessor:
         self.vars = prepared.experiment.vars
         self.models = prepared.models
         self.timeout = prepared.experiment.timeout
+        self.config_dir = prepared.experiment.base_dir
         self.caching = caching
 
     def __call__(self, item: Item, slot: Slot, repeat: int = 0) -> ItemResult:
         deadline = slot.started + self.timeout if self.timeout else None  # when the executor gives up
-        context = ItemContext(item, item.expected, self.vars, self.models, deadline=deadline)
+        context = ItemContext(item, item.expected, self.vars, self.models, deadline=deadline,
+                              config_dir=self.config_dir)
         use = self.caching.use(repeat) if self.caching is not None else None
         entry = self.caching.runner_entry(use, item) if use is not None else None
         kept = use.get(entry) if entry is not None else None

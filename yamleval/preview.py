@@ -180,7 +180,8 @@ def _judge_calls(prepared: plan.Prepared, context: ItemContext) -> list[Call]:
 
 
 def _item(prepared: plan.Prepared, models: Models, item: Item) -> ItemPreview:
-    context = ItemContext(item, item.expected, prepared.experiment.vars, models)
+    context = ItemContext(item, item.expected, prepared.experiment.vars, models,
+                          config_dir=prepared.experiment.base_dir)
     return ItemPreview(item.id, (_runner_call(prepared, context), *_judge_calls(prepared, context)))
 
 

@@ -7,12 +7,14 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
 import yamleval
+from conftest import run_cli
 from yamleval.errors import ConfigError
 from yamleval.runners.command import command
 from yamleval.types import Item, RunnerResult
@@ -88,6 +90,30 @@ def test_env_and_cwd(tmp_path):
     result = command(ITEM, argv=python("import os; print(os.environ['GREETING'], os.getcwd())"),
                      env={"GREETING": "hi", "COUNT": 3}, cwd=str(tmp_path), stdin="none")
     assert result.output == f"hi {os.path.realpath(tmp_path)}"
+
+
+def test_relative_paths_start_from_the_config_files_folder_wherever_yamleval_runs(tmp_path):
+    project = tmp_path / "project"
+    (project / "tools").mkdir(parents=True)
+    (project / "tools" / "shout.py").write_text("import sys, json\nprint(json.load(sys.stdin)['input'].upper())\n")
+    (project / "data").mkdir()
+    (project / "data" / "note.txt").write_text("from the data folder")
+    (project / "evals.yaml").write_text(textwrap.dedent(f"""
+        reports: {{formats: [json]}}
+        experiments:
+          - id: shout
+            dataset: {{items: [{{id: a, input: hi, expected: HI}}]}}
+            runner: {{uses: command, with: {{argv: [{sys.executable!r}, tools/shout.py]}}}}
+            scorers: [exact_match]
+          - id: folder
+            dataset: {{items: [{{id: b, input: x, expected: from the data folder}}]}}
+            runner: {{uses: command, with: {{argv: [cat, note.txt], cwd: data, stdin: none}}}}
+            scorers: [exact_match]
+    """))
+    done = run_cli("run", "project/evals.yaml", "--store", "r.db", "--report-dir", "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert command(ITEM, argv=python("import os; print(os.getcwd())"), stdin="none", cwd=str(tmp_path),
+                   config_dir="/somewhere/else").output == os.path.realpath(tmp_path), "an absolute cwd stays"
 
 
 def test_invalid_json_output_shows_its_start():

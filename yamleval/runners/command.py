@@ -52,7 +52,8 @@ def _item_variables(item: Item, required: bool) -> dict[str, str]:
 
 def command(item: Item, argv: list | None = None, shell: str | None = None, stdin: str = "json",
             parse_json: bool = False, timeout: float = 60, env: dict | None = None,
-            cwd: str | None = None, max_output_mb: float = 10, deadline: float | None = None) -> RunnerResult:
+            cwd: str | None = None, max_output_mb: float = 10, deadline: float | None = None,
+            config_dir: str | None = None) -> RunnerResult:
     """Run ``argv`` (a list: program and arguments) or ``shell`` (a ``/bin/sh -c`` line) for one item.
 
     ``stdin`` is what the program reads: ``json`` (the item as a JSON object with ``id``,
@@ -60,7 +61,8 @@ def command(item: Item, argv: list | None = None, shell: str | None = None, stdi
     when it is not a string) or ``none``. The output is stdout, decoded as UTF-8 without its
     trailing newline, or parsed as JSON with ``parse_json: true``; past ``max_output_mb``
     megabytes it is cut and ends in ``[output cut at N MB]``. ``env`` adds variables to
-    the environment; ``cwd`` is the working directory. The program also finds the item's id
+    the environment; ``cwd`` is the working directory (by default the config file's folder, as
+    for every relative path in the config; a relative ``cwd`` starts from there too). The program also finds the item's id
     and input in ``YAMLEVAL_ITEM_ID`` and ``YAMLEVAL_INPUT``: in a ``shell`` line, use
     ``"$YAMLEVAL_INPUT"`` rather than ``{{ input }}``, which would put item text into the
     command line itself. An input no variable can hold (a NUL, or over ``ENV_LIMIT`` bytes)
@@ -83,6 +85,8 @@ def command(item: Item, argv: list | None = None, shell: str | None = None, stdi
     if deadline is not None and deadline - time.monotonic() < seconds:
         seconds = deadline - time.monotonic()
     printed = _Printed(int(max_output_mb * 1_000_000))
+    if config_dir is not None:
+        cwd = os.path.join(config_dir, cwd or "")  # an absolute cwd stays itself
     exited, code, leftovers = _run(args, data, seconds, environment, cwd, printed)
     if not exited:
         raise TimeoutError(f"command timed out after {timeout:g}s" if seconds == float(timeout)
