@@ -49,7 +49,10 @@ class Location(NamedTuple):
 
 
 def display_path(path: str) -> str:
-    """A file path as messages show it: relative to the current directory when below it."""
+    """A file path as messages show it: relative to the current directory when below it (a URL
+    as it is)."""
+    if "://" in path:
+        return path
     rel = os.path.relpath(path)
     return path if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Sequence
 
-from yamleval import baseline, criteria, fingerprint, sharding
+from yamleval import baseline, criteria, fingerprint, postgres, sharding
 from yamleval.aggregate import recount
 from yamleval.errors import UsageError, display_path
 from yamleval.runs import RunOutcome, now
@@ -61,7 +61,7 @@ def merge(out_path: str, paths: Sequence[str]) -> RunOutcome:
 
 
 def _part(path: str) -> _Part:
-    if not os.path.isfile(path):
+    if not postgres.is_url(path) and not os.path.isfile(path):
         raise UsageError(f"no results database at {display_path(path)}")
     store = Store(path)
     for run in store.runs(1000):

@@ -30,7 +30,7 @@ def add(store, run_id: str, names: Sequence[str]) -> None:
 
 def _readable(store) -> bool:
     """A read-only database of an older schema, read unmigrated, has no tags table (and no tags)."""
-    return bool(store._query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'run_tags'"))
+    return store.has_table("run_tags")
 
 
 def of_run(store, run_id: str) -> tuple[str, ...]:

@@ -17,13 +17,13 @@ from typing import Any, Callable, Iterable, Sequence
 
 import tenacity
 
-from yamleval import criteria, run_tags, stored_repeats
+from yamleval import criteria, postgres, run_tags, stored_repeats
 from yamleval.aggregate import Aggregator, recount
 from yamleval.config.model import Experiment
 from yamleval.errors import UsageError, display_path
 from yamleval.records import encode, encode_record, storable_text, summary_from_json, summary_to_json
 from yamleval.store_errors import FOREIGN, RESUME_HINT, StoreWriteError, cannot, cause, duplicate_item
-from yamleval.stored_items import BUSY_SECONDS, StoredItems
+from yamleval.stored_items import BUSY_SECONDS, StoredItems, read_rows
 from yamleval.types import ExperimentResult, ItemResult, RunInfo, StoredExperiment, Summary
 
 SCHEMA_VERSION = 6
@@ -66,13 +66,13 @@ MIGRATIONS: dict[int, list[str]] = {
 
 _RUN_DETAILS = {key: f"SELECT {key} FROM runs WHERE run_id = ?" for key in ("plugin_versions", "experiment_ids",
                                                                              "fingerprint")}
-# ``yamleval merge``: an experiment of a shard's store (attached as ``part``) into the merged run
+# ``yamleval merge``: a shard's experiment and items, as the merged run's
+_EXPERIMENT_ROW = ("SELECT experiment_id, position, label, description, tags, runner, dataset, scorers, dataset_hash,"
+                   " started_at, summary FROM experiments WHERE run_id = ? AND experiment_id = ?")
 _COPY_EXPERIMENT = ("INSERT OR IGNORE INTO experiments (run_id, experiment_id, position, label, description, tags,"
-                    " runner, dataset, scorers, dataset_hash, status, started_at, summary) SELECT ?, experiment_id,"
-                    " position, label, description, tags, runner, dataset, scorers, dataset_hash, 'running',"
-                    " started_at, summary FROM part.experiments WHERE run_id = ? AND experiment_id = ?")
-_COPY_ITEMS = ("INSERT INTO items (run_id, experiment_id, item_id, position, status, record) SELECT ?, experiment_id,"
-               " item_id, position, status, record FROM part.items WHERE run_id = ? AND experiment_id = ?")
+                    " runner, dataset, scorers, dataset_hash, started_at, summary, status)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running')")
+_ITEM_ROWS = "SELECT item_id, position, status, record FROM items WHERE run_id = ? AND experiment_id = ? ORDER BY position"
 _INSERT_ITEM = ("INSERT INTO items (run_id, experiment_id, item_id, position, status, record)"
                 " VALUES (?, ?, ?, ?, ?, ?)")
 
@@ -100,13 +100,18 @@ class Store:
     """One results database. Not shared between threads at once: writes come from one place at a time."""
 
     def __init__(self, path: str):
-        self.path = path
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        """``path``: a SQLite file, or a PostgreSQL URL (``postgresql://user:password@host/db``)."""
+        self.postgres = postgres.is_url(path)
+        self.path = postgres.shown_url(path) if self.postgres else path  # a URL's password is never shown
         try:
-            self.db = self._connect(path)
+            if self.postgres:
+                self.db, self.read_only, self.reading = postgres.connect(path), False, path
+            else:
+                os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+                self.db = self._connect(path)
             self._migrate()
         except sqlite3.DatabaseError as exc:
-            raise UsageError(cannot("open", path, exc)) from None
+            raise UsageError(cannot("open", self.path, exc)) from None
         self._pending: list[tuple] = []
         self._repeats: list[tuple] = []  # rows of stored_repeats, written with the items
         self._flushed = time.monotonic()
@@ -132,10 +137,22 @@ class Store:
             db.row_factory = sqlite3.Row
         return db
 
+    def _version(self) -> int:
+        if not self.postgres:
+            return self.db.execute("PRAGMA user_version").fetchone()[0]
+        if not self.has_table("yamleval_schema"):
+            return 0
+        return self.db.execute("SELECT version FROM yamleval_schema").fetchone()[0]
+
+    def has_table(self, name: str) -> bool:
+        if self.postgres:
+            return postgres.has_table(self.db, name)
+        return bool(self._query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)))
+
     def _migrate(self) -> None:
         """Bring the schema up to this version: under the write lock, where the version is read
         again, so that processes opening a new database at once create its tables only once."""
-        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        version = self._version()
         if version > SCHEMA_VERSION:
             raise UsageError(f"{self.path} was written by a newer yamleval (schema {version}); upgrade yamleval")
         if version == SCHEMA_VERSION or (self.read_only and version > 0):
@@ -148,15 +165,27 @@ class Store:
             self.read_only = True  # a read-only file in a WAL database: readable as it is
 
     def _upgrade(self) -> None:
-        version = self.db.execute("PRAGMA user_version").fetchone()[0]
-        tables = [row[0] for row in self.db.execute("SELECT name FROM sqlite_master")] if version == 0 else []
+        if self.postgres:  # PostgreSQL's write lock for the schema: held to the transaction's end
+            self.db.execute(postgres.SCHEMA_LOCK)
+        version = self._version()
+        tables = self._tables() if version == 0 else []
         if tables:  # another program's database: yamleval's tables have no place in it
             raise sqlite3.DatabaseError(f"{FOREIGN}: {', '.join(tables[:5])}")
         while version < SCHEMA_VERSION:
             for statement in MIGRATIONS[version]:
                 self.db.execute(statement)
             version += 1
-            self.db.execute(f"PRAGMA user_version = {int(version)}")  # a number: PRAGMA takes no parameters
+            if self.postgres:
+                self.db.execute(postgres.SCHEMA_TABLE)
+                self.db.execute("DELETE FROM yamleval_schema")
+                self.db.execute("INSERT INTO yamleval_schema (version) VALUES (?)", (version,))
+            else:
+                self.db.execute(f"PRAGMA user_version = {int(version)}")  # a number: PRAGMA takes no parameters
+
+    def _tables(self) -> list[str]:
+        if self.postgres:
+            return [row[0] for row in self.db.execute(postgres.TABLES)]
+        return [row[0] for row in self.db.execute("SELECT name FROM sqlite_master")]
 
     def _transaction(self, work: Callable[[], Any]) -> None:
         """``work`` as one write transaction that takes the write lock before it reads (a lock upgraded
@@ -174,6 +203,10 @@ class Store:
             self._transaction(lambda: self.db.executemany(statement, rows))
         except sqlite3.Error as exc:
             raise StoreWriteError(cannot("write", self.path, exc, then)) from None
+
+    def _select(self, statement: str, parameters: tuple = ()):
+        """The rows of a query, read as they are iterated (on a connection of their own)."""
+        return read_rows(self.reading, self.path, statement, parameters)
 
     def _query(self, statement: str, parameters: tuple = ()) -> list[sqlite3.Row]:
         try:
@@ -269,21 +302,19 @@ class Store:
 
     def copy_experiment(self, run_id: str, source: "Store", source_run_id: str, experiment_id: str) -> None:
         """An experiment of ``source``'s run, its items stored, into this store's run ``run_id``, as
-        unfinished: the part of a merged run a shard ran (``yamleval merge``). Copied inside the
-        database, so that any number of items takes no memory. UsageError when one of its items
-        is in the run already (another shard's)."""
+        unfinished: the part of a merged run a shard ran (``yamleval merge``), read and written a
+        batch at a time. UsageError when one of its items is in the run already (another shard's)."""
         self.flush()
-        self.db.execute("ATTACH DATABASE ? AS part", (source.path,))
+        [row] = source._query(_EXPERIMENT_ROW, (source_run_id, experiment_id))
+        rows = ((run_id, experiment_id, *item) for item in source._select(_ITEM_ROWS, (source_run_id, experiment_id)))
         try:
-            self._transaction(lambda: (self.db.execute(_COPY_EXPERIMENT, (run_id, source_run_id, experiment_id)),
-                                       self.db.execute(_COPY_ITEMS, (run_id, source_run_id, experiment_id))))
+            self._transaction(lambda: (self.db.execute(_COPY_EXPERIMENT, (run_id, *row)),
+                                       [self.db.executemany(_INSERT_ITEM, batch) for batch in _batches(rows)]))
         except sqlite3.IntegrityError:
             raise UsageError(f"{display_path(source.path)} holds items of '{experiment_id}' that another shard"
                              " holds too: the shards overlap; merge the stores of one sharded run") from None
         except sqlite3.Error as exc:
             raise StoreWriteError(cannot("write", self.path, exc, "then merge again")) from None
-        finally:
-            self.db.execute("DETACH DATABASE part")
 
     def finish_experiment(self, run_id: str, result: ExperimentResult) -> None:
         self.flush()
@@ -380,6 +411,17 @@ class Store:
                 description=row["description"], tags=tuple(json.loads(row["tags"] or "[]")), runner=row["runner"],
                 dataset=row["dataset"], scorers=tuple(json.loads(row["scorers"] or "[]"))))
         return out
+
+
+def _batches(rows, size: int = 1000):
+    batch = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def _alive(pid: int | None, host: str | None) -> bool:

@@ -5,6 +5,7 @@ import json
 import sqlite3
 from typing import Iterator, Sequence
 
+from yamleval import postgres
 from yamleval.errors import UsageError
 from yamleval.records import item_from_record
 from yamleval.store_errors import cannot
@@ -17,6 +18,21 @@ _VERDICTS = "SELECT item_id, position, status{} FROM items WHERE run_id = ? AND 
 _SCORE_FIELDS = ("status", "passed", "score")
 _ITEMS_WITH_STATUS = ("SELECT record FROM items WHERE run_id = ? AND experiment_id = ? AND status IN (?, ?, ?, ?)"
                       " ORDER BY position LIMIT ?")
+
+
+def read_rows(uri: str, path: str, statement: str, parameters: tuple) -> Iterator[tuple]:
+    """The rows of a query, read as they are iterated, on a connection of their own to the
+    database ``uri`` (a SQLite URI or a PostgreSQL URL) named ``path`` in messages."""
+    try:
+        db = postgres.connect(uri) if postgres.is_url(uri) else sqlite3.connect(uri, uri=True, timeout=BUSY_SECONDS)
+    except sqlite3.Error as exc:
+        raise UsageError(cannot("read", path, exc, "")) from None
+    try:
+        yield from db.execute(statement, parameters)
+    except sqlite3.Error as exc:
+        raise UsageError(cannot("read", path, exc, "")) from None
+    finally:
+        db.close()
 
 
 class StoredItems(ItemResults):
@@ -32,13 +48,7 @@ class StoredItems(ItemResults):
         return self.count
 
     def _select(self, statement: str, parameters: tuple = ()) -> Iterator[tuple]:
-        db = sqlite3.connect(self.uri, uri=True, timeout=BUSY_SECONDS)
-        try:
-            yield from db.execute(statement, (self.run_id, self.experiment_id, *parameters))
-        except sqlite3.Error as exc:
-            raise UsageError(cannot("read", self.path, exc, "")) from None
-        finally:
-            db.close()
+        return read_rows(self.uri, self.path, statement, (self.run_id, self.experiment_id, *parameters))
 
     def __iter__(self) -> Iterator[ItemResult]:
         return (item_from_record(json.loads(text), text) for text, in self._select(_ITEMS))

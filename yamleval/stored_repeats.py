@@ -37,7 +37,7 @@ def write(db, repeats: Sequence[tuple], items: Sequence[tuple]) -> None:
 def unfinished(store, run_id: str, experiment_id: str) -> dict[str, dict[int, ItemResult]]:
     """The stored repeats of the experiment's items that have no result yet, by item id and number."""
     found: dict[str, dict[int, ItemResult]] = {}
-    if not store._query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'repeats'"):
+    if not store.has_table("repeats"):
         return found  # a read-only database of an older schema, read unmigrated
     for item_id, number, text in store._query(_UNFINISHED, (run_id, experiment_id, run_id, experiment_id)):
         found.setdefault(item_id, {})[number] = item_from_record(json.loads(text))

@@ -53,7 +53,16 @@ def config_path(config: str, *keys: str) -> str | None:
         return None
     for key in keys:
         found = found.get(key) if isinstance(found, dict) else None
-    return os.path.join(os.path.dirname(config), found) if isinstance(found, str) else None
+    if not isinstance(found, str):
+        return None
+    from yamleval.config.interpolate import expand_text
+    from yamleval.config.loader import store_location
+
+    try:
+        found = expand_text(found, os.environ, {})  # `store: ${DATABASE_URL}`
+    except Exception:
+        return None
+    return store_location(os.path.dirname(config), found)
 
 
 def github_outputs(run_info, results, written: Sequence[str] = ()) -> None:

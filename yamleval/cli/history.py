@@ -20,8 +20,10 @@ def _open(store_file):
     from yamleval.errors import UsageError
     from yamleval.store import Store
 
+    from yamleval import postgres
+
     path = store_path(store_file)
-    if not os.path.isfile(path):
+    if not postgres.is_url(path) and not os.path.isfile(path):
         raise UsageError(f"no results database at {path}; run `yamleval run` first, or give --store")
     return Store(path)
 

@@ -192,6 +192,11 @@ def with_junit_family(formats: Sequence[str], family: str | None) -> tuple[str, 
     return tuple(f"junit:{family}" if family and f.partition(":")[0] == "junit" else f for f in formats)
 
 
+def store_location(base: str, store: str) -> str:
+    """A ``store:`` as the store opens it: a file relative to the config's folder, or a URL."""
+    return store if "://" in store else os.path.join(base, store)
+
+
 def load_project(paths: list[str] | tuple[str, ...], environ: Mapping[str, str] | None = None) -> Project:
     """Load every file named, with what they include; raise all config errors found at once."""
     loader = _Loader(os.environ if environ is None else environ)
@@ -207,7 +212,7 @@ def load_project(paths: list[str] | tuple[str, ...], environ: Mapping[str, str] 
         experiments=tuple(dataclasses.replace(e, secrets=secrets) for e in loader.experiments),
         files=tuple(loader.files),
         models=settings.get("models") or {},
-        store=os.path.join(base, settings["store"]) if "store" in settings else None,
+        store=store_location(base, settings["store"]) if "store" in settings else None,
         reports_dir=os.path.join(base, reports["dir"]) if "dir" in reports else None,
         report_formats=with_junit_family(reports.get("formats") or REPORT_FORMATS,
                                          (reports.get("junit") or {}).get("family")),
