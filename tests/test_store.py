@@ -13,7 +13,8 @@ import xml.etree.ElementTree as ElementTree
 import pytest
 
 from conftest import cli_env, run_cli
-from yamleval.store import SCHEMA_VERSION, Store
+from servers.postgres import postgres_server, store_at  # noqa: F401  (fixtures: every test given store_at runs
+from yamleval.store import SCHEMA_VERSION, Store         # on SQLite and on a real PostgreSQL server)
 
 BIG = """
     store: results.db
@@ -34,9 +35,8 @@ def _dataset(tmp_path, n):
             out.write(json.dumps({"id": f"i-{i}", "input": f"answer {i}", "expected": f"answer {i}"}) + "\n")
 
 
-def _stored_ids(db):
-    with sqlite3.connect(db) as con:
-        return [row[0] for row in con.execute("SELECT item_id FROM items")]
+def _stored_ids(store_at, name="results.db"):
+    return [row[0] for row in store_at.query(name, "SELECT item_id FROM items")]
 
 
 def _calls(log):
@@ -44,10 +44,10 @@ def _calls(log):
     return [(int(pid), item) for pid, item in calls]
 
 
-def test_sigkill_then_resume_finishes_without_rerunning_finished_items(write_config, tmp_path):
+def test_sigkill_then_resume_finishes_without_rerunning_finished_items(write_config, tmp_path, store_at):
     _dataset(tmp_path, 2000)
     log = tmp_path / "calls.log"
-    write_config(BIG.replace("LOG", str(log)))
+    write_config(store_at.config(BIG.replace("LOG", str(log))))
     child = subprocess.Popen([sys.executable, "-m", "yamleval", "run", "-q"], cwd=tmp_path, env=cli_env(),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
@@ -55,15 +55,15 @@ def test_sigkill_then_resume_finishes_without_rerunning_finished_items(write_con
         time.sleep(0.05)
     child.send_signal(signal.SIGKILL)
     child.wait(timeout=10)
-    before = set(_stored_ids(tmp_path / "results.db"))
+    before = set(_stored_ids(store_at))
     assert 0 < len(before) < 2000, "killed halfway"
 
-    listed = run_cli("runs", "--store", "results.db", cwd=tmp_path)
+    listed = run_cli("runs", "--store", store_at.url("results.db"), cwd=tmp_path)
     assert " crashed " in listed.stdout
 
     resumed = run_cli("run", "-q", "--resume", cwd=tmp_path, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
-    after = _stored_ids(tmp_path / "results.db")
+    after = _stored_ids(store_at)
     assert len(after) == 2000 and len(set(after)) == 2000
     first_pid = child.pid
     rerun = {item for pid, item in _calls(log) if pid != first_pid}
@@ -71,7 +71,8 @@ def test_sigkill_then_resume_finishes_without_rerunning_finished_items(write_con
 
     # the same data run without interruption gives the same summary
     log2 = tmp_path / "calls2.log"
-    write_config(BIG.replace("LOG", str(log2)).replace("results.db", "fresh.db").replace("dir: out", "dir: out2"))
+    write_config(store_at.config(BIG.replace("LOG", str(log2)).replace("results.db", "fresh.db")
+                                 .replace("dir: out", "dir: out2")))
     fresh = run_cli("run", "-q", cwd=tmp_path, timeout=120)
     assert fresh.returncode == 0, fresh.stderr
     one = json.loads((tmp_path / "out" / "results.json").read_text())["experiments"][0]
@@ -82,11 +83,11 @@ def test_sigkill_then_resume_finishes_without_rerunning_finished_items(write_con
     assert [i["id"] for i in one["items"]] == [i["id"] for i in two["items"]]
 
 
-def test_resume_refuses_a_run_whose_process_still_runs(write_config, tmp_path):
+def test_resume_refuses_a_run_whose_process_still_runs(write_config, tmp_path, store_at):
     _dataset(tmp_path, 60)
     log = tmp_path / "calls.log"
-    write_config(BIG.replace("LOG", str(log)).replace("concurrency: 4", "concurrency: 1")
-                 .replace("log: %s}" % log, "log: %s, seconds: 0.05}" % log))
+    write_config(store_at.config(BIG.replace("LOG", str(log)).replace("concurrency: 4", "concurrency: 1")
+                                 .replace("log: %s}" % log, "log: %s, seconds: 0.05}" % log)))
     child = subprocess.Popen([sys.executable, "-m", "yamleval", "run", "-q"], cwd=tmp_path, env=cli_env(),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -102,13 +103,13 @@ def test_resume_refuses_a_run_whose_process_still_runs(write_config, tmp_path):
         child.wait(timeout=10)
     resumed = run_cli("run", "-q", "--resume", cwd=tmp_path, timeout=120)  # its process has ended: crashed
     assert resumed.returncode == 0, resumed.stderr
-    assert sorted(_stored_ids(tmp_path / "results.db")) == sorted(f"i-{i}" for i in range(60))
+    assert sorted(_stored_ids(store_at)) == sorted(f"i-{i}" for i in range(60))
 
 
-def test_resume_refuses_a_changed_config_unless_forced(write_config, tmp_path):
+def test_resume_refuses_a_changed_config_unless_forced(write_config, tmp_path, store_at):
     _dataset(tmp_path, 50)
     log = tmp_path / "calls.log"
-    config = BIG.replace("LOG", f"{log}, seconds: 0.05")
+    config = store_at.config(BIG.replace("LOG", f"{log}, seconds: 0.05"))
     write_config(config)
     child = subprocess.Popen([sys.executable, "-m", "yamleval", "run", "-q"], cwd=tmp_path, env=cli_env(),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -123,12 +124,12 @@ def test_resume_refuses_a_changed_config_unless_forced(write_config, tmp_path):
     assert "the config files changed" in refused.stderr and "--force" in refused.stderr
     forced = run_cli("run", "-q", "--resume", "--force", cwd=tmp_path)
     assert forced.returncode in (0, 1), forced.stderr
-    assert len(_stored_ids(tmp_path / "results.db")) == 50
+    assert len(_stored_ids(store_at)) == 50
 
 
-def test_run_records_provenance_and_no_secret(write_config, tmp_path):
+def test_run_records_provenance_and_no_secret(write_config, tmp_path, store_at):
     secret = "sk-live-0123456789"
-    write_config("""
+    write_config(store_at.config("""
         store: r.db
         reports: {dir: out, formats: [json]}
         experiments:
@@ -137,10 +138,10 @@ def test_run_records_provenance_and_no_secret(write_config, tmp_path):
             dataset: {items: [{input: a, expected: a}, {input: "${TOKEN}", expected: x}]}
             runner: echo
             scorers: [exact_match]
-    """)
+    """))
     done = run_cli("run", cwd=tmp_path, TOKEN=secret)
     assert done.returncode == 1
-    store = Store(str(tmp_path / "r.db"))
+    store = Store(store_at.absolute("r.db"))
     [info] = store.runs()
     assert info.status == "completed" and info.passed is False
     assert info.config_files == ("evals.yaml",) and len(info.config_hash) == 64
@@ -151,9 +152,14 @@ def test_run_records_provenance_and_no_secret(write_config, tmp_path):
     [result] = store.results(info.run_id)
     assert [r.status for r in result.items] == ["passed", "failed"]
     store.close()
-    with sqlite3.connect(tmp_path / "r.db") as con:
-        assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-        assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    everything = "".join(str(row) for table in ("runs", "experiments", "items")
+                         for row in store_at.query("r.db", f"SELECT * FROM {table}"))
+    assert secret not in everything and "${TOKEN}" in everything
+    if store_at.postgres:
+        assert store_at.query("r.db", "SELECT version FROM yamleval_schema") == [(SCHEMA_VERSION,)]
+        return
+    assert store_at.query("r.db", "PRAGMA user_version") == [(SCHEMA_VERSION,)]
+    assert store_at.query("r.db", "PRAGMA journal_mode") == [("wal",)]
 
 
 def test_run_records_the_git_commit_and_whether_the_work_tree_has_changes(write_config, tmp_path):
@@ -187,8 +193,8 @@ def test_run_records_the_git_commit_and_whether_the_work_tree_has_changes(write_
                                                           (git("rev-parse", "HEAD"), True)]
 
 
-def test_report_rerenders_byte_identically(write_config, tmp_path):
-    write_config("""
+def test_report_rerenders_byte_identically(write_config, tmp_path, store_at):
+    write_config(store_at.config("""
         store: r.db
         reports: {dir: out}
         experiments:
@@ -200,31 +206,31 @@ def test_report_rerenders_byte_identically(write_config, tmp_path):
             runner: fixture_plugins.behaviours:with_usage
             scorers: [exact_match, {uses: levenshtein, threshold: 0.5}]
             pass_criteria: [{type: mean_score, min: 0.1, severity: warn}]
-    """)
+    """))
     assert run_cli("run", "-q", cwd=tmp_path).returncode == 0  # the only criterion is a warning
-    again = run_cli("report", "latest", "--store", "r.db", "--format", "json,junit,markdown,html",
+    again = run_cli("report", "latest", "--store", store_at.url("r.db"), "--format", "json,junit,markdown,html",
                     "--report-dir", "again", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     for name in ("results.json", "junit.xml", "summary.md", "report.html"):
         assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "out" / name).read_bytes(), name
 
-    with sqlite3.connect(tmp_path / "r.db") as con:  # as a yamleval from before histograms, throttling and
-        [(text,)] = con.execute("SELECT summary FROM experiments").fetchall()  # intervals stored it
-        summary = json.loads(text)
-        assert all(scorer[11] and scorer[12] and scorer[13] for scorer in summary["scorers"])
-        summary["scorers"] = [scorer[:11] for scorer in summary["scorers"]]
-        assert summary.pop("throttling") == [0, 0, 0.0]
-        assert [summary.pop(key) for key in ("confidence", "pass_rate_ci", "mean_score_ci")][0] == 0.95
-        con.execute("UPDATE experiments SET summary = ?", (json.dumps(summary),))
-    older = run_cli("report", "latest", "--store", "r.db", "--format", "json,html", "--report-dir", "older",
+    # as a yamleval from before histograms, throttling and intervals stored it
+    [(text,)] = store_at.query("r.db", "SELECT summary FROM experiments")
+    summary = json.loads(text)
+    assert all(scorer[11] and scorer[12] and scorer[13] for scorer in summary["scorers"])
+    summary["scorers"] = [scorer[:11] for scorer in summary["scorers"]]
+    assert summary.pop("throttling") == [0, 0, 0.0]
+    assert [summary.pop(key) for key in ("confidence", "pass_rate_ci", "mean_score_ci")][0] == 0.95
+    store_at.query("r.db", "UPDATE experiments SET summary = ?", (json.dumps(summary),))
+    older = run_cli("report", "latest", "--store", store_at.url("r.db"), "--format", "json,html", "--report-dir", "older",
                     cwd=tmp_path)
     assert older.returncode == 0, older.stderr
     for name in ("results.json", "report.html"):  # the histograms and intervals are counted from the items
         assert (tmp_path / "older" / name).read_bytes() == (tmp_path / "out" / name).read_bytes(), name
 
 
-def test_compare_lists_flips_and_the_strict_gate_fails_on_one(write_config, tmp_path):
-    config = """
+def test_compare_lists_flips_and_the_strict_gate_fails_on_one(write_config, tmp_path, store_at):
+    config = store_at.config("""
         store: r.db
         reports: {dir: out, formats: [json]}
         experiments:
@@ -232,22 +238,23 @@ def test_compare_lists_flips_and_the_strict_gate_fails_on_one(write_config, tmp_
             dataset: {items: [{id: a, input: x, expected: x}, {id: b, input: y, expected: EXPECTED_B}]}
             runner: echo
             scorers: [exact_match]
-    """
+    """)
     write_config(config.replace("EXPECTED_B", "y"))
     run_cli("run", "-q", cwd=tmp_path)
     write_config(config.replace("EXPECTED_B", "z"))
     run_cli("run", "-q", cwd=tmp_path)
-    store = Store(str(tmp_path / "r.db"))
+    store = Store(store_at.absolute("r.db"))
     runs = store.runs()
     store.close()
     base, candidate = runs[1].run_id, runs[0].run_id
-    done = run_cli("compare", base[:20], candidate, "--store", "r.db", cwd=tmp_path)
+    db = store_at.url("r.db")
+    done = run_cli("compare", base[:20], candidate, "--store", db, cwd=tmp_path)
     assert done.returncode == 0
     assert "b: passed → failed (regressed)" in done.stdout
-    gate = run_cli("compare", base, "latest", "--store", "r.db", "--fail-on-any-regression", "--format", "json",
+    gate = run_cli("compare", base, "latest", "--store", db, "--fail-on-any-regression", "--format", "json",
                    cwd=tmp_path)
     assert gate.returncode == 1
-    assert run_cli("compare", base, "latest", "--store", "r.db", "--fail-on-regression", cwd=tmp_path).returncode == 0
+    assert run_cli("compare", base, "latest", "--store", db, "--fail-on-regression", cwd=tmp_path).returncode == 0
     data = json.loads(gate.stdout)
     assert data["regressions"] == 1
     assert data["experiments"][0]["flips"] == [{"item": "b", "before": "passed", "after": "failed",
@@ -255,8 +262,9 @@ def test_compare_lists_flips_and_the_strict_gate_fails_on_one(write_config, tmp_
 
 
 @pytest.mark.parametrize("ending, status, code", [("interrupt", "interrupted", 130), ("crash", "crashed", 9)])
-def test_a_candidate_that_did_not_complete_fails_the_regression_gate(write_config, tmp_path, ending, status, code):
-    config = """
+def test_a_candidate_that_did_not_complete_fails_the_regression_gate(write_config, tmp_path, ending, status, code,
+                                                                      store_at):
+    config = store_at.config("""
         store: r.db
         reports: {dir: out, formats: [json]}
         experiments:
@@ -264,53 +272,54 @@ def test_a_candidate_that_did_not_complete_fails_the_regression_gate(write_confi
             concurrency: 1
             dataset: {items: [{id: a, input: a}, {id: b, input: B}, {id: c, input: c}]}
             runner: fixture_plugins.behaviours:ends_the_run
-    """
+    """)
     write_config(config.replace("B", "b"))
     assert run_cli("run", "-q", cwd=tmp_path).returncode == 0
     write_config(config.replace("B", ending))
     assert run_cli("run", "-q", cwd=tmp_path).returncode == code
-    store = Store(str(tmp_path / "r.db"))
+    store = Store(store_at.absolute("r.db"))
     [candidate, base] = [run.run_id for run in store.runs()]
     store.close()
-
-    gate = run_cli("compare", base, "latest", "--store", "r.db", "--fail-on-regression", cwd=tmp_path)
+    db = store_at.url("r.db")
+    gate = run_cli("compare", base, "latest", "--store", db, "--fail-on-regression", cwd=tmp_path)
     assert gate.returncode == 1
     assert gate.stdout.startswith(f"{base} (completed) → {candidate} ({status}): 0 regressions\n")
     assert gate.stderr == (f"regression gate failed: the candidate run {candidate} is {status}, not completed: "
                            "the items it did not reach are not compared\n")
-    data = json.loads(run_cli("compare", base, "--store", "r.db", "--format", "json", cwd=tmp_path).stdout)
+    data = json.loads(run_cli("compare", base, "--store", db, "--format", "json", cwd=tmp_path).stdout)
     assert (data["base_status"], data["candidate_status"]) == ("completed", status)
-    markdown = run_cli("compare", base, "--store", "r.db", "--format", "markdown", cwd=tmp_path)
+    markdown = run_cli("compare", base, "--store", db, "--format", "markdown", cwd=tmp_path)
     assert markdown.returncode == 0 and markdown.stdout.startswith(f"## {base} (completed) → {candidate} ({status})")
-    assert run_cli("compare", base, base, "--store", "r.db", "--fail-on-regression", cwd=tmp_path).returncode == 0
+    assert run_cli("compare", base, base, "--store", db, "--fail-on-regression", cwd=tmp_path).returncode == 0
 
 
-def test_unknown_run_and_ambiguous_prefix(write_config, tmp_path):
-    write_config(PASSING := """
+def test_unknown_run_and_ambiguous_prefix(write_config, tmp_path, store_at):
+    write_config(store_at.config("""
         store: r.db
         reports: {dir: out, formats: [json]}
         experiments:
           - id: e
             dataset: {items: [{input: a}]}
             runner: echo
-    """)
-    del PASSING
+    """))
     run_cli("run", "-q", cwd=tmp_path)
-    missing = run_cli("show", "nope", "--store", "r.db", cwd=tmp_path)
+    missing = run_cli("show", "nope", "--store", store_at.url("r.db"), cwd=tmp_path)
     assert missing.returncode == 2 and "no run 'nope'" in missing.stderr
-    assert run_cli("show", "--store", "r.db", cwd=tmp_path).returncode == 0
+    assert run_cli("show", "--store", store_at.url("r.db"), cwd=tmp_path).returncode == 0
     nothing = run_cli("runs", "--store", "elsewhere.db", cwd=tmp_path)
     assert nothing.returncode == 2 and "no results database" in nothing.stderr
 
 
-@pytest.mark.parametrize("version", [SCHEMA_VERSION + 1])
-def test_a_newer_database_is_refused(tmp_path, version):
-    with sqlite3.connect(tmp_path / "new.db") as con:
-        con.execute(f"PRAGMA user_version = {version}")
+def test_a_newer_database_is_refused(tmp_path, store_at):
+    if store_at.postgres:
+        store_at.query("new.db", "CREATE TABLE yamleval_schema (version INTEGER NOT NULL)")
+        store_at.query("new.db", "INSERT INTO yamleval_schema VALUES (?)", (SCHEMA_VERSION + 1,))
+    else:
+        store_at.query("new.db", f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     from yamleval.errors import UsageError
 
     with pytest.raises(UsageError, match="newer yamleval"):
-        Store(str(tmp_path / "new.db"))
+        Store(store_at.absolute("new.db"))
 
 
 def test_a_repeated_item_id_past_those_a_dataset_remembers_is_caught_by_the_database(write_config, tmp_path,
@@ -415,6 +424,24 @@ def test_heavy_runs_started_at_once_on_a_store_that_does_not_exist_yet_all_finis
     assert _completed_runs(db) == (["completed"] * 6, [(1500, 1500)] * 6)
 
 
+def test_runs_started_at_once_on_a_new_postgresql_database_create_its_schema_once(write_config, tmp_path,
+                                                                                 postgres_server):
+    """Six processes open one new database at once: one creates the tables, under PostgreSQL's
+    lock for the schema; the others wait for it and then write their runs side by side."""
+    _dataset(tmp_path, 300)
+    url = postgres_server.new_database()
+    write_config(HEAVY.replace("store: results.db", f"store: {url}"))
+    children = _start_runs(tmp_path, 6)
+    for child in children:
+        _, stderr = child.communicate(timeout=300)
+        assert child.returncode == 1 and "error:" not in stderr, (child.returncode, stderr)
+    store = Store(url)
+    runs = store.runs()
+    assert [run.status for run in runs] == ["completed"] * 6
+    assert [len(list(result.items)) for run in runs for result in store.results(run.run_id)] == [300] * 6
+    store.close()
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="watches the run's open files in /proc")
 def test_a_run_waits_for_a_write_lock_another_process_holds_for_several_seconds(write_config, tmp_path):
     _dataset(tmp_path, 50)
@@ -454,17 +481,18 @@ CRASHING = """
 """
 
 
-def _crashed_in_second_experiment(tmp_path):
+def _crashed_in_second_experiment(tmp_path, store_at):
     """A run killed once some items of its second experiment are stored; how many are."""
     _dataset(tmp_path, 1000)
     child = subprocess.Popen([sys.executable, "-m", "yamleval", "run", "-q"], cwd=tmp_path, env=cli_env(),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def stored() -> int:
+        if not store_at.postgres and not (tmp_path / "results.db").exists():
+            return 0
         try:
-            with sqlite3.connect(f"file:{tmp_path / 'results.db'}?mode=ro", uri=True) as con:
-                return con.execute("SELECT count(*) FROM items WHERE experiment_id = 'second'").fetchone()[0]
-        except sqlite3.Error:  # not created yet
+            return store_at.query("results.db", "SELECT count(*) FROM items WHERE experiment_id = 'second'")[0][0]
+        except Exception:  # its tables not created yet
             return 0
 
     deadline = time.monotonic() + 60
@@ -478,11 +506,11 @@ def _crashed_in_second_experiment(tmp_path):
     return count
 
 
-def test_the_reports_of_a_crashed_run_show_what_is_stored_marked_incomplete(write_config, tmp_path):
-    write_config(CRASHING)
-    n = _crashed_in_second_experiment(tmp_path)
+def test_the_reports_of_a_crashed_run_show_what_is_stored_marked_incomplete(write_config, tmp_path, store_at):
+    write_config(store_at.config(CRASHING))
+    n = _crashed_in_second_experiment(tmp_path, store_at)
     note = "the run stopped before this experiment finished; these figures count only the items stored"
-    done = run_cli("report", "latest", "--store", "results.db", "--report-dir", "again", cwd=tmp_path)
+    done = run_cli("report", "latest", "--store", store_at.url("results.db"), "--report-dir", "again", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     again = tmp_path / "again"
 
@@ -515,7 +543,7 @@ def test_the_reports_of_a_crashed_run_show_what_is_stored_marked_incomplete(writ
     assert f'<p class="notice notice-error"><strong>Incomplete:</strong> {note}.</p>' in page
     assert "This run has no experiments" not in page
 
-    shown = run_cli("show", "--store", "results.db", cwd=tmp_path)
+    shown = run_cli("show", "--store", store_at.url("results.db"), cwd=tmp_path)
     assert shown.returncode == 0 and f"  INCOMPLETE: {note}\n" in shown.stdout
 
 
@@ -530,27 +558,28 @@ TAGGED = """
 """
 
 
-def test_runs_are_tagged_when_run_and_afterwards_and_listed_with_their_tags(write_config, tmp_path):
-    write_config(TAGGED)
+def test_runs_are_tagged_when_run_and_afterwards_and_listed_with_their_tags(write_config, tmp_path, store_at):
+    write_config(store_at.config(TAGGED))
+    db = store_at.url("r.db")
     assert run_cli("run", "-q", "--tag", "main", "--tag", "v1.2", "--tag", "main", cwd=tmp_path).returncode == 0
     assert run_cli("run", "-q", cwd=tmp_path).returncode == 0
-    tagged = run_cli("tag", "latest", "feature/x", "--store", "r.db", cwd=tmp_path)
+    tagged = run_cli("tag", "latest", "feature/x", "--store", db, cwd=tmp_path)
     assert tagged.returncode == 0 and "tagged feature/x" in tagged.stdout
-    listing = run_cli("runs", "--store", "r.db", cwd=tmp_path).stdout.splitlines()
+    listing = run_cli("runs", "--store", db, cwd=tmp_path).stdout.splitlines()
     assert listing[0].split()[-1] == "tags"
     assert listing[1].endswith(" feature/x") and listing[2].endswith(" main,v1.2")
-    bad = run_cli("tag", "latest", "no spaces", "--store", "r.db", cwd=tmp_path)
+    bad = run_cli("tag", "latest", "no spaces", "--store", db, cwd=tmp_path)
     assert bad.returncode == 2 and "bad tag 'no spaces'" in bad.stderr and "Traceback" not in bad.stderr
     refused = run_cli("run", "-q", "--tag", "a b", cwd=tmp_path)
     assert refused.returncode == 2 and "bad tag" in refused.stderr
 
 
-def test_the_api_tags_its_run(write_config, tmp_path, monkeypatch):
+def test_the_api_tags_its_run(write_config, tmp_path, monkeypatch, store_at):
     from yamleval import api, run_tags
 
     monkeypatch.chdir(tmp_path)
-    outcome = api.run(write_config(TAGGED), formats=(), tags=["nightly"])
-    store = Store(str(tmp_path / "r.db"))
+    outcome = api.run(write_config(store_at.config(TAGGED)), formats=(), tags=["nightly"])
+    store = Store(store_at.absolute("r.db"))
     assert run_tags.of_run(store, outcome.run.run_id) == ("nightly",)
     store.close()
 
@@ -573,11 +602,11 @@ def test_a_database_of_an_older_schema_opens_and_takes_tags(write_config, tmp_pa
         assert con.execute("SELECT count(*) FROM repeats").fetchone() == (0,)
 
 
-def test_what_compare_reads_of_stored_items_is_what_their_whole_records_say(write_config, tmp_path):
+def test_what_compare_reads_of_stored_items_is_what_their_whole_records_say(write_config, tmp_path, store_at):
     from yamleval import api
     from yamleval.types import ItemList
 
-    config = write_config(f"""
+    config = write_config(store_at.config(f"""
         store: r.db
         experiments:
           - id: mixed
@@ -588,7 +617,7 @@ def test_what_compare_reads_of_stored_items_is_what_their_whole_records_say(writ
               - {{uses: levenshtein, id: close.enough, threshold: 0.9}}
               - {{uses: fixture_plugins.behaviours:skipping, id: skips}}
               - {{uses: fixture_plugins.behaviours:fixed, id: half, with: {{value: 0.5}}}}
-    """)
+    """))
     outcome = api.run(config, formats=())
     [experiment] = outcome.results
     scorers = ["exact_match", "close.enough", "skips", "half", "not-a-scorer"]

@@ -81,7 +81,7 @@ def _as_sqlite_error(exc: Exception) -> sqlite3.Error:
 
     kind = (sqlite3.IntegrityError if isinstance(exc, psycopg.IntegrityError) else
             sqlite3.OperationalError if isinstance(exc, psycopg.OperationalError) else sqlite3.DatabaseError)
-    return kind(str(exc).strip())
+    return kind(" ".join(str(exc).split()))  # one line
 
 
 def _values(parameters: Iterable[Any]) -> tuple:
@@ -157,7 +157,7 @@ def connect(url: str) -> Connection:
     try:
         import psycopg  # noqa: F401
     except ImportError:
-        raise sqlite3.OperationalError("the psycopg package is missing: pip install 'yamleval[postgres]'") from None
+        raise sqlite3.OperationalError("psycopg is not installed") from None
     return Connection(url)
 
 

@@ -110,7 +110,11 @@ class Store:
                 os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
                 self.db = self._connect(path)
             self._migrate()
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UsageError) as exc:
+            if hasattr(self, "db"):
+                self.db.close()
+            if isinstance(exc, UsageError):
+                raise
             raise UsageError(cannot("open", self.path, exc)) from None
         self._pending: list[tuple] = []
         self._repeats: list[tuple] = []  # rows of stored_repeats, written with the items

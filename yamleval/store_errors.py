@@ -9,7 +9,7 @@ FOREIGN = "it holds other tables"  # how the store's own message for another pro
 
 # cause: (words of SQLite's message that name it, why, what to do, whether the command can go on after)
 _CAUSES = {
-    "full": (("database or disk is full",), "the disk is full", "free some space", True),
+    "full": (("database or disk is full", "no space left on device"), "the disk is full", "free some space", True),
     "disk": (("disk i/o error",), "the disk failed to read or write it, it may be full or failing",
              "free some space or check the disk", True),
     "read-only": (("readonly",), "the file or its folder is read-only", "make them writable", True),
@@ -18,6 +18,16 @@ _CAUSES = {
                 "make the runner return less", False),
     "foreign": ((FOREIGN, "no such table", "no such column", "file is not a database"),
                 "it is not a yamleval results database", "give another file with --store or `store:`", False),
+    "login": (("password authentication failed", "no password supplied", "role \"", "no pg_hba.conf entry"),
+              "the server refused the login", "check the user and password of the URL (keep the password in"
+              " an environment variable: `store: ${DATABASE_URL}`)", False),
+    "unreachable": (("connection refused", "failed to resolve host", "could not translate host", "timeout expired",
+                     "no route to host", "network is unreachable"),
+                    "the server cannot be reached", "check the URL's host and port, and that the server runs", True),
+    "no database": (("does not exist",), "there is no such database on the server",
+                    "create it (`createdb NAME`) or name another in the URL", False),
+    "driver": (("psycopg is not installed",), "PostgreSQL needs the psycopg package",
+               "pip install 'yamleval[postgres]'", False),
     "damaged": (("malformed", "corrupt"), "the file is damaged", "restore it from a backup, or save what is left with"
                 " `sqlite3 {path} .recover | sqlite3 recovered.db` and use recovered.db", False),
 }

@@ -109,3 +109,54 @@ def postgres_server():
         yield server
     finally:
         server.stop()
+
+
+class StoreAt:
+    """Where a test keeps its results databases: SQLite files in its folder, or databases of the
+    test PostgreSQL server (one per name). ``url(name)`` is what ``store:`` and ``--store`` take."""
+
+    def __init__(self, kind: str, folder, server: PostgresServer | None = None):
+        self.kind, self.folder, self.server = kind, folder, server
+        self._databases: dict[str, str] = {}
+
+    @property
+    def postgres(self) -> bool:
+        return self.kind == "postgresql"
+
+    def url(self, name: str = "r.db") -> str:
+        if not self.postgres:
+            return name
+        if name not in self._databases:
+            self._databases[name] = self.server.new_database()
+        return self._databases[name]
+
+    def absolute(self, name: str = "r.db") -> str:
+        """For ``Store(...)`` opened by the test itself, from any folder."""
+        return self.url(name) if self.postgres else str(self.folder / name)
+
+    def config(self, text: str) -> str:
+        """A config whose ``store: NAME`` is this backend's database of that name."""
+        import re
+
+        return re.sub(r"store: (\S+)", lambda m: f"store: {self.url(m[1])}", text)
+
+    def query(self, name: str, statement: str, parameters: tuple = ()) -> list[tuple]:
+        """Rows of a statement run on the database by another program (``?`` placeholders)."""
+        if self.postgres:
+            import psycopg
+
+            with psycopg.connect(self.url(name), autocommit=True) as db:
+                cursor = db.execute(statement.replace("?", "%s"), parameters)
+                return cursor.fetchall() if cursor.description else []
+        import sqlite3
+
+        with sqlite3.connect(self.folder / name) as db:
+            return db.execute(statement, parameters).fetchall()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_at(request, tmp_path):
+    """Each test that takes it runs twice: on SQLite files, and on the test PostgreSQL server."""
+    if request.param == "sqlite":
+        return StoreAt("sqlite", tmp_path)
+    return StoreAt("postgresql", tmp_path, request.getfixturevalue("postgres_server"))
