@@ -3,6 +3,7 @@ refused, a server that cannot be reached and a missing driver are one line and e
 password is in no output, report, log or table."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -70,3 +71,55 @@ def test_the_password_is_in_no_output_report_log_or_table(tmp_path, postgres_ser
     assert any("${DATABASE_URL}" in text for text in outputs), "the config is stored as written"
     assert all(postgres_server.password not in text for text in outputs)
     assert "history: out/history.html" in history.stdout
+
+
+def _comparable(path) -> list:
+    from test_sharding import _comparable as comparable
+
+    return comparable(json.loads(path.read_text(encoding="utf-8")))
+
+
+def test_four_shard_processes_write_one_run_into_postgresql_at_once(write_config, tmp_path,
+                                                                    postgres_server):  # noqa: F811
+    """Four jobs of one CI run, started together, each its shard, all into one shared database:
+    every item stored exactly once, and the run the last shard completes is the unsharded run."""
+    from test_sharding import CONFIG as SHARDED, _dataset
+
+    write_config(SHARDED)
+    _dataset(tmp_path, 2000)
+    url = postgres_server.new_database()
+    jobs = [subprocess.Popen([sys.executable, "-m", "yamleval", "run", "-q", "--shard", f"{n}/4", "--run-id", "ci-1",
+                              "--store", url, "--report-dir", f"job{n}"], cwd=tmp_path, env=cli_env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for n in range(1, 5)]
+    for job in jobs:
+        _, stderr = job.communicate(timeout=600)
+        assert job.returncode == 0 and "error" not in stderr, stderr
+    import psycopg
+
+    with psycopg.connect(url) as db:
+        counts = db.execute("SELECT experiment_id, count(*), count(DISTINCT item_id) FROM items WHERE run_id = 'ci-1'"
+                            " GROUP BY experiment_id ORDER BY experiment_id").fetchall()
+        assert counts == [("second", 2000, 2000), ("steady", 2000, 2000)]
+        assert db.execute("SELECT status FROM runs").fetchall() == [("completed",)]
+    gate = run_cli("report", "ci-1", "--store", url, "--report-dir", "merged", "--format", "json", "--gate",
+                   cwd=tmp_path)
+    whole = run_cli("run", "-q", "--store", "whole.db", "--report-dir", "whole", cwd=tmp_path)
+    assert gate.returncode == whole.returncode == 1, gate.stderr
+    assert _comparable(tmp_path / "merged" / "results.json") == _comparable(tmp_path / "whole" / "results.json")
+
+
+def test_shards_stored_apart_merge_into_postgresql(write_config, tmp_path, postgres_server):  # noqa: F811
+    from test_sharding import CONFIG as SHARDED, _dataset, _shards
+
+    write_config(SHARDED)
+    _dataset(tmp_path, 200)
+    assert [done.returncode for done in _shards(tmp_path, 2, "--run-id", "ci-2")] == [0, 0]
+    url = postgres_server.new_database()
+    merged = run_cli("merge", url, "shard1.db", "shard2.db", cwd=tmp_path)
+    assert merged.returncode == 0, merged.stderr
+    assert postgres_server.password not in merged.stdout + merged.stderr
+    gate = run_cli("report", "ci-2", "--store", url, "--report-dir", "merged", "--format", "json", "--gate",
+                   cwd=tmp_path)
+    whole = run_cli("run", "-q", "--store", "whole.db", "--report-dir", "whole", cwd=tmp_path)
+    assert gate.returncode == whole.returncode
+    assert _comparable(tmp_path / "merged" / "results.json") == _comparable(tmp_path / "whole" / "results.json")

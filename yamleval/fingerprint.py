@@ -20,15 +20,15 @@ ROUNDS = 20_000  # about 10 ms a value here: nothing for a run, costly for guess
 
 
 def fingerprint(environment: Mapping[str, str], experiments: Iterable[Experiment],
-                salt: bytes | None = None, repeats: int | None = None, shard: str | None = None) -> dict[str, Any]:
+                salt: bytes | None = None, repeats: int | None = None, shards: int | None = None) -> dict[str, Any]:
     """The record a run stores: ``{salt, variables: {NAME: digest}, plugins: {ref: sha256}}``,
     ``repeats`` when the run was told how many times to run each item (``--repeats``), and
-    ``shard`` (``I/N``) when it runs one shard of its items (``--shard``)."""
+    and ``shards`` when it is split into that many (``--shard I/N``)."""
     salt = os.urandom(16) if salt is None else salt
     found = {"salt": salt.hex(),
              "variables": {name: _digest(salt, name, value) for name, value in sorted(environment.items())},
              "plugins": plugin_sources(experiments)}
-    told = {"repeats": repeats, "shard": shard}
+    told = {"repeats": repeats, "shards": shards}
     return {**found, **{key: value for key, value in told.items() if value is not None}}
 
 
@@ -37,9 +37,9 @@ def repeats(stored: Mapping[str, Any] | None) -> int | None:
     return (stored or {}).get("repeats")
 
 
-def shard(stored: Mapping[str, Any] | None) -> str | None:
-    """The shard (``I/N``) a run runs, if it is one."""
-    return (stored or {}).get("shard")
+def shards(stored: Mapping[str, Any] | None) -> int | None:
+    """How many shards a run is split into, if it is."""
+    return (stored or {}).get("shards")
 
 
 def changes(stored: Mapping[str, Any] | None, environment: Mapping[str, str],

@@ -15,28 +15,27 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Sequence
 
-from yamleval import baseline, criteria, fingerprint, postgres, sharding
-from yamleval.aggregate import recount
+from yamleval import postgres, shard_runs
 from yamleval.errors import UsageError, display_path
-from yamleval.runs import RunOutcome, now
-from yamleval.sharding import Shard
+from yamleval.runs import RunOutcome
 from yamleval.store import Store
-from yamleval.types import ExperimentResult, RunInfo, Throttling
+from yamleval.types import RunInfo
 
 
 @dataclass(frozen=True)
 class _Part:
-    """One shard's store and the shard run in it."""
+    """One shard's store and the split run in it, with the shards of it that store holds."""
 
     path: str
     store: Store
     run: RunInfo
-    shard: Shard
+    shards: dict[int, tuple[int, str]]  # by number: (how many shards, status)
     fingerprint: dict[str, Any]
 
     @property
     def name(self) -> str:
-        return f"{display_path(self.path)} (shard {self.shard})"
+        count = next(iter(self.shards.values()))[0]
+        return f"{display_path(self.path)} (shard {', '.join(f'{n}/{count}' for n in self.shards)})"
 
 
 def merge(out_path: str, paths: Sequence[str]) -> RunOutcome:
@@ -45,8 +44,8 @@ def merge(out_path: str, paths: Sequence[str]) -> RunOutcome:
     if not paths:
         raise UsageError("give the results database of every shard to merge")
     for path in paths:
-        if os.path.exists(out_path) and os.path.exists(path) and os.path.samefile(out_path, path):
-            raise UsageError(f"{display_path(out_path)} is one of the shards: merge into another file")
+        if path == out_path or (os.path.exists(out_path) and os.path.exists(path) and os.path.samefile(out_path, path)):
+            raise UsageError(f"{display_path(out_path)} is one of the shards: merge into another store")
     parts = [_part(path) for path in paths]
     try:
         _check(parts)
@@ -65,10 +64,9 @@ def _part(path: str) -> _Part:
         raise UsageError(f"no results database at {display_path(path)}")
     store = Store(path)
     for run in store.runs(1000):
-        stored = store.run_detail(run.run_id, "fingerprint") or {}
-        shard = sharding.stored(fingerprint.shard(stored))
-        if shard is not None:
-            return _Part(path, store, run, shard, stored)
+        shards = shard_runs.of_run(store, run.run_id)
+        if shards:
+            return _Part(path, store, run, shards, store.run_detail(run.run_id, "fingerprint") or {})
     store.close()
     raise UsageError(f"{display_path(path)} holds no shard's run (`yamleval run --shard I/N` stores one)")
 
@@ -76,36 +74,31 @@ def _part(path: str) -> _Part:
 def _check(parts: list[_Part]) -> None:
     """Every shard of one split, each once, of one config, each run to its end."""
     first = parts[0]
+    count = next(iter(first.shards.values()))[0]
     for part in parts[1:]:
-        if part.shard.count != first.shard.count:
+        if next(iter(part.shards.values()))[0] != count:
             raise UsageError(f"the shards were split differently: {first.name}, {part.name}; merge the shards of"
                              " one run")
     seen: dict[int, _Part] = {}
     for part in parts:
-        if part.shard.number in seen:
-            raise UsageError(f"{seen[part.shard.number].name} and {part.name} are the same shard: merge each"
-                             " shard's store once")
-        seen[part.shard.number] = part
-    missing = [f"{n}/{first.shard.count}" for n in range(1, first.shard.count + 1) if n not in seen]
+        for number in part.shards:
+            if number in seen:
+                raise UsageError(f"{seen[number].name} and {part.name} both hold shard {number}/{count}: merge each"
+                                 " shard's store once")
+            seen[number] = part
+    missing = [f"{n}/{count}" for n in range(1, count + 1) if n not in seen]
     if missing:
         raise UsageError(f"shard{'s' if len(missing) > 1 else ''} {', '.join(missing)} {'are' if len(missing) > 1 else 'is'}"
                          " missing: merge the stores of every shard")
     for part in parts:
-        if part.run.status != "completed":
-            raise UsageError(f"{part.name}: run {part.run.run_id} is {part.run.status}, not finished; resume it"
-                             f" (`yamleval run --resume {part.run.run_id} --store {display_path(part.path)}`),"
-                             " then merge")
-        unfinished = [e.experiment_id for e in part.store.experiments(part.run.run_id) if e.status != "completed"]
-        if unfinished:
-            raise UsageError(f"{part.name}: experiment '{unfinished[0]}' did not finish ({_status(part, unfinished[0])});"
-                             " run that shard again, then merge")
+        for number, (_, status) in part.shards.items():
+            if status != "completed":
+                raise UsageError(f"{part.name}: shard {number}/{count} of run {part.run.run_id} is {status}, not"
+                                 f" finished; resume it (`yamleval run --resume {part.run.run_id} --shard {number}/{count}"
+                                 f" --store {display_path(part.path)}`), then merge")
         for what, mine, theirs in _differences(first, part):
             raise UsageError(f"{part.name} ran {what} than {first.name}: {mine} against {theirs}; the shards must run"
                              " the same config")
-
-
-def _status(part: _Part, experiment_id: str) -> str:
-    return next(e.status for e in part.store.experiments(part.run.run_id) if e.experiment_id == experiment_id)
 
 
 def _differences(first: _Part, part: _Part):
@@ -125,46 +118,20 @@ def _differences(first: _Part, part: _Part):
 
 
 def _merged(out: Store, parts: list[_Part]) -> RunOutcome:
-    parts = sorted(parts, key=lambda p: p.shard.number)
     first = parts[0]
     ids = {p.run.run_id for p in parts}
     run_id = ids.pop() if len(ids) == 1 else None  # the id the shards share (`--run-id`), else a new one
     if run_id is not None and out.has_run(run_id):
         raise UsageError(f"run {run_id} is in {display_path(out.path)} already: it was merged before")
     run_id = run_id or datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
-    started = min(p.run.started_at for p in parts)
-    shared = {key: value for key, value in first.fingerprint.items() if key != "shard"}
-    out.create_run(dataclasses.replace(first.run, run_id=run_id, status="running", started_at=started,
-                                       completed_at=None, passed=None),
+    out.create_run(dataclasses.replace(first.run, run_id=run_id, status="running",
+                                       started_at=min(p.run.started_at for p in parts), completed_at=None, passed=None),
                    first.store.run_detail(first.run.run_id, "plugin_versions") or {},
-                   first.store.run_detail(first.run.run_id, "experiment_ids") or [], shared)
-    results = []
+                   first.store.run_detail(first.run.run_id, "experiment_ids") or [], first.fingerprint)
     for experiment in first.store.experiments(first.run.run_id):
         for part in parts:
             out.copy_experiment(run_id, part.store, part.run.run_id, experiment.experiment_id)
-        shards = [p.store.results(p.run.run_id, {experiment.experiment_id})[0] for p in parts]
-        result = baseline.judge(out, run_id, _experiment(out, run_id, shards))
-        out.finish_experiment(run_id, result)
-        results.append(dataclasses.replace(result, items=out.item_view(run_id, result.experiment_id,
-                                                                         result.summary.completed)))
-    passed = all(r.passed for r in results)
-    completed = max((p.run.completed_at or now()) for p in parts)
-    out.finish_run(run_id, "completed", passed, completed)
+    for part in parts:
+        shard_runs.copy(out, run_id, part.store, part.run.run_id)
+    results = shard_runs.complete(out, run_id)
     return RunOutcome(out.find_run(run_id), tuple(results), ())
-
-
-def _experiment(out: Store, run_id: str, shards: list[ExperimentResult]) -> ExperimentResult:
-    """One experiment's result counted from all its shards' items, now in ``out``."""
-    base = shards[0]
-    items = out.item_view(run_id, base.experiment_id, 0)
-    summary = criteria.with_criteria(recount(base.summary, items), base.summary.criteria)
-    throttling = Throttling(sum(s.summary.throttling.calls for s in shards),
-                            sum(s.summary.throttling.throttled for s in shards),
-                            sum(s.summary.throttling.waited_seconds for s in shards))
-    summary = dataclasses.replace(summary, duration_ms=max(s.summary.duration_ms for s in shards),
-                                  throttling=throttling)
-    return dataclasses.replace(
-        base, summary=summary, passed=criteria.verdict(summary, bool(summary.criteria)),
-        started_at=min(s.started_at for s in shards if s.started_at),
-        completed_at=max(s.completed_at for s in shards if s.completed_at),
-        warnings=tuple(dict.fromkeys(w for s in shards for w in s.warnings)))

@@ -63,15 +63,16 @@ class RunOutcome:
     run: RunInfo
     results: tuple[ExperimentResult, ...]
     reports: tuple[str, ...]
-    shard: Any = None  # a sharding.Shard: the run is one part of a run that ``yamleval merge`` makes
+    shard: Any = None  # a sharding.Shard: the run is one part of a run split over several jobs
+    shard_status: str | None = None  # how that shard ended: completed, interrupted or stopped (by a budget)
 
     @property
     def interrupted(self) -> bool:
-        return self.run.status == "interrupted"
+        return (self.shard_status or self.run.status) == "interrupted"
 
     @property
     def stopped_by_budget(self) -> bool:
-        return self.run.status == "stopped"
+        return (self.shard_status or self.run.status) == "stopped"
 
     @property
     def aborted(self) -> tuple[ExperimentResult, ...]:
@@ -142,7 +143,7 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     for ``max_duration``, which counts this call's time); each experiment's spans the experiment.
     A config error raises ConfigError before anything is stored.
     """
-    from yamleval import fingerprint, plan, provenance, run_tags, sharding
+    from yamleval import fingerprint, plan, provenance, run_tags, shard_runs, sharding
     from yamleval.resuming import changes, experiments_of, resumable
 
     if run_id is not None:
@@ -154,16 +155,18 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     db = out.store
     if resume:
         wanted = None if experiments is None else [e.id for e in experiments]
-        run_info = resumable(db, resume, project, wanted, force)
+        run_info = resumable(db, resume, project, wanted, force or shard is not None)  # a shard: its own process
+        experiments = experiments_of(db, run_info, project)
+        shard_runs.resumed_as(db, run_info.run_id, shard, force)
+    elif shard is not None and run_id is not None and db.has_run(run_id):  # a shard joins the others' run
+        run_info = shard_runs.joined(db, run_id, shard, project)
         experiments = experiments_of(db, run_info, project)
     else:
         run_info = None
         experiments = list(project.experiments if experiments is None else experiments)
         git = git_state(project)
-    if run_info is not None:  # as the run was started: its --repeats and its shard, if any
-        stored = db.run_detail(run_info.run_id, "fingerprint")
-        repeats = fingerprint.repeats(stored) if repeats is None else repeats
-        shard = sharding.resumed_as(run_info.run_id, shard, sharding.stored(fingerprint.shard(stored)))
+    if run_info is not None and repeats is None:  # as the run was started: its --repeats, if any
+        repeats = fingerprint.repeats(db.run_detail(run_info.run_id, "fingerprint"))
     if repeats is not None:
         experiments = [dataclasses.replace(e, repeats=repeats) for e in experiments]
     experiments = [dataclasses.replace(e, cache=cached(e.cache, cache, refresh_cache)) for e in experiments]
@@ -182,15 +185,20 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
         rescore = bool(changed)
         if rescore or config_hash != run_info.config_hash:  # it goes on under today's config (budgets, maybe)
             db.record_config(run_id, config_hash, texts, provenance.plugin_versions(experiments, __version__),
-                             fingerprint.fingerprint(project.environment, experiments, repeats=repeats,
-                                                     shard=None if shard is None else str(shard)))
+                             fingerprint.fingerprint(project.environment, experiments, repeats=repeats))
         begun = {stored.experiment_id: stored for stored in db.experiments(run_id)}
-        db.reopen_run(run_id)
+        if shard is None:
+            db.reopen_run(run_id)
+        else:
+            shard_runs.start(db, run_id, shard, joining=not resume)
     else:
-        if run_id is not None and db.has_run(run_id):
+        if run_id is not None and shard is None and db.has_run(run_id):
             raise UsageError(f"run {run_id} is in {display_path(db.path)} already: continue it with --resume {run_id},"
                              " or give another --run-id")
-        run_id = new_run(db, project, experiments, git, repeats, shard=shard, run_id=run_id)
+        run_id = new_run(db, project, experiments, git, repeats, run_id=run_id, shard=shard)
+        if shard is not None:
+            shard_runs.joined(db, run_id, shard, project)  # another shard may have made it meanwhile
+            shard_runs.start(db, run_id, shard, joining=True)
     run_tags.add(db, run_id, out.tags)
     watcher.run_started(run_id, bool(resume))
     completed = set() if rescore else {eid for eid, stored in begun.items() if stored.status == "completed"}
@@ -211,7 +219,7 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
         watcher.experiment_finished(result)
         if result.could_not_evaluate:  # the endpoint is likely another experiment's too: the run stops here
             break
-    return dataclasses.replace(finish_run(out, run_id, results, len(prepared), stop, watcher), shard=shard)
+    return finish_run(out, run_id, results, len(prepared), stop, watcher, shard)
 
 
 @dataclass(frozen=True)
@@ -246,9 +254,10 @@ def git_state(project):
 
 
 def new_run(db, project, experiments: Sequence, git, repeats: int | None, rescored_from: str | None = None,
-            shard=None, run_id: str | None = None) -> str:
+            run_id: str | None = None, shard=None) -> str:
     """A new run of ``experiments`` stored as running, with what it runs under: its id
-    (``run_id``, else one made from the time)."""
+    (``run_id``, else one made from the time). The first ``shard`` of a run makes it; one
+    started at the same moment with the same ``run_id`` finds it made."""
     from yamleval import fingerprint, provenance
 
     run_id = run_id or datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
@@ -261,21 +270,29 @@ def new_run(db, project, experiments: Sequence, git, repeats: int | None, rescor
         rescored_from=rescored_from,
     ), provenance.plugin_versions(experiments, __version__), [e.id for e in experiments],
         fingerprint.fingerprint(project.environment, experiments, repeats=repeats,
-                                shard=None if shard is None else str(shard)))
+                                shards=None if shard is None else shard.count), if_absent=shard is not None)
     return run_id
 
 
 def finish_run(out: Outputs, run_id: str, results: list[ExperimentResult], planned: int, stop: threading.Event,
-               watcher: RunWatcher) -> RunOutcome:
-    """The run's verdict (passed: all ``planned`` experiments ran and passed), its reports, its end stored."""
+               watcher: RunWatcher, shard=None) -> RunOutcome:
+    """The run's verdict (passed: all ``planned`` experiments ran and passed), its reports, its end
+    stored. A ``shard`` ends its part; its reports are the run's as far as it is stored, whole
+    (with the run's verdict) when this shard completed it."""
+    from yamleval import shard_runs
+
     interrupted = stop.is_set()
     passed = len(results) == planned and all(r.passed for r in results) and not interrupted
     status = ("interrupted" if interrupted else "stopped" if any(r.stopped_by_budget for r in results)
               else "completed")
     run_info = dataclasses.replace(out.store.find_run(run_id), status=status, passed=passed, completed_at=now())
+    if shard is not None:
+        whole = shard_runs.finish(out.store, run_id, shard, status, results)
+        run_info = out.store.find_run(run_id)
+        results = whole or [r for r in out.store.results(run_id)]
     watcher.writing_reports()
-    written = _write_reports_then_finish(out.store, out.report_dir, out.formats, run_info, results)
-    return RunOutcome(run_info, tuple(results), tuple(written))
+    written = _write_reports_then_finish(out.store, out.report_dir, out.formats, run_info, results, shard is None)
+    return RunOutcome(run_info, tuple(results), tuple(written), shard, status)
 
 
 def cached(settings, wanted: bool | None, refresh: bool):
@@ -307,12 +324,15 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore:
     experiment_id = ready.experiment.id
     previous = db.item_view(run_id, experiment_id, 0) if begun else ()  # read as it goes
     partial = stored_repeats.unfinished(db, run_id, experiment_id) if begun and ready.experiment.repeats > 1 else {}
+    if shard is not None:  # the other shards' items are theirs
+        previous = (r for r in previous if shard.holds(experiment_id, r.item.id))
+        partial = {item_id: done for item_id, done in partial.items() if shard.holds(experiment_id, item_id)}
     if begun and rescore:
         with plan.importable(ready.experiment):
             replace_items(db, run_id, experiment_id, engine.rescored(ready, previous))
             partial = {item_id: dict(zip(done, engine.rescored(ready, done.values())))
                        for item_id, done in partial.items()}
-    db.start_experiment(run_id, position, ready.experiment, dataset_hash, now())
+    db.start_experiment(run_id, position, ready.experiment, dataset_hash, now(), shared=shard is not None)
     failures = []
 
     def keep(write, *args) -> None:
@@ -338,6 +358,9 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore:
             ready.models.close()
     if failures:
         raise failures[0]
+    if shard is not None:  # a shard's part: the experiment is counted once every shard has stored its own
+        db.flush()
+        return result
     return finished_experiment(db, run_id, result)
 
 
@@ -354,7 +377,7 @@ def _limits(project, experiment, results: Sequence[ExperimentResult], seconds: f
     return limits
 
 
-def _write_reports_then_finish(db, out_dir: str, formats, run_info: RunInfo, results) -> list[str]:
+def _write_reports_then_finish(db, out_dir: str, formats, run_info: RunInfo, results, finish: bool = True) -> list[str]:
     """Write the reports, then record the run as finished.
 
     In this order, a process killed while rendering leaves the run unfinished, so
@@ -362,23 +385,26 @@ def _write_reports_then_finish(db, out_dir: str, formats, run_info: RunInfo, res
     report is left) and records the run as interrupted, for the same reason. A report that
     cannot be written (a full disk, a read-only folder) does not undo the run: it is recorded
     as finished, the error says how to render the reports again, and the store is closed.
+    Without ``finish`` (a shard's reports: the shard has recorded its end) nothing is recorded.
     """
     from yamleval.reporting import write_reports
+
+    def ended(status: str, passed, completed_at) -> None:
+        if finish:
+            db.finish_run(run_info.run_id, status, passed, completed_at)
+        db.close()
 
     db.flush()
     try:
         written = write_reports(out_dir, formats, run_info, results) if formats else []
     except KeyboardInterrupt:
-        db.finish_run(run_info.run_id, "interrupted", False, now())
-        db.close()
+        ended("interrupted", False, now())
         raise ReportsInterrupted(f"\ninterrupted while writing the reports: `yamleval run --resume {run_info.run_id}`"
                                  " writes them") from None
     except UsageError:
-        db.finish_run(run_info.run_id, run_info.status, run_info.passed, run_info.completed_at)
-        db.close()
+        ended(run_info.status, run_info.passed, run_info.completed_at)
         raise
-    db.finish_run(run_info.run_id, run_info.status, run_info.passed, run_info.completed_at)
-    db.close()
+    ended(run_info.status, run_info.passed, run_info.completed_at)
     return written
 
 

@@ -48,11 +48,6 @@ def parse(text: str) -> Shard:
     return Shard(number, count)
 
 
-def stored(text: str | None) -> Shard | None:
-    """The shard a run's fingerprint names, if any."""
-    return None if text is None else parse(text)
-
-
 def check_run_id(run_id: str, resume: str | None) -> None:
     """A new run's id given by its caller (``--run-id``), so that the shards of one CI run share it."""
     if resume:
@@ -61,10 +56,3 @@ def check_run_id(run_id: str, resume: str | None) -> None:
         raise UsageError(f"--run-id {run_id!r}: a run id is 1 to 100 letters, digits, '.', '_' or '-', starting with"
                          " a letter or digit")
 
-
-def resumed_as(run_id: str, wanted: Shard | None, stored: Shard | None) -> Shard | None:
-    """The shard a resumed run goes on as: the one it started as (``--shard`` may repeat it)."""
-    if wanted is not None and wanted != stored:
-        was = f"shard {stored}" if stored else "a whole run, not a shard"
-        raise UsageError(f"cannot resume run {run_id} as shard {wanted}: it is {was}; resume it without --shard")
-    return stored

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import tenacity
 
-from yamleval import criteria, postgres, run_tags, stored_repeats
+from yamleval import criteria, postgres, run_tags, shard_runs, stored_repeats
 from yamleval.aggregate import Aggregator, recount
 from yamleval.config.model import Experiment
 from yamleval.errors import UsageError, display_path
@@ -26,7 +26,7 @@ from yamleval.store_errors import FOREIGN, RESUME_HINT, StoreWriteError, cannot,
 from yamleval.stored_items import BUSY_SECONDS, StoredItems, read_rows
 from yamleval.types import ExperimentResult, ItemResult, RunInfo, StoredExperiment, Summary
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 FLUSH_ITEMS = 500
 FLUSH_SECONDS = 1.0
 LOCKED_TRIES = 6  # tries of a write transaction still refused "database is locked" after that wait
@@ -62,6 +62,7 @@ MIGRATIONS: dict[int, list[str]] = {
     3: [run_tags.TABLE],  # names of runs (yamleval.run_tags)
     4: [stored_repeats.TABLE],  # the finished repeats of items cut short (yamleval.stored_repeats)
     5: ["ALTER TABLE runs ADD COLUMN rescored_from TEXT"],  # read as None where it is missing (read-only)
+    6: [shard_runs.TABLE],  # the shards of a split run (yamleval.shard_runs)
 }
 
 _RUN_DETAILS = {key: f"SELECT {key} FROM runs WHERE run_id = ?" for key in ("plugin_versions", "experiment_ids",
@@ -225,9 +226,10 @@ class Store:
     # -- writing -------------------------------------------------------------------------
 
     def create_run(self, run: RunInfo, plugin_versions: dict[str, str], experiment_ids: Sequence[str],
-                   fingerprint: dict[str, Any] | None = None) -> None:
+                   fingerprint: dict[str, Any] | None = None, if_absent: bool = False) -> None:
+        """Store a new run; ``if_absent``: unless one of that id is there (made by another shard)."""
         self._write(
-            "INSERT INTO runs (run_id, status, started_at, completed_at, passed, yamleval_version, python_version,"
+            ("INSERT OR IGNORE" if if_absent else "INSERT") + " INTO runs (run_id, status, started_at, completed_at, passed, yamleval_version, python_version,"
             " host, pid, config_files, config_hash, config_text, git_commit, git_dirty, plugin_versions,"
             " experiment_ids, fingerprint, rescored_from) VALUES (" + ", ".join("?" * 18) + ")",
             [(run.run_id, run.status, run.started_at, run.completed_at, run.passed, run.yamleval_version,
@@ -254,13 +256,15 @@ class Store:
                     [(os.getpid(), run_id)])
 
     def start_experiment(self, run_id: str, position: int, experiment: Experiment, dataset_hash: str,
-                         started_at: str) -> None:
+                         started_at: str, shared: bool = False) -> None:
         """The experiment as it starts (again, when resumed): what it runs, and its summary before
-        any item, whose scorers and criteria count its items should the run never finish it."""
+        any item, whose scorers and criteria count its items should the run never finish it.
+        ``shared``: by one shard of several, which keeps it as the first shard started it."""
         summary = criteria.with_criteria(Aggregator({s.id: (s.name, s.threshold) for s in experiment.scorers},
                                                     experiment.confidence).summary(0.0), experiment.pass_criteria)
         self._write(
-            "INSERT OR REPLACE INTO experiments (run_id, experiment_id, position, label, description, tags, runner,"
+            ("INSERT OR IGNORE" if shared else "INSERT OR REPLACE") +
+            " INTO experiments (run_id, experiment_id, position, label, description, tags, runner,"
             " dataset, scorers, dataset_hash, status, started_at, summary)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?)",
             [(run_id, experiment.id, position, experiment.label, experiment.description, encode(list(experiment.tags)),

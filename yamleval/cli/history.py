@@ -166,14 +166,15 @@ def _verdicts(results) -> None:
 
 
 def _gateable(store, info) -> None:
-    """A run whose stored verdict is final: finished, and not one shard of a run."""
-    from yamleval import fingerprint
+    """A run whose stored verdict is final: finished, every shard of it (if it is split) in."""
+    from yamleval import shard_runs
     from yamleval.errors import UsageError
 
-    shard = fingerprint.shard(store.run_detail(info.run_id, "fingerprint"))
-    if shard is not None:
-        raise UsageError(f"run {info.run_id} is shard {shard}: its verdict is not the run's; gate on the run"
-                         " `yamleval merge` makes of every shard")
+    missing = shard_runs.missing(store, info.run_id)
+    if missing:
+        raise UsageError(f"run {info.run_id} is split into shards and {', '.join(missing)} "
+                         f"{'is' if len(missing) == 1 else 'are'} not in: its verdict is not the run's yet; gate once"
+                         " every shard has completed, or on the run `yamleval merge` makes of the shards' stores")
     if info.status in ("running", "crashed"):
         raise UsageError(f"run {info.run_id} is {info.status}, with no verdict yet: resume it"
                          f" (`yamleval run --resume {info.run_id}`), then gate")

@@ -137,8 +137,11 @@ def _finish(outcome, quiet: bool, resume: str | None = None) -> None:
         click.echo(f"report: {display_path(path)}", err=quiet)
     github_outputs(outcome.run, outcome.results, outcome.reports)
     if outcome.shard is not None:
-        click.echo(f"run {outcome.run.run_id} is shard {outcome.shard}: its verdict is the merged run's"
-                   " (`yamleval merge`)", err=quiet)
+        run_id = outcome.run.run_id
+        click.echo(f"run {run_id}: shard {outcome.shard} completed it; `yamleval report {run_id} --gate` exits with its"
+                   " verdict" if outcome.run.status == "completed" else
+                   f"run {run_id} is shard {outcome.shard}: the run's verdict comes once every shard is in"
+                   " (`yamleval merge` joins shards stored apart)", err=quiet)
     if outcome.interrupted:
         click.echo(f"interrupted: resume with {resume}" if resume else
                    f"interrupted: what was scored is in run {outcome.run.run_id}", err=True)
