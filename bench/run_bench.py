@@ -777,6 +777,44 @@ experiments:
 '''
 
 
+P_ITEMS, P_RATIO = 100_000, 1.5  # W1 into PostgreSQL: wall <= 1.5x the same run into SQLite
+
+
+def workload_p(suite: Suite) -> None:
+    """W1's run stored in PostgreSQL (a local server, started here) against the same run in SQLite."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "tests"))
+    try:
+        from servers.postgres import PostgresServer, _bin
+    except ImportError as exc:
+        raise Failed(f"P needs psycopg (pip install '.[postgres]'): {exc}")
+    if _bin() is None:
+        raise Failed("P needs PostgreSQL's server programs (apt-get install postgresql)")
+    size = 2_000 if suite.quick else P_ITEMS
+    data = suite.path(f"p-{size}.jsonl")
+    write_datasets([(data, size)])
+    config = write_config(suite, f"p-{size}", data, INSTANT_RUNNER, FORMATS)
+    server = PostgresServer().start()
+    try:
+        sqlite_cmd, reports, store = run_command(suite, f"p-{size}", config)
+        walls = {"sqlite": [], "postgresql": []}
+        for index in range(suite.repeat):
+            progress(f"P {size:,} items into SQLite, then into PostgreSQL, run {index + 1} of {suite.repeat}")
+            forget_store(store)
+            walls["sqlite"].append(measure(sqlite_cmd, suite.folder, suite.path("p-sqlite.log"), ok_codes=(0, 1)))
+            url = server.new_database()
+            pg_cmd = [part if part != store else url for part in sqlite_cmd]
+            walls["postgresql"].append(measure(pg_cmd, suite.folder, suite.path("p-pg.log"), ok_codes=(0, 1)))
+            if counts(os.path.join(reports, "results.json"), "yamleval")["total"] != size:
+                raise Failed("P: the PostgreSQL run did not store every item")
+    finally:
+        server.stop()
+    ratio = med(walls["postgresql"], 0) / med(walls["sqlite"], 0)
+    suite.target(f"P {size:,} items into PostgreSQL, wall", med(walls["postgresql"], 0), med(walls["sqlite"], 0),
+                 ratio, f"<= {P_RATIO:g}x SQLite", ratio <= P_RATIO)
+    suite.say(f"P   {size:,} items: PostgreSQL {seconds(walls['postgresql'])}, SQLite {seconds(walls['sqlite'])}")
+    suite.details["P"] = walls
+
+
 def workload_c(suite: Suite) -> None:
     """The answer cache: what it saves when full, what it costs when empty."""
     data = suite.path("c.jsonl")
@@ -1048,14 +1086,14 @@ def write_json(path: str, suite: Suite, machine: dict, total: float) -> None:
         out.write("\n")
 
 
-WORKLOADS = ("W1", "W2", "W3", "W4", "R", "S", "V", "C")
+WORKLOADS = ("W1", "W2", "W3", "W4", "R", "S", "V", "C", "P")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: W1 2,000, W3 20,000 vs 2,000, R 2,000 items, 1 run each")
-    parser.add_argument("--only", default=",".join(WORKLOADS), help="comma-separated: W1,W2,W3,W4,R,S,V,C")
+    parser.add_argument("--only", default=",".join(WORKLOADS), help="comma-separated: W1,W2,W3,W4,R,S,V,C,P")
     parser.add_argument("--repeat", type=int, help="runs of each measurement, median shown (default 3; W3 1)")
     parser.add_argument("--json", default="bench-results.json", help="where the figures go (default: %(default)s)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder and print its path")
@@ -1080,7 +1118,7 @@ def main(argv=None) -> int:
                "command": " ".join(["python", "bench/run_bench.py", *(argv if argv is not None else sys.argv[1:])])}
     workloads = {"W1": workload_w1, "W2": workload_w2, "W3": lambda s: workload_w3(s, w3_repeat),
                  "W4": workload_w4, "R": workload_r, "S": workload_s, "V": workload_v,
-                 "C": workload_c}
+                 "C": workload_c, "P": workload_p}
     try:
         with open(suite.path("bench_plugins.py"), "w", encoding="utf-8") as out:
             out.write(PLUGIN % {"answers": dict(QUESTIONS)})

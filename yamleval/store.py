@@ -17,53 +17,19 @@ from typing import Any, Callable, Iterable, Sequence
 
 import tenacity
 
-from yamleval import criteria, postgres, run_tags, shard_runs, stored_repeats
+from yamleval import criteria, postgres, store_schema, stored_repeats
 from yamleval.aggregate import Aggregator, recount
 from yamleval.config.model import Experiment
 from yamleval.errors import UsageError, display_path
 from yamleval.records import encode, encode_record, storable_text, summary_from_json, summary_to_json
-from yamleval.store_errors import FOREIGN, RESUME_HINT, StoreWriteError, cannot, cause, duplicate_item
+from yamleval.store_errors import RESUME_HINT, StoreWriteError, cannot, cause, duplicate_item
+from yamleval.store_schema import SCHEMA_VERSION  # noqa: F401  (the store's version, for callers)
 from yamleval.stored_items import BUSY_SECONDS, StoredItems, read_rows
 from yamleval.types import ExperimentResult, ItemResult, RunInfo, StoredExperiment, Summary
 
-SCHEMA_VERSION = 7
 FLUSH_ITEMS = 500
 FLUSH_SECONDS = 1.0
 LOCKED_TRIES = 6  # tries of a write transaction still refused "database is locked" after that wait
-
-_SCHEMA = [
-    """CREATE TABLE runs (
-        run_id TEXT PRIMARY KEY, status TEXT NOT NULL, started_at TEXT NOT NULL, completed_at TEXT,
-        passed INTEGER, yamleval_version TEXT, python_version TEXT, host TEXT, pid INTEGER,
-        config_files TEXT, config_hash TEXT, config_text TEXT, git_commit TEXT, git_dirty INTEGER,
-        plugin_versions TEXT, experiment_ids TEXT)""",
-    """CREATE TABLE experiments (
-        run_id TEXT NOT NULL, experiment_id TEXT NOT NULL, position INTEGER NOT NULL, label TEXT,
-        description TEXT, tags TEXT, runner TEXT, dataset TEXT, scorers TEXT, dataset_hash TEXT,
-        status TEXT NOT NULL, passed INTEGER, interrupted INTEGER, aborted TEXT, warnings TEXT,
-        started_at TEXT, completed_at TEXT, summary TEXT,
-        PRIMARY KEY (run_id, experiment_id))""",
-    # ``record``: the item's whole JSON record (yamleval.records): input, expected, output, error,
-    # latency, tokens, runner metadata, trace and every score with its reason and metadata
-    """CREATE TABLE items (
-        run_id TEXT NOT NULL, experiment_id TEXT NOT NULL, item_id TEXT NOT NULL, position INTEGER NOT NULL,
-        status TEXT NOT NULL, record TEXT NOT NULL,
-        PRIMARY KEY (run_id, experiment_id, item_id))""",
-    "CREATE INDEX runs_started ON runs (started_at)",
-]
-# MIGRATIONS[n] takes a database at version n to n + 1. Past 0, a migration must leave the
-# database readable by this version without it: a read-only database is read unmigrated.
-MIGRATIONS: dict[int, list[str]] = {
-    0: _SCHEMA,
-    # reports read a run's items in dataset order; without this index SQLite sorts them all first
-    1: ["CREATE INDEX items_position ON items (run_id, experiment_id, position)"],
-    # what decides the answers beyond the config text (yamleval.fingerprint): checked on resume
-    2: ["ALTER TABLE runs ADD COLUMN fingerprint TEXT"],
-    3: [run_tags.TABLE],  # names of runs (yamleval.run_tags)
-    4: [stored_repeats.TABLE],  # the finished repeats of items cut short (yamleval.stored_repeats)
-    5: ["ALTER TABLE runs ADD COLUMN rescored_from TEXT"],  # read as None where it is missing (read-only)
-    6: [shard_runs.TABLE],  # the shards of a split run (yamleval.shard_runs)
-}
 
 _RUN_DETAILS = {key: f"SELECT {key} FROM runs WHERE run_id = ?" for key in ("plugin_versions", "experiment_ids",
                                                                              "fingerprint")}
@@ -142,55 +108,23 @@ class Store:
             db.row_factory = sqlite3.Row
         return db
 
-    def _version(self) -> int:
-        if not self.postgres:
-            return self.db.execute("PRAGMA user_version").fetchone()[0]
-        if not self.has_table("yamleval_schema"):
-            return 0
-        return self.db.execute("SELECT version FROM yamleval_schema").fetchone()[0]
-
     def has_table(self, name: str) -> bool:
-        if self.postgres:
-            return postgres.has_table(self.db, name)
-        return bool(self._query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)))
+        return store_schema.has_table(self.db, self.postgres, name)
 
     def _migrate(self) -> None:
         """Bring the schema up to this version: under the write lock, where the version is read
         again, so that processes opening a new database at once create its tables only once."""
-        version = self._version()
+        version = store_schema.version(self.db, self.postgres)
         if version > SCHEMA_VERSION:
             raise UsageError(f"{self.path} was written by a newer yamleval (schema {version}); upgrade yamleval")
         if version == SCHEMA_VERSION or (self.read_only and version > 0):
-            return  # nothing to do, or readable as it is (see MIGRATIONS)
+            return  # nothing to do, or readable as it is (see store_schema.MIGRATIONS)
         try:
-            self._transaction(self._upgrade)
+            self._transaction(lambda: store_schema.upgrade(self.db, self.postgres))
         except sqlite3.OperationalError as exc:
             if version == 0 or cause(exc) != "read-only":
                 raise
             self.read_only = True  # a read-only file in a WAL database: readable as it is
-
-    def _upgrade(self) -> None:
-        if self.postgres:  # PostgreSQL's write lock for the schema: held to the transaction's end
-            self.db.execute(postgres.SCHEMA_LOCK)
-        version = self._version()
-        tables = self._tables() if version == 0 else []
-        if tables:  # another program's database: yamleval's tables have no place in it
-            raise sqlite3.DatabaseError(f"{FOREIGN}: {', '.join(tables[:5])}")
-        while version < SCHEMA_VERSION:
-            for statement in MIGRATIONS[version]:
-                self.db.execute(statement)
-            version += 1
-            if self.postgres:
-                self.db.execute(postgres.SCHEMA_TABLE)
-                self.db.execute("DELETE FROM yamleval_schema")
-                self.db.execute("INSERT INTO yamleval_schema (version) VALUES (?)", (version,))
-            else:
-                self.db.execute(f"PRAGMA user_version = {int(version)}")  # a number: PRAGMA takes no parameters
-
-    def _tables(self) -> list[str]:
-        if self.postgres:
-            return [row[0] for row in self.db.execute(postgres.TABLES)]
-        return [row[0] for row in self.db.execute("SELECT name FROM sqlite_master")]
 
     def _transaction(self, work: Callable[[], Any]) -> None:
         """``work`` as one write transaction that takes the write lock before it reads (a lock upgraded
