@@ -61,8 +61,9 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     the run is tagged with (yamleval.run_tags), so later runs can find it as their baseline.
     ``cache``: True keeps the runners' answers too, False keeps no answer (``yamleval.cache``);
     ``refresh_cache``: read no kept answer. ``shard`` (a ``sharding.Shard``): run only that
-    shard's items, as one part of a run that ``yamleval merge`` puts together (a resumed run
-    stays the shard it was). ``run_id``: the id of a new run (default: made from the time).
+    shard's items, as its part of a run split over several jobs (``yamleval.shard_runs``); given
+    with a ``run_id`` another shard has started in this store, it joins that run; with ``resume``
+    it goes on with that shard. ``run_id``: the id of a new run (default: made from the time).
     The project's ``budget`` spans the run, the earlier sessions of a resumed one included (but
     for ``max_duration``, which counts this call's time); each experiment's spans the experiment.
     A config error raises ConfigError before anything is stored.

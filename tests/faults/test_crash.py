@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from conftest import cli_env, run_cli
+from servers.postgres import postgres_server  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.crash
 
@@ -368,3 +369,49 @@ def test_a_signal_while_writing_reports_exits_130_and_resume_writes_them(tmp_pat
     _assert_stored_once(folder / "results.db", {"first": ITEMS, "second": 1500})
     _assert_reports_whole(folder / "out")
     assert _summaries(folder / "out" / "results.json") == uninterrupted
+
+
+def test_killed_at_random_on_postgresql_then_resumed_equals_an_uninterrupted_run(tmp_path, uninterrupted,
+                                                                                 postgres_server):  # noqa: F811
+    """The same project, stored in a real PostgreSQL server: killed at random moments (running,
+    storing, rendering), resumed each time; every item stored once, and the reports equal."""
+    import psycopg
+
+    url = postgres_server.new_database()
+    folder = _project(tmp_path, seconds=STEADY_SECONDS)
+    (folder / "evals.yaml").write_text(CONFIG.replace("PAD", str(PAD)).replace(
+        f"pad: {PAD}}}", f"pad: {PAD}, seconds: {STEADY_SECONDS}}}").replace("store: results.db", f"store: {url}"))
+
+    def stored() -> bool:
+        try:
+            with psycopg.connect(url, connect_timeout=5) as db:
+                return db.execute("SELECT count(*) FROM runs").fetchone()[0] > 0
+        except psycopg.Error:  # its tables not made yet
+            return False
+
+    rng = random.Random(5)
+    landed = []
+    child = _start(folder)
+    for step in ("random", "random", "report", "random"):
+        if step == "report":
+            how = _kill_during_report(child, folder, rng)
+        else:
+            started, delay = time.monotonic(), rng.uniform(0.0, 0.5)
+            how = (f"random ({delay:.3f}s)" if _wait_for(child, lambda: time.monotonic() - started >= delay and stored())
+                   else None)
+            if how is not None:
+                _kill(child)
+        if how is None and len(landed) >= 2:
+            break
+        assert how is not None, f"the run ended (exit {child.returncode}) before the kill ({step}) after {landed}"
+        landed.append(how)
+        child = _start(folder, "--resume")
+    _, stderr = child.communicate(timeout=180)
+    assert child.returncode == 1 and "Traceback" not in stderr, f"kills {landed}: {stderr}"
+    with psycopg.connect(url) as db:
+        assert db.execute("SELECT status FROM runs").fetchall() == [("completed",)]
+        counts = db.execute("SELECT experiment_id, count(*), count(DISTINCT item_id) FROM items"
+                            " GROUP BY experiment_id ORDER BY experiment_id").fetchall()
+    assert counts == [("first", ITEMS, ITEMS), ("second", 1500, 1500)]
+    _assert_reports_whole(folder / "out")
+    assert _summaries(folder / "out" / "results.json") == uninterrupted, f"kills {landed}"
