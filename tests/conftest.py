@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from servers.postgres import postgres_server, store_at  # noqa: F401  (fixtures: one server for the whole session)
+
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).parent.parent
 

@@ -9,7 +9,6 @@ import sys
 import textwrap
 
 from conftest import DATA, assert_golden, cli_env, run_cli
-from servers.postgres import postgres_server  # noqa: F401  (a fixture)
 
 CONFIG = """
     store: ${DATABASE_URL}
@@ -23,7 +22,7 @@ CONFIG = """
 
 
 def test_a_refused_login_an_unreachable_server_and_no_driver_are_one_line_without_the_password(
-        tmp_path, postgres_server):  # noqa: F811
+        tmp_path, postgres_server):
     (tmp_path / "evals.yaml").write_text(textwrap.dedent(CONFIG))
     url = postgres_server.new_database()
     wrong = url.replace(postgres_server.password, "not-the-password-0042")
@@ -51,7 +50,7 @@ def test_a_refused_login_an_unreachable_server_and_no_driver_are_one_line_withou
     assert_golden(DATA / "postgres" / "refused.txt", text)
 
 
-def test_the_password_is_in_no_output_report_log_or_table(tmp_path, postgres_server):  # noqa: F811
+def test_the_password_is_in_no_output_report_log_or_table(tmp_path, postgres_server):
     (tmp_path / "evals.yaml").write_text(textwrap.dedent(CONFIG))
     url = postgres_server.new_database()
     done = run_cli("run", cwd=tmp_path, DATABASE_URL=url)
@@ -80,7 +79,7 @@ def _comparable(path) -> list:
 
 
 def test_four_shard_processes_write_one_run_into_postgresql_at_once(write_config, tmp_path,
-                                                                    postgres_server):  # noqa: F811
+                                                                    postgres_server):
     """Four jobs of one CI run, started together, each its shard, all into one shared database:
     every item stored exactly once, and the run the last shard completes is the unsharded run."""
     from test_sharding import CONFIG as SHARDED, _dataset
@@ -108,7 +107,7 @@ def test_four_shard_processes_write_one_run_into_postgresql_at_once(write_config
     assert _comparable(tmp_path / "merged" / "results.json") == _comparable(tmp_path / "whole" / "results.json")
 
 
-def test_shards_stored_apart_merge_into_postgresql(write_config, tmp_path, postgres_server):  # noqa: F811
+def test_shards_stored_apart_merge_into_postgresql(write_config, tmp_path, postgres_server):
     from test_sharding import CONFIG as SHARDED, _dataset, _shards
 
     write_config(SHARDED)

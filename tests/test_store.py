@@ -1,4 +1,5 @@
-"""The results database: what a run stores, resuming after a crash, re-rendering, listing."""
+"""The results database: what a run stores, resuming after a crash, re-rendering, listing. Every
+test given ``store_at`` runs twice: on SQLite files and on a real PostgreSQL server (tests/servers/postgres.py)."""
 from __future__ import annotations
 
 import json
@@ -13,8 +14,7 @@ import xml.etree.ElementTree as ElementTree
 import pytest
 
 from conftest import cli_env, run_cli
-from servers.postgres import postgres_server, store_at  # noqa: F401  (fixtures: every test given store_at runs
-from yamleval.store import SCHEMA_VERSION, Store         # on SQLite and on a real PostgreSQL server)
+from yamleval.store import SCHEMA_VERSION, Store
 
 BIG = """
     store: results.db
@@ -323,7 +323,7 @@ def test_a_newer_database_is_refused(tmp_path, store_at):
 
 
 def test_a_repeated_item_id_past_those_a_dataset_remembers_is_caught_by_the_database(write_config, tmp_path,
-                                                                                     monkeypatch, capsys):
+                                                                                     monkeypatch, capsys, store_at):
     """Datasets remember only so many ids (bounded memory); the database's key finds the rest."""
     import yamleval.datasets
     from yamleval.cli import main
@@ -331,21 +331,21 @@ def test_a_repeated_item_id_past_those_a_dataset_remembers_is_caught_by_the_data
     monkeypatch.setattr(yamleval.datasets, "REMEMBERED_IDS", 2)
     rows = [{"id": f"i{n}", "input": "x", "expected": "x"} for n in range(5)] + [{"id": "i3", "input": "y"}]
     (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    config = write_config("""
+    config = write_config(store_at.config("""
+        store: r.db
         experiments:
           - id: e
             dataset: {file: data.jsonl}
             runner: echo
             scorers: [exact_match]
-    """)
+    """))
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as stopped:
         main(["run", str(config), "--quiet", "--report-dir", "out"])
     assert stopped.value.code == 2
     assert ("duplicate item id 'i3' in experiment 'e': items 4 and 6 of the dataset; ids must be unique"
             in capsys.readouterr().err)
-    with sqlite3.connect(tmp_path / ".yamleval" / "results.db") as db:
-        assert db.execute("SELECT count(*) FROM items").fetchone()[0] == 5
+    assert store_at.query("r.db", "SELECT count(*) FROM items") == [(5,)]
 
 
 # -- many processes on one store -------------------------------------------------------------

@@ -26,7 +26,6 @@ from pathlib import Path
 import pytest
 
 from conftest import cli_env, run_cli
-from servers.postgres import postgres_server  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.crash
 
@@ -372,7 +371,7 @@ def test_a_signal_while_writing_reports_exits_130_and_resume_writes_them(tmp_pat
 
 
 def test_killed_at_random_on_postgresql_then_resumed_equals_an_uninterrupted_run(tmp_path, uninterrupted,
-                                                                                 postgres_server):  # noqa: F811
+                                                                                 postgres_server):
     """The same project, stored in a real PostgreSQL server: killed at random moments (running,
     storing, rendering), resumed each time; every item stored once, and the reports equal."""
     import psycopg
