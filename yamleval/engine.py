@@ -299,7 +299,7 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
         passed=criteria.verdict(summary, bool(experiment.pass_criteria)) and not interrupted and aborted is None,
         summary=summary, items=finished, started_at=started_at, completed_at=_now(),
         interrupted=interrupted, warnings=tuple(warnings), aborted=aborted, could_not_evaluate=could_not_evaluate,
-        stopped_by_budget=stopped_by_budget,
+        stopped_by_budget=stopped_by_budget, variant=experiment.variant,
         description=experiment.description, tags=experiment.tags, runner=experiment.runner.written(),
         dataset=experiment.dataset.describe(), scorers=tuple(s.plugin.written() for s in experiment.scorers),
     ), prepared.secrets)

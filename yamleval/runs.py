@@ -97,18 +97,29 @@ class RunOutcome:
         return ExitCode.OK if self.passed else ExitCode.FAILED
 
 
-def select_experiments(project, wanted: Sequence[str]) -> list:
-    """The experiments of ``project`` with these ids, in the order given (all, if none given)."""
-    experiments = list(project.experiments)
-    if not wanted:
-        return experiments
-    known = {e.id: e for e in experiments}
+def _unknown(what: str, name: str, known: Sequence[str]) -> UsageError:
+    close = difflib.get_close_matches(name, list(known), n=1)
+    hint = f" (did you mean '{close[0]}'?)" if close else f" ({what}s: {', '.join(known) or 'none'})"
+    return UsageError(f"no {what} with id '{name}'{hint}")
+
+
+def select_experiments(project, wanted: Sequence[str], variants: Sequence[str] = ()) -> list:
+    """The experiments of ``project`` with these ids, in the order given (all, if none given); an
+    experiment with variants stands for all of them, or for those named in ``variants``."""
+    from yamleval.config.variants import parents
+
+    grouped = parents(list(project.experiments))
     for name in wanted:
+        if name not in grouped:
+            raise _unknown("experiment", name, list(grouped))
+    chosen = [e for name in dict.fromkeys(wanted or grouped) for e in grouped[name]]
+    if not variants:
+        return chosen
+    known = [e.variant.id for e in chosen if e.variant is not None]
+    for name in variants:
         if name not in known:
-            close = difflib.get_close_matches(name, list(known), n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else f" (experiments: {', '.join(known) or 'none'})"
-            raise UsageError(f"no experiment with id '{name}'{hint}")
-    return [known[name] for name in dict.fromkeys(wanted)]
+            raise _unknown("variant", name, list(dict.fromkeys(known)))
+    return [e for e in chosen if e.variant is None or e.variant.id in variants]
 
 
 def now() -> str:
@@ -252,7 +263,7 @@ def finish_run(out: Outputs, run_id: str, results: list[ExperimentResult], plann
                watcher: RunWatcher) -> RunOutcome:
     """The run's verdict (passed: all ``planned`` experiments ran and passed), its reports, its end stored."""
     interrupted = stop.is_set()
-    passed = len(results) == planned and all(r.passed for r in results) and not interrupted
+    passed = len(results) == planned and all(r.passed for r in results if r.gated) and not interrupted
     status = ("interrupted" if interrupted else "stopped" if any(r.stopped_by_budget for r in results)
               else "completed")
     run_info = dataclasses.replace(out.store.find_run(run_id), status=status, passed=passed, completed_at=now())

@@ -8,6 +8,7 @@ are stored whole; ``store_errors`` words failures.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import asdict
 import json
 import os
 import sqlite3
@@ -24,9 +25,9 @@ from yamleval.errors import UsageError
 from yamleval.records import encode, encode_record, storable_text, summary_from_json, summary_to_json
 from yamleval.store_errors import FOREIGN, RESUME_HINT, StoreWriteError, cannot, cause, duplicate_item
 from yamleval.stored_items import BUSY_SECONDS, StoredItems
-from yamleval.types import ExperimentResult, ItemResult, RunInfo, StoredExperiment, Summary
+from yamleval.types import ExperimentResult, ItemResult, RunInfo, StoredExperiment, Summary, Variant
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 FLUSH_ITEMS = 500
 FLUSH_SECONDS = 1.0
 LOCKED_TRIES = 6  # tries of a write transaction still refused "database is locked" after that wait
@@ -62,6 +63,7 @@ MIGRATIONS: dict[int, list[str]] = {
     3: [run_tags.TABLE],  # names of runs (yamleval.run_tags)
     4: [stored_repeats.TABLE],  # the finished repeats of items cut short (yamleval.stored_repeats)
     5: ["ALTER TABLE runs ADD COLUMN rescored_from TEXT"],  # read as None where it is missing (read-only)
+    6: ["ALTER TABLE experiments ADD COLUMN variant TEXT"],  # what a variant is of (types.Variant), as JSON
 }
 
 _RUN_DETAILS = {key: f"SELECT {key} FROM runs WHERE run_id = ?" for key in ("plugin_versions", "experiment_ids",
@@ -217,12 +219,12 @@ class Store:
                                                     experiment.confidence).summary(0.0), experiment.pass_criteria)
         self._write(
             "INSERT OR REPLACE INTO experiments (run_id, experiment_id, position, label, description, tags, runner,"
-            " dataset, scorers, dataset_hash, status, started_at, summary)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?)",
+            " dataset, scorers, dataset_hash, status, started_at, summary, variant)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
             [(run_id, experiment.id, position, experiment.label, experiment.description, encode(list(experiment.tags)),
               experiment.runner.written(), experiment.dataset.describe(),
               encode([s.plugin.written() for s in experiment.scorers]), dataset_hash, started_at,
-              summary_to_json(summary))])
+              summary_to_json(summary), None if experiment.variant is None else encode(asdict(experiment.variant)))])
 
     def add_item(self, run_id: str, experiment_id: str, result: ItemResult) -> None:
         """Queue one finished item; the queue is written in one transaction every
@@ -348,10 +350,16 @@ class Store:
                 items=items, incomplete=incomplete, started_at=row["started_at"], completed_at=row["completed_at"],
                 interrupted=bool(row["interrupted"]), warnings=tuple(json.loads(row["warnings"] or "[]")),
                 aborted=row["aborted"], could_not_evaluate=row["status"] == "unevaluated",
-                stopped_by_budget=row["status"] == "stopped",
+                stopped_by_budget=row["status"] == "stopped", variant=_variant(row),
                 description=row["description"], tags=tuple(json.loads(row["tags"] or "[]")), runner=row["runner"],
                 dataset=row["dataset"], scorers=tuple(json.loads(row["scorers"] or "[]"))))
         return out
+
+
+def _variant(row: sqlite3.Row) -> Variant | None:
+    """What a stored experiment is a variant of (none in a database older than variants)."""
+    text = row["variant"] if "variant" in row.keys() else None
+    return None if text is None else Variant(**json.loads(text))
 
 
 def _alive(pid: int | None, host: str | None) -> bool:

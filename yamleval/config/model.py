@@ -14,6 +14,7 @@ from typing import Any, Mapping
 from yamleval.budget import Budget, seconds
 from yamleval.config.yaml_source import Path, SourceMap
 from yamleval.redaction import Secrets
+from yamleval.types import Variant
 
 DEFAULTS = {"concurrency": 8, "timeout": 60.0, "retries": 2, "confidence": 0.95, "repeats": 1, "reduce": "mean"}
 
@@ -158,6 +159,7 @@ class Experiment:
     budget: Budget | None = None  # what it may spend (``yamleval.budget``)
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     secrets: Secrets = field(default_factory=Secrets, repr=False, compare=False)  # of the project's whole load
+    variant: Variant | None = None  # one of its ``variants:``: its id is then ``experiment/variant``
 
     def context(self, scorer: str | None = None) -> str:
         """``experiment 'x' › scorer 'y'``, for messages."""
