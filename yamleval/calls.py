@@ -35,6 +35,7 @@ class ItemContext:
     deadline: float | None = None
     latency_ms: float | None = None
     usage: Usage | None = None
+    baseline: Any = None  # the baseline variant's ItemResult for this item, for a scorer that compares (``pairwise``)
 
     @property
     def input(self) -> Any:
@@ -59,7 +60,7 @@ class ItemContext:
 
 RUNNER_CONTEXT = ("item", "input", "expected", "context", "metadata", "vars", "models", "deadline")
 SCORER_CONTEXT = ("output", "expected", "input", "item", "context", "assertions", "metadata", "trace", "vars",
-                  "models", "latency_ms", "usage")
+                  "models", "latency_ms", "usage", "baseline")
 
 _local = threading.local()
 _NEVER_AWAITABLE = frozenset({bool, int, float, str, type(None), dict, list, tuple})

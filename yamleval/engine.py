@@ -67,6 +67,7 @@ class _ItemProcessor:
         self.models = prepared.models
         self.timeout = prepared.experiment.timeout
         self.caching = caching
+        self.baseline = prepared.baseline
 
     def __call__(self, item: Item, slot: Slot, repeat: int = 0) -> ItemResult:
         deadline = slot.started + self.timeout if self.timeout else None  # when the executor gives up
@@ -109,7 +110,8 @@ class _ItemProcessor:
         """``result`` with its output scored (again) by this experiment's scorers; ``use``: the
         cache its judges may use (what it did is kept on the result)."""
         context = ItemContext(result.item, result.item.expected, self.vars, self.models, result.output,
-                              result.trace, latency_ms=result.latency_ms, usage=result.usage)
+                              result.trace, latency_ms=result.latency_ms, usage=result.usage,
+                              baseline=self.baseline(result.item.id) if self.baseline is not None else None)
         with cache.using(use, "judge"):
             scores = score_output(self.scorers, context) if self.scorers else {}
         status, error = item_status(scores)

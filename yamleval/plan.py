@@ -18,6 +18,7 @@ from yamleval.datasets import Dataset, open_dataset
 from yamleval.errors import ConfigError, raise_all
 from yamleval.redaction import Secrets
 from yamleval.scoring import Scorer
+from yamleval.types import ItemResult
 
 if TYPE_CHECKING:
     from yamleval.models.registry import Models
@@ -29,6 +30,13 @@ class Prepared:
     runner: calls.BoundCall
     scorers: tuple[Scorer, ...]
     models: Models | None = None
+    # of a variant: its baseline's stored result for an item (None when there is none), for its scorers
+    baseline: Callable[[str], ItemResult | None] | None = None
+
+    @property
+    def compares(self) -> bool:
+        """Whether a scorer asks for the baseline's answer (``pairwise``)."""
+        return any("baseline" in scorer.call.wanted for scorer in self.scorers)
 
     @property
     def secrets(self) -> Secrets:

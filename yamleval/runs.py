@@ -193,8 +193,13 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     completed = set() if rescore else {eid for eid, stored in begun.items() if stored.status == "completed"}
     stored_results = {r.experiment_id: r for r in db.results(run_id, completed)} if completed else {}
     results = []
+    baselines = {e.variant.experiment_id: e.id for e in experiments if e.variant is not None and e.variant.baseline}
     for position, ready in enumerate(prepared):
         experiment_id = ready.experiment.id
+        variant = ready.experiment.variant
+        if variant is not None and not variant.baseline and variant.experiment_id in baselines and ready.compares:
+            # its scorers see the baseline's answer to each item, stored before it starts (it runs first)
+            ready = dataclasses.replace(ready, baseline=db.item_view(run_id, baselines[variant.experiment_id], 0).find)
         if stop.is_set():
             break
         if experiment_id in stored_results:

@@ -27,7 +27,7 @@ class Preference:
     wins: int
     ties: int
     losses: int
-    win_rate: float | None  # wins / judged
+    win_rate: float | None  # wins / items judged (ties count as no win)
     interval: stats.Interval | None  # of the win rate, at the summary's confidence
 
 
@@ -82,16 +82,22 @@ def _best(rows: list[dict[str, float | None]]) -> list[set[str]]:
 
 
 def _preferences(result: ExperimentResult) -> tuple[Preference, ...]:
+    """Each pairwise scorer's verdicts, counted from its scores' ``metadata.preferred``."""
+    scorers = pairwise_scorers(result)
+    if not scorers:
+        return ()
+    counts = {sid: {"variant": 0, "tie": 0, "baseline": 0} for sid in scorers}
+    for item in result.items:
+        for sid in scorers:
+            score = item.scores.get(sid)
+            preferred = (score.metadata or {}).get("preferred") if score is not None and score.status == "success" else None
+            if preferred in counts[sid]:
+                counts[sid][preferred] += 1
     found = []
-    for sid in pairwise_scorers(result):
-        counts = {1.0: 0, 0.5: 0, 0.0: 0}
-        for _, _, _, scores in result.items.verdicts([sid]):
-            status, _, score = scores.get(sid, (None, None, None))
-            if status == "success" and score in counts:
-                counts[score] += 1
-        judged = sum(counts.values())
-        found.append(Preference(sid, counts[1.0], counts[0.5], counts[0.0], counts[1.0] / judged if judged else None,
-                                stats.wilson_interval(counts[1.0], judged, result.summary.confidence)))
+    for sid, count in counts.items():
+        judged, wins = sum(count.values()), count["variant"]
+        found.append(Preference(sid, wins, count["tie"], count["baseline"], wins / judged if judged else None,
+                                stats.wilson_interval(wins, judged, result.summary.confidence)))
     return tuple(found)
 
 

@@ -612,6 +612,8 @@
       var line = el("div");
       line.appendChild(el("span", "mono", sid + " "));
       line.appendChild(scorePill(score));
+      // a score without a verdict of its own says what it found in its reason (pairwise: which answer is better)
+      if (score[1] === "" && score[2]) line.appendChild(el("span", "why", " " + clip(score[2])));
       td.appendChild(line);
     });
     return td;
