@@ -177,3 +177,19 @@ def test_the_store_keeps_each_variant_apart_for_report_and_compare(write_config,
     assert again.returncode == 0, again.stderr
     report = json.loads((tmp_path / "again" / "results.json").read_text())
     assert [v["id"] for v in report["experiments"][0]["variants"]] == ["first", "right"]
+
+
+def test_a_run_keeps_its_set_values_and_resumes_only_with_the_same(write_config, tmp_path):
+    write_config(VARIANTS)
+    done = run_cli("run", "--store", "r.db", "-q", "--set", "greet:runner.with.output=hello", cwd=tmp_path)
+    assert done.returncode == 1  # 'bye' and 'ok' now get "hello"
+    shown = run_cli("show", "latest", "--config", "--store", "r.db", cwd=tmp_path)
+    assert "greet:runner.with.output=hello" in shown.stdout
+    # mark it unfinished, as a crash leaves it, and resume it without the --set
+    import sqlite3
+    with sqlite3.connect(tmp_path / "r.db") as con:
+        con.execute("UPDATE runs SET status = 'interrupted'")
+    refused = run_cli("run", "--store", "r.db", "-q", "--resume", cwd=tmp_path)
+    assert refused.returncode == 2 and "its --set values changed" in refused.stderr, refused.stderr
+    again = run_cli("run", "--store", "r.db", "-q", "--resume", "--set", "greet:runner.with.output=hello", cwd=tmp_path)
+    assert again.returncode == 1, again.stderr

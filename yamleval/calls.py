@@ -175,7 +175,7 @@ def bind(spec: PluginSpec, target: Any, kind: str, reserved: tuple[str, ...], co
 def _template_error(spec: PluginSpec, key: str, value: Any, problem: templating.TemplateProblem,
                     context: str | None):
     """The error at the template's own line when it is a ``|`` block, else at its value."""
-    path = spec.path + ("with", key)
+    path = spec.where(("with", key))
     message = str(problem)
     line = None
     if isinstance(value, str) and problem.line is not None:

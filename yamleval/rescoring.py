@@ -14,7 +14,7 @@ from typing import Iterable, Iterator, Sequence
 
 from yamleval.errors import UsageError, display_path
 from yamleval.runs import (DEFAULT_STORE, RunOutcome, RunWatcher, finish_run, finished_experiment, git_state, new_run,
-                           now, open_outputs)
+                           now, open_outputs, with_baseline)
 from yamleval.types import ExperimentResult, ItemResult, RunInfo
 
 
@@ -52,6 +52,7 @@ def rescore_run(project, source: str, wanted: Sequence[str] = (), *, store: str 
         if stop.is_set():
             break
         watcher.experiment_started(ready.experiment.id)
+        ready = with_baseline(db, origin.run_id, ready, experiments)  # the baseline's answers as first stored
         result = _rescore_experiment(db, run_id, position, ready, origin, hashes[ready.experiment.id], stop, watcher)
         results.append(result)
         watcher.experiment_finished(result)

@@ -173,7 +173,7 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     begun, rescore = {}, False
     if run_info is not None:
         run_id = run_info.run_id
-        texts = provenance.config_texts(project.files)
+        texts = provenance.config_texts(project.files, project.sets)
         config_hash = provenance.config_hash(texts)
         changed = changes(db, run_info, texts, config_hash, dataset_hashes, project.environment, experiments, repeats)
         if changed and not force:
@@ -193,13 +193,9 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     completed = set() if rescore else {eid for eid, stored in begun.items() if stored.status == "completed"}
     stored_results = {r.experiment_id: r for r in db.results(run_id, completed)} if completed else {}
     results = []
-    baselines = {e.variant.experiment_id: e.id for e in experiments if e.variant is not None and e.variant.baseline}
     for position, ready in enumerate(prepared):
         experiment_id = ready.experiment.id
-        variant = ready.experiment.variant
-        if variant is not None and not variant.baseline and variant.experiment_id in baselines and ready.compares:
-            # its scorers see the baseline's answer to each item, stored before it starts (it runs first)
-            ready = dataclasses.replace(ready, baseline=db.item_view(run_id, baselines[variant.experiment_id], 0).find)
+        ready = with_baseline(db, run_id, ready, experiments)
         if stop.is_set():
             break
         if experiment_id in stored_results:
@@ -214,6 +210,17 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
         if result.could_not_evaluate:  # the endpoint is likely another experiment's too: the run stops here
             break
     return finish_run(out, run_id, results, len(prepared), stop, watcher)
+
+
+def with_baseline(db, run_id: str, ready, experiments: Sequence):
+    """``ready``, a variant whose scorers compare its answers with the baseline's (``pairwise``),
+    given the baseline's answers as ``run_id`` stores them: the baseline runs first."""
+    variant = ready.experiment.variant
+    if variant is None or variant.baseline or not ready.compares:
+        return ready
+    found = [e.id for e in experiments
+             if e.variant is not None and e.variant.baseline and e.variant.experiment_id == variant.experiment_id]
+    return dataclasses.replace(ready, baseline=db.item_view(run_id, found[0], 0).find) if found else ready
 
 
 @dataclass(frozen=True)
@@ -252,7 +259,7 @@ def new_run(db, project, experiments: Sequence, git, repeats: int | None, rescor
     from yamleval import fingerprint, provenance
 
     run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
-    texts = provenance.config_texts(project.files)
+    texts = provenance.config_texts(project.files, project.sets)
     commit, dirty = git.result()
     db.create_run(RunInfo(
         run_id=run_id, status="running", started_at=now(), yamleval_version=__version__,

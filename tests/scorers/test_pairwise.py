@@ -82,3 +82,13 @@ def test_a_failing_judge_is_an_error_on_the_items_pairwise_score_not_a_crash(wri
     assert {s["status"] for s in scores} == {"error"}
     assert "no rule of its script matches" in scores[0]["error"]
     assert long["pairwise"][0]["wins"] == 0 and [i["status"] for i in short["items"]] == ["skipped"] * 3
+
+
+def test_a_rescored_run_judges_each_variant_against_the_baseline_it_stored(write_config, tmp_path):
+    from yamleval.rescoring import rescore_run
+
+    _run(write_config, tmp_path, LONGER)
+    project = load_project([str(tmp_path / "evals.yaml")])
+    rescore_run(project, "latest", store=str(tmp_path / "r.db"), report_dir=str(tmp_path / "again"), formats=["json"])
+    report = json.loads((tmp_path / "again" / "results.json").read_text())
+    assert _preferred(report["experiments"][0]["variants"][1]) == ["variant", "variant", "variant"]

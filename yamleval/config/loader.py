@@ -33,6 +33,7 @@ class Project:
     # every ${VAR} the files read, with its value: never stored, only a salted digest of it (fingerprint)
     environment: Mapping[str, str] = field(default_factory=dict, repr=False)
     budget: Budget | None = None  # over the whole run: every experiment's spending counts
+    sets: tuple[str, ...] = ()  # the --set values it was loaded with (``config.overrides``)
 
 
 def _is_project(data: Mapping[str, Any]) -> bool:
@@ -226,4 +227,5 @@ def load_project(paths: list[str] | tuple[str, ...], environ: Mapping[str, str] 
                                          (reports.get("junit") or {}).get("family")),
         environment=dict(loader.environ.read),
         budget=Budget.read(settings.get("budget")),
+        sets=tuple(sets),
     )

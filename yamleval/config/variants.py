@@ -87,7 +87,10 @@ def expand(experiment: Experiment, data: Mapping[str, Any], errors: list[ConfigE
     for entry in ordered:
         variant = Variant(entry["id"], experiment.id, entry.get("label"), entry is entries[baseline],
                           entry.get("gate", True))
-        runner = dataclasses.replace(experiment.runner, with_={**experiment.runner.with_, **(entry.get("with") or {})})
+        overrides = entry.get("with") or {}
+        at = entry["_path"] + (() if "matrix" in data else ("with",))
+        runner = dataclasses.replace(experiment.runner, with_={**experiment.runner.with_, **overrides},
+                                     overrides=dict.fromkeys(overrides, at))
         out.append(dataclasses.replace(experiment, id=f"{experiment.id}/{variant.id}", runner=runner,
                                        vars={**experiment.vars, **(entry.get("vars") or {})}, variant=variant))
     return out
