@@ -99,15 +99,20 @@ def _assertions_text(assertions: Any) -> str:
     return payload_text(assertions)
 
 
+def prompt_sections(input: Any, expected: Any) -> str:
+    """The item's prompt and expected behaviour, tagged, as a judge is shown them."""
+    expected_text = payload_text(expected) if expected not in (None, "") else NONE_SPECIFIED
+    return (f"<prompt>\n{payload_text(input)}\n</prompt>\n\n"
+            f"<expected_behaviour>\n{expected_text}\n</expected_behaviour>\n\n")
+
+
 def grader_messages(output: Any, input: Any, expected: Any = None, assertions: Any = None,
                     rubric: str | None = None, system: str | None = None) -> list[dict[str, str]]:
     """The messages the grader is sent (exposed so a report or a test can show them)."""
     if system is None:
         criteria = rubric if rubric is not None else JUDGE_CRITERIA
         system = f"{JUDGE_ROLE}\n\n{criteria}\n\n{JUDGE_CLOSING}"
-    expected_text = payload_text(expected) if expected not in (None, "") else NONE_SPECIFIED
-    user = (f"<prompt>\n{payload_text(input)}\n</prompt>\n\n"
-            f"<expected_behaviour>\n{expected_text}\n</expected_behaviour>\n\n"
+    user = (prompt_sections(input, expected) +
             f"<assertions>\n{_assertions_text(assertions)}\n</assertions>\n\n"
             f"<answer>\n{payload_text(output)}\n</answer>")
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]

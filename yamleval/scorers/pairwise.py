@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from yamleval.scorers.judges import JUDGE_CLOSING, NONE_SPECIFIED, ask, payload_text, sum_usage
+from yamleval.scorers.judges import JUDGE_CLOSING, ask, payload_text, prompt_sections, sum_usage
 from yamleval.types import Score
 
 PREFER_SCHEMA: dict[str, Any] = {
@@ -41,9 +41,7 @@ def pairwise_messages(input: Any, first: Any, second: Any, expected: Any = None,
     """The messages the judge is sent, answer A shown first (exposed so a test can show them)."""
     criteria = rubric if rubric is not None else PAIRWISE_CRITERIA
     system = f"{PAIRWISE_ROLE}\n\n{criteria}\n\n{JUDGE_CLOSING.replace('the grade function', 'the prefer function')}"
-    expected_text = payload_text(expected) if expected not in (None, "") else NONE_SPECIFIED
-    user = (f"<prompt>\n{payload_text(input)}\n</prompt>\n\n"
-            f"<expected_behaviour>\n{expected_text}\n</expected_behaviour>\n\n"
+    user = (prompt_sections(input, expected) +
             f"<answer_a>\n{payload_text(first)}\n</answer_a>\n\n"
             f"<answer_b>\n{payload_text(second)}\n</answer_b>")
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
