@@ -193,3 +193,13 @@ def test_a_run_keeps_its_set_values_and_resumes_only_with_the_same(write_config,
     assert refused.returncode == 2 and "its --set values changed" in refused.stderr, refused.stderr
     again = run_cli("run", "--store", "r.db", "-q", "--resume", "--set", "greet:runner.with.output=hello", cwd=tmp_path)
     assert again.returncode == 1, again.stderr
+
+
+def test_an_ungated_variant_is_said_to_be_so_and_annotated_as_a_warning(write_config, tmp_path):
+    write_config(VARIANTS)
+    done = run_cli("run", "--store", "r.db", "--variant", "shouting", cwd=tmp_path, GITHUB_ACTIONS="true",
+                   GITHUB_STEP_SUMMARY=str(tmp_path / "step.md"))
+    assert done.returncode == 0, done.stderr
+    assert "FAILED (not gated: the run's verdict leaves it out)" in done.stdout
+    annotations = [line for line in done.stdout.splitlines() + done.stderr.splitlines() if line.startswith("::")]
+    assert annotations and not any(line.startswith("::error") for line in annotations), annotations
