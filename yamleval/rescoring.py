@@ -14,7 +14,7 @@ from typing import Iterable, Iterator, Sequence
 
 from yamleval.errors import UsageError, display_path
 from yamleval.runs import (DEFAULT_STORE, RunOutcome, RunWatcher, finish_run, finished_experiment, git_state, new_run,
-                           now, open_outputs, with_baseline)
+                           now, open_outputs)
 from yamleval.types import ExperimentResult, ItemResult, RunInfo
 
 
@@ -52,7 +52,8 @@ def rescore_run(project, source: str, wanted: Sequence[str] = (), *, store: str 
         if stop.is_set():
             break
         watcher.experiment_started(ready.experiment.id)
-        ready = with_baseline(db, origin.run_id, ready, experiments)  # the baseline's answers as first stored
+        # a variant's pairwise judge compares with the baseline's answers as the source run stored them
+        ready = plan.with_baseline(ready, experiments, lambda stored_id: db.item_view(origin.run_id, stored_id, 0).find)
         result = _rescore_experiment(db, run_id, position, ready, origin, hashes[ready.experiment.id], stop, watcher)
         results.append(result)
         watcher.experiment_finished(result)

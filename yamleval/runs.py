@@ -195,7 +195,7 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     results = []
     for position, ready in enumerate(prepared):
         experiment_id = ready.experiment.id
-        ready = with_baseline(db, run_id, ready, experiments)
+        ready = plan.with_baseline(ready, experiments, lambda stored_id: db.item_view(run_id, stored_id, 0).find)
         if stop.is_set():
             break
         if experiment_id in stored_results:
@@ -210,17 +210,6 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
         if result.could_not_evaluate:  # the endpoint is likely another experiment's too: the run stops here
             break
     return finish_run(out, run_id, results, len(prepared), stop, watcher)
-
-
-def with_baseline(db, run_id: str, ready, experiments: Sequence):
-    """``ready``, a variant whose scorers compare its answers with the baseline's (``pairwise``),
-    given the baseline's answers as ``run_id`` stores them: the baseline runs first."""
-    variant = ready.experiment.variant
-    if variant is None or variant.baseline or not ready.compares:
-        return ready
-    found = [e.id for e in experiments
-             if e.variant is not None and e.variant.baseline and e.variant.experiment_id == variant.experiment_id]
-    return dataclasses.replace(ready, baseline=db.item_view(run_id, found[0], 0).find) if found else ready
 
 
 @dataclass(frozen=True)
