@@ -28,6 +28,9 @@ S   ``yamleval validate evals.yaml`` (<= 0.5 s) and ``yamleval --help`` (<= 0.3 
     ``python -c pass``.
 V   100,000 items with ``--repeats 3`` against ``--repeats 1`` (peak memory <= 1.2x: flat), and
     ``yamleval compare`` of two stored runs of that size (< 5 s).
+M   Variants: 100,000 items x 4 variants of an instant runner (all four reports) against the same
+    run with 1 variant (peak memory <= 1.3x: flat in items x variants), and 1,000 items x 4
+    variants over W2's 50 ms server at concurrency 50 against the ideal 4 s (wall <= 1.15x).
 C   The answer cache. 1,000 items judged by a model (temperature 0) at a local OpenAI-compatible
     server that answers after 50 ms, one at a time: a run answered wholly from the cache against
     the uncached run (>= 20x faster). And W2 with ``cache: {runner: true}`` on an empty cache
@@ -725,6 +728,87 @@ def workload_v(suite: Suite) -> None:
     suite.details["V"] = {"repeats": {str(k): v for k, v in runs.items()}, "compare": compared}
 
 
+M_SIZE, M_VARIANTS, M_MEMORY, M_RATIO = 100_000, 4, 1.3, 1.15
+VARIANT_COUNTS = r"""
+import json, sys
+data = json.load(open(sys.argv[1], encoding="utf-8"))
+variants = data["experiments"][0]["variants"]
+print(json.dumps({"variants": len(variants), "items": [v["summary"]["total"] for v in variants],
+                  "run_s": sum(v["summary"]["duration_ms"] for v in variants) / 1000.0}))
+"""
+
+
+def variants_config(suite: Suite, name: str, data: str, runner: str, count: int, formats) -> str:
+    """W1's config with ``count`` variants (each setting a variable no template reads: the same work)."""
+    config = write_config(suite, name, data, runner, formats)
+    with open(config, "a", encoding="utf-8") as out:
+        out.write("    variants:\n" + "".join(f"      - {{id: v{n}, vars: {{n: {n}}}}}\n" for n in range(count)))
+    return config
+
+
+def variant_counts(path: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", VARIANT_COUNTS, path], capture_output=True, text=True, env=CHILD_ENV)
+    if done.returncode:
+        raise Failed(f"cannot read {path}: {done.stderr[-1000:]}")
+    return json.loads(done.stdout)
+
+
+def workload_m(suite: Suite) -> None:
+    """Variants: ``M_VARIANTS`` variants of an instant runner on the same items keep the peak memory
+    of one variant (flat in items x variants), and over W2's 50 ms server at concurrency 50 the
+    variants take about their ideal wall time (variants x items x 50 ms / 50)."""
+    size = 2_000 if suite.quick else M_SIZE
+    data = suite.path(f"m-{size}.jsonl")
+    write_datasets([(data, size)])
+    runs: dict[int, list] = {1: [], M_VARIANTS: []}
+    for count in runs:
+        command, reports, store = run_command(suite, f"m-{count}", variants_config(
+            suite, f"m-{count}", data, INSTANT_RUNNER, count, FORMATS))
+        for index in range(suite.repeat):
+            progress(f"M {size:,} items x {count} variant(s), run {index + 1} of {suite.repeat}")
+            forget_store(store)
+            runs[count].append(measure(command, suite.folder, suite.path(f"m-{count}.log"), ok_codes=(0, 1)))
+            found = variant_counts(os.path.join(reports, "results.json"))
+            if found["items"] != [size] * count:
+                raise Failed(f"M: yamleval ran {found['items']} items, not {size:,} in each of {count} variants")
+        forget_store(store)
+    ratio = med(runs[M_VARIANTS], 1) / med(runs[1], 1)
+    suite.target(f"M {size:,} x {M_VARIANTS} memory", med(runs[M_VARIANTS], 1), med(runs[1], 1), ratio,
+                 f"<= {M_MEMORY:g}x 1 variant", ratio <= M_MEMORY, unit="MiB")
+    http_data = suite.path("m-http.jsonl")
+    write_datasets([(http_data, W2_ITEMS)])
+    server, port = start_server(suite)
+    http: dict[int, list] = {1: [], M_VARIANTS: []}
+    phases: dict[int, list] = {1: [], M_VARIANTS: []}
+    try:
+        for count in http:  # one variant too: what the machine gives one variant's 1,000 items just now
+            name = f"m-http-{count}"
+            config = variants_config(suite, name, http_data, HTTP_RUNNER % f"http://127.0.0.1:{port}/", count, ["json"])
+            command, reports, store = run_command(suite, name, config, ("--concurrency", str(W2_CONCURRENCY)))
+            forget_store(store)
+            measure(command, suite.folder, suite.path(f"{name}.log"), ok_codes=(0, 1))  # warm-up, not counted
+            for index in range(suite.repeat):
+                progress(f"M {W2_ITEMS:,} items x {count} variant(s) over HTTP, run {index + 1} of {suite.repeat}")
+                forget_store(store)
+                http[count].append(measure(command, suite.folder, suite.path(f"{name}.log"), ok_codes=(0, 1)))
+                phases[count].append(variant_counts(os.path.join(reports, "results.json"))["run_s"])
+    finally:
+        stop_server(server)
+    ideal = M_VARIANTS * W2_ITEMS * W2_DELAY / W2_CONCURRENCY
+    wall = med(http[M_VARIANTS], 0)
+    suite.target(f"M http {M_VARIANTS} variants wall", wall, ideal, wall / ideal, f"<= {M_RATIO:g}x ideal",
+                 wall / ideal <= M_RATIO)
+    one = med(http[1], 0)
+    suite.say(f"M   {size:,} items (all four reports): 1 variant {seconds(runs[1])} {med(runs[1], 1):.0f} MiB, "
+              f"{M_VARIANTS} variants {seconds(runs[M_VARIANTS])} {med(runs[M_VARIANTS], 1):.0f} MiB")
+    suite.say(f"    {W2_ITEMS:,} items x {M_VARIANTS} variants over HTTP (ideal {ideal:.2f} s): {seconds(http[M_VARIANTS])},"
+              f" run phase {statistics.median(phases[M_VARIANTS]):.2f} s; 1 variant {seconds(http[1])}, run phase"
+              f" {statistics.median(phases[1]):.2f} s ({M_VARIANTS} variants = {wall / one:.2f}x one)")
+    suite.details["M"] = {"variants": {str(k): v for k, v in runs.items()}, "ideal_s": ideal,
+                          "http": {str(k): v for k, v in http.items()},
+                          "http_run_phase_s": {str(k): v for k, v in phases.items()}}
+
+
 C_ITEMS, C_CONCURRENCY, C_SPEEDUP, C_EMPTY = 1000, 1, 20.0, 1.05
 JUDGE_SERVER = '''\
 """A local OpenAI-compatible judge: every chat completion, after %(delay)r s, grades "pass"."""
@@ -1086,14 +1170,14 @@ def write_json(path: str, suite: Suite, machine: dict, total: float) -> None:
         out.write("\n")
 
 
-WORKLOADS = ("W1", "W2", "W3", "W4", "R", "S", "V", "C", "P")
+WORKLOADS = ("W1", "W2", "W3", "W4", "R", "S", "V", "C", "M", "P")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: W1 2,000, W3 20,000 vs 2,000, R 2,000 items, 1 run each")
-    parser.add_argument("--only", default=",".join(WORKLOADS), help="comma-separated: W1,W2,W3,W4,R,S,V,C,P")
+    parser.add_argument("--only", default=",".join(WORKLOADS), help="comma-separated: W1,W2,W3,W4,R,S,V,C,M,P")
     parser.add_argument("--repeat", type=int, help="runs of each measurement, median shown (default 3; W3 1)")
     parser.add_argument("--json", default="bench-results.json", help="where the figures go (default: %(default)s)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder and print its path")
@@ -1118,7 +1202,7 @@ def main(argv=None) -> int:
                "command": " ".join(["python", "bench/run_bench.py", *(argv if argv is not None else sys.argv[1:])])}
     workloads = {"W1": workload_w1, "W2": workload_w2, "W3": lambda s: workload_w3(s, w3_repeat),
                  "W4": workload_w4, "R": workload_r, "S": workload_s, "V": workload_v,
-                 "C": workload_c, "P": workload_p}
+                 "C": workload_c, "M": workload_m, "P": workload_p}
     try:
         with open(suite.path("bench_plugins.py"), "w", encoding="utf-8") as out:
             out.write(PLUGIN % {"answers": dict(QUESTIONS)})

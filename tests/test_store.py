@@ -591,6 +591,7 @@ def test_a_database_of_an_older_schema_opens_and_takes_tags(write_config, tmp_pa
         con.execute("DROP TABLE run_tags")
         con.execute("DROP TABLE repeats")
         con.execute("ALTER TABLE runs DROP COLUMN rescored_from")
+        con.execute("ALTER TABLE experiments DROP COLUMN variant")
         con.execute("PRAGMA user_version = 3")
     os.chmod(tmp_path / "r.db", 0o444)
     assert run_cli("runs", "--store", "r.db", cwd=tmp_path).returncode == 0  # read-only: read unmigrated

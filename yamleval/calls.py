@@ -37,6 +37,7 @@ class ItemContext:
     latency_ms: float | None = None
     usage: Usage | None = None
     config_dir: str | None = None
+    baseline: Any = None  # the baseline variant's ItemResult for this item, for a scorer that compares (``pairwise``)
 
     @property
     def input(self) -> Any:
@@ -61,7 +62,7 @@ class ItemContext:
 
 RUNNER_CONTEXT = ("item", "input", "expected", "context", "metadata", "vars", "models", "deadline", "config_dir")
 SCORER_CONTEXT = ("output", "expected", "input", "item", "context", "assertions", "metadata", "trace", "vars",
-                  "models", "latency_ms", "usage")
+                  "models", "latency_ms", "usage", "baseline")
 
 _local = threading.local()
 _NEVER_AWAITABLE = frozenset({bool, int, float, str, type(None), dict, list, tuple})
@@ -176,7 +177,7 @@ def bind(spec: PluginSpec, target: Any, kind: str, reserved: tuple[str, ...], co
 def _template_error(spec: PluginSpec, key: str, value: Any, problem: templating.TemplateProblem,
                     context: str | None):
     """The error at the template's own line when it is a ``|`` block, else at its value."""
-    path = spec.path + ("with", key)
+    path = spec.where(("with", key))
     message = str(problem)
     line = None
     if isinstance(value, str) and problem.line is not None:

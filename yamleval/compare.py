@@ -209,7 +209,9 @@ def named_changes(e: ExperimentDiff) -> list[tuple[str, PairedChange]]:
     return found + [(f"{e.experiment_id} › {sid}", change) for sid, change in e.scorer_changes.items()]
 
 
-def _diff(base: ExperimentResult, candidate: ExperimentResult, alpha: float, margin: float) -> ExperimentDiff:
+def diff_experiments(base: ExperimentResult, candidate: ExperimentResult, alpha: float = ALPHA,
+                     margin: float = 0.0) -> ExperimentDiff:
+    """Two results of an experiment (of two runs, or two variants of one), their items paired by id."""
     scorers = dict.fromkeys([*base.summary.scorers, *candidate.summary.scorers])
     both = [sid for sid in scorers if sid in base.summary.scorers and sid in candidate.summary.scorers]
     tally, scorer_tallies, flips = _Tally(), {sid: _Tally() for sid in both}, []
@@ -252,7 +254,7 @@ def compare(base_run: RunInfo, base: Sequence[ExperimentResult], candidate_run: 
     diffs = []
     for experiment_id in dict.fromkeys([*before, *after]):
         if experiment_id in before and experiment_id in after:
-            diffs.append(_diff(before[experiment_id], after[experiment_id], alpha, margin))
+            diffs.append(diff_experiments(before[experiment_id], after[experiment_id], alpha, margin))
         else:
             side = "base" if experiment_id in before else "candidate"
             diffs.append(ExperimentDiff(experiment_id, (), (), (), {}, {}, only_in=side))
@@ -318,7 +320,7 @@ def to_json(c: Comparison) -> str:
     return json.dumps({
         "base": c.base, "candidate": c.candidate, "base_status": c.base_status, "candidate_status": c.candidate_status,
         "regressions": len(c.regressions), "config_diff": list(c.config_diff), **_verdicts_json(c),
-        "experiments": [{"id": e.experiment_id, "only_in": e.only_in, **_changes_json(e),
+        "experiments": [{"id": e.experiment_id, "only_in": e.only_in, **changes_json(e),
                          "flips": [{"item": f.item_id, "before": f.before, "after": f.after,
                                     "regression": f.regression} for f in e.flips],
                          "added": list(e.added), "removed": list(e.removed), "score_deltas": e.score_deltas,
@@ -359,6 +361,6 @@ def _change_json(change: PairedChange) -> dict:
             "ci_method": d.method}
 
 
-def _changes_json(e: ExperimentDiff) -> dict:
+def changes_json(e: ExperimentDiff) -> dict:
     return {"change": _change_json(e.change) if e.change else None,
             "scorer_changes": {sid: _change_json(change) for sid, change in e.scorer_changes.items()}}

@@ -162,7 +162,7 @@ def summary_text(result: ExperimentResult) -> str:
             lines.append(f"    … and {s.flaky - len(flaky)} more (see the report)")
     for warning in result.warnings:
         lines.append(f"  warning: {terminal_line(warning)}")
-    lines.append(f"  {verdict_word(result)}")
+    lines.append(f"  {verdict_word(result)}" + ("" if result.gated else " (not gated: the run's verdict leaves it out)"))
     return "\n".join(lines)
 
 

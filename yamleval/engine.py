@@ -11,7 +11,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from yamleval import budget, cache, criteria, endpoints, records, repeats, throttle
+from yamleval import budget, cache, criteria, endpoints, records, repeats, sharding, throttle
 from yamleval.aggregate import Aggregator
 from yamleval.caching import Caching
 from yamleval.calls import ItemContext, close_thread_loop
@@ -69,6 +69,7 @@ class _ItemProcessor:
         self.timeout = prepared.experiment.timeout
         self.config_dir = prepared.experiment.base_dir
         self.caching = caching
+        self.baseline = prepared.baseline
 
     def __call__(self, item: Item, slot: Slot, repeat: int = 0) -> ItemResult:
         deadline = slot.started + self.timeout if self.timeout else None  # when the executor gives up
@@ -112,7 +113,8 @@ class _ItemProcessor:
         """``result`` with its output scored (again) by this experiment's scorers; ``use``: the
         cache its judges may use (what it did is kept on the result)."""
         context = ItemContext(result.item, result.item.expected, self.vars, self.models, result.output,
-                              result.trace, latency_ms=result.latency_ms, usage=result.usage)
+                              result.trace, latency_ms=result.latency_ms, usage=result.usage,
+                              baseline=self.baseline(result.item.id) if self.baseline is not None else None)
         with cache.using(use, "judge"):
             scores = score_output(self.scorers, context) if self.scorers else {}
         status, error = item_status(scores)
@@ -255,7 +257,7 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
         done.add(result.item.id)
         if dataset is None and halted():  # scored again by a judge whose endpoint cannot be used
             break
-    rows = iter(()) if dataset is None else iter(dataset) if shard is None else shard.items(dataset, experiment.id)
+    rows = iter(()) if dataset is None else iter(dataset) if shard is None else shard.items(dataset, sharding.key(experiment))
     items = _unfinished(rows, done, experiment.id) if done else rows
     if budgets:  # one reached already (a resumed run): nothing starts
         check_budgets()
@@ -304,7 +306,7 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
         passed=criteria.verdict(summary, bool(experiment.pass_criteria)) and not interrupted and aborted is None,
         summary=summary, items=finished, started_at=started_at, completed_at=_now(),
         interrupted=interrupted, warnings=tuple(warnings), aborted=aborted, could_not_evaluate=could_not_evaluate,
-        stopped_by_budget=stopped_by_budget,
+        stopped_by_budget=stopped_by_budget, variant=experiment.variant,
         description=experiment.description, tags=experiment.tags, runner=experiment.runner.written(),
         dataset=experiment.dataset.describe(), scorers=tuple(s.plugin.written() for s in experiment.scorers),
     ), prepared.secrets)

@@ -7,10 +7,11 @@ importable only while they bind; a run is made inside ``importable`` by its call
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import difflib
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from yamleval import calls, plugins
 from yamleval.config.model import DatasetSpec, Experiment, PluginSpec, ScorerSpec
@@ -18,6 +19,7 @@ from yamleval.datasets import Dataset, open_dataset
 from yamleval.errors import ConfigError, raise_all
 from yamleval.redaction import Secrets
 from yamleval.scoring import Scorer
+from yamleval.types import ItemResult
 
 if TYPE_CHECKING:
     from yamleval.models.registry import Models
@@ -29,6 +31,13 @@ class Prepared:
     runner: calls.BoundCall
     scorers: tuple[Scorer, ...]
     models: Models | None = None
+    # of a variant: its baseline's stored result for an item (None when there is none), for its scorers
+    baseline: Callable[[str], ItemResult | None] | None = None
+
+    @property
+    def compares(self) -> bool:
+        """Whether a scorer asks for the baseline's answer (``pairwise``)."""
+        return any("baseline" in scorer.call.wanted for scorer in self.scorers)
 
     @property
     def secrets(self) -> Secrets:
@@ -170,3 +179,16 @@ def prepare(experiment: Experiment) -> Prepared:
         errors.extend(_check_dataset(experiment.dataset, experiment.context(), read_rows=False))
     raise_all(errors)
     return Prepared(experiment, runner, tuple(scorers), models if experiment.models else None)
+
+
+def with_baseline(ready: Prepared, experiments: Sequence[Experiment],
+                  stored: Callable[[str], Callable[[str], ItemResult | None]]) -> Prepared:
+    """``ready``, a variant whose scorers compare its answers with the baseline's (``pairwise``),
+    given the baseline's answers: ``stored(experiment_id)`` finds them by item id (the baseline
+    runs first, so they are stored when the variant starts)."""
+    variant = ready.experiment.variant
+    if variant is None or variant.baseline or not ready.compares:
+        return ready
+    found = [e.id for e in experiments
+             if e.variant is not None and e.variant.baseline and e.variant.experiment_id == variant.experiment_id]
+    return dataclasses.replace(ready, baseline=stored(found[0])) if found else ready

@@ -11,12 +11,19 @@ from typing import Any, Iterable, Mapping
 from yamleval.config.model import Experiment
 
 
-def config_texts(files: Iterable[str]) -> dict[str, str]:
-    """Each config file's text exactly as written (``${VAR}`` unexpanded: no secret values)."""
+SETS = "--set"  # the stored "file" holding a run's --set values, one a line
+
+
+def config_texts(files: Iterable[str], sets: Iterable[str] = ()) -> dict[str, str]:
+    """Each config file's text exactly as written (``${VAR}`` unexpanded: no secret values), and
+    the ``--set`` values the run was given, so that a resume or a comparison sees them."""
     texts = {}
     for name in files:
         with open(name, encoding="utf-8-sig") as handle:
             texts[name] = handle.read()
+    sets = list(sets)
+    if sets:
+        texts[SETS] = "".join(f"{given}\n" for given in sets)
     return texts
 
 

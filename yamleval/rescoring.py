@@ -52,6 +52,8 @@ def rescore_run(project, source: str, wanted: Sequence[str] = (), *, store: str 
         if stop.is_set():
             break
         watcher.experiment_started(ready.experiment.id)
+        # a variant's pairwise judge compares with the baseline's answers as the source run stored them
+        ready = plan.with_baseline(ready, experiments, lambda stored_id: db.item_view(origin.run_id, stored_id, 0).find)
         result = _rescore_experiment(db, run_id, position, ready, origin, hashes[ready.experiment.id], stop, watcher)
         results.append(result)
         watcher.experiment_finished(result)

@@ -55,7 +55,9 @@ def changes(db, run: RunInfo, texts: dict[str, str], config_hash: str, dataset_h
     from yamleval import fingerprint, provenance
 
     problems = []
-    if run.config_hash != config_hash and not provenance.same_but_budgets(run.config_text, texts):
+    if run.config_text.get(provenance.SETS) != texts.get(provenance.SETS):
+        problems.append("its --set values changed (give the same ones to resume it)")
+    elif run.config_hash != config_hash and not provenance.same_but_budgets(run.config_text, texts):
         problems.append("the config files changed")
     for stored in db.experiments(run.run_id):
         was = stored.dataset_hash

@@ -25,18 +25,29 @@ from yamleval.types import CacheUse, ExperimentResult, ItemResult, RunInfo
 DEFAULT_STORE = os.path.join(".yamleval", "results.db")
 
 
-def select_experiments(project, wanted: Sequence[str]) -> list:
-    """The experiments of ``project`` with these ids, in the order given (all, if none given)."""
-    experiments = list(project.experiments)
-    if not wanted:
-        return experiments
-    known = {e.id: e for e in experiments}
+def _unknown(what: str, name: str, known: Sequence[str]) -> UsageError:
+    close = difflib.get_close_matches(name, list(known), n=1)
+    hint = f" (did you mean '{close[0]}'?)" if close else f" ({what}s: {', '.join(known) or 'none'})"
+    return UsageError(f"no {what} with id '{name}'{hint}")
+
+
+def select_experiments(project, wanted: Sequence[str], variants: Sequence[str] = ()) -> list:
+    """The experiments of ``project`` with these ids, in the order given (all, if none given); an
+    experiment with variants stands for all of them, or for those named in ``variants``."""
+    from yamleval.config.variants import parents
+
+    grouped = parents(list(project.experiments))
     for name in wanted:
+        if name not in grouped:
+            raise _unknown("experiment", name, list(grouped))
+    chosen = [e for name in dict.fromkeys(wanted or grouped) for e in grouped[name]]
+    if not variants:
+        return chosen
+    known = [e.variant.id for e in chosen if e.variant is not None]
+    for name in variants:
         if name not in known:
-            close = difflib.get_close_matches(name, list(known), n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else f" (experiments: {', '.join(known) or 'none'})"
-            raise UsageError(f"no experiment with id '{name}'{hint}")
-    return [known[name] for name in dict.fromkeys(wanted)]
+            raise _unknown("variant", name, list(dict.fromkeys(known)))
+    return [e for e in chosen if e.variant is None or e.variant.id in variants]
 
 
 def now() -> str:
@@ -100,7 +111,7 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     begun, rescore = {}, False
     if run_info is not None:
         run_id = run_info.run_id
-        texts = provenance.config_texts(project.files)
+        texts = provenance.config_texts(project.files, project.sets)
         config_hash = provenance.config_hash(texts)
         changed = changes(db, run_info, texts, config_hash, dataset_hashes, project.environment, experiments, repeats)
         if changed and not force:
@@ -131,6 +142,7 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     results = []
     for position, ready in enumerate(prepared):
         experiment_id = ready.experiment.id
+        ready = plan.with_baseline(ready, experiments, lambda stored_id: db.item_view(run_id, stored_id, 0).find)
         if stop.is_set():
             break
         if experiment_id in stored_results:
@@ -186,7 +198,7 @@ def new_run(db, project, experiments: Sequence, git, repeats: int | None, rescor
     from yamleval import fingerprint, provenance
 
     run_id = run_id or datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
-    texts = provenance.config_texts(project.files)
+    texts = provenance.config_texts(project.files, project.sets)
     commit, dirty = git.result()
     db.create_run(RunInfo(
         run_id=run_id, status="running", started_at=now(), yamleval_version=__version__,
@@ -207,7 +219,7 @@ def finish_run(out: Outputs, run_id: str, results: list[ExperimentResult], plann
     from yamleval import shard_runs
 
     interrupted = stop.is_set()
-    passed = len(results) == planned and all(r.passed for r in results) and not interrupted
+    passed = len(results) == planned and all(r.passed for r in results if r.gated) and not interrupted
     status = ("interrupted" if interrupted else "stopped" if any(r.stopped_by_budget for r in results)
               else "completed")
     run_info = dataclasses.replace(out.store.find_run(run_id), status=status, passed=passed, completed_at=now())
@@ -242,7 +254,7 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore:
                     concurrency, stop: threading.Event, abandon, watcher: RunWatcher, limits, shard) -> ExperimentResult:
     """One experiment, its items stored as they finish; resumed where it was ``begun`` before
     (its finished items scored again first, with ``rescore``)."""
-    from yamleval import engine, plan, stored_repeats
+    from yamleval import engine, plan, sharding, stored_repeats
     from yamleval.resuming import replace_items
     from yamleval.store import StoreWriteError
 
@@ -250,8 +262,9 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore:
     previous = db.item_view(run_id, experiment_id, 0) if begun else ()  # read as it goes
     partial = stored_repeats.unfinished(db, run_id, experiment_id) if begun and ready.experiment.repeats > 1 else {}
     if shard is not None:  # the other shards' items are theirs
-        previous = (r for r in previous if shard.holds(experiment_id, r.item.id))
-        partial = {item_id: done for item_id, done in partial.items() if shard.holds(experiment_id, item_id)}
+        hashed = sharding.key(ready.experiment)
+        previous = (r for r in previous if shard.holds(hashed, r.item.id))
+        partial = {item_id: done for item_id, done in partial.items() if shard.holds(hashed, item_id)}
     if begun and rescore:
         with plan.importable(ready.experiment):
             replace_items(db, run_id, experiment_id, engine.rescored(ready, previous))

@@ -50,7 +50,7 @@ def joined(store, run_id: str, shard: Shard, project):
         raise UsageError(f"run {run_id} is in {store.path} already, and not split into shards: give another --run-id")
     if count != shard.count:
         raise UsageError(f"run {run_id} is split into {count} shards, not {shard.count}: give --shard I/{count}")
-    if run.config_hash != provenance.config_hash(provenance.config_texts(project.files)):
+    if run.config_hash != provenance.config_hash(provenance.config_texts(project.files, project.sets)):
         raise UsageError(f"run {run_id} runs another config than this shard's: its shards must run the same config;"
                          " give another --run-id")
     return run
@@ -150,7 +150,8 @@ def complete(store, run_id: str) -> list[ExperimentResult] | None:
         store.finish_experiment(run_id, result)
         results.append(dataclasses.replace(result, items=store.item_view(run_id, result.experiment_id,
                                                                            result.summary.completed)))
-    store.finish_run(run_id, "completed", all(r.passed for r in results), max(r.completed_at or "" for r in results))
+    store.finish_run(run_id, "completed", all(r.passed for r in results if r.gated),
+                     max(r.completed_at or "" for r in results))
     return results
 
 

@@ -34,6 +34,12 @@ class Shard:
         return (item for item in items if self.holds(experiment_id, item.id))
 
 
+def key(experiment) -> str:
+    """What an item's shard is hashed with, beside its id: its experiment's id, the same for
+    every variant of it (so a variant and its baseline answer an item in the same shard)."""
+    return experiment.variant.experiment_id if experiment.variant is not None else experiment.id
+
+
 def parse(text: str) -> Shard:
     """``I/N`` (1 <= I <= N) as a Shard; UsageError saying what is wrong."""
     found = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text or "")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from dataclasses import asdict
 import os
 import sqlite3
 import time
@@ -25,7 +26,7 @@ from yamleval.records import encode, encode_record, storable_text, summary_from_
 from yamleval.store_errors import RESUME_HINT, StoreWriteError, cannot, cause, duplicate_item
 from yamleval.store_schema import SCHEMA_VERSION  # noqa: F401  (the store's version, for callers)
 from yamleval.stored_items import BUSY_SECONDS, StoredItems, read_rows
-from yamleval.types import ExperimentResult, ItemResult, RunInfo, StoredExperiment, Summary
+from yamleval.types import ExperimentResult, ItemResult, RunInfo, StoredExperiment, Summary, Variant
 
 FLUSH_ITEMS = 500
 FLUSH_SECONDS = 1.0
@@ -35,10 +36,10 @@ _RUN_DETAILS = {key: f"SELECT {key} FROM runs WHERE run_id = ?" for key in ("plu
                                                                              "fingerprint")}
 # ``yamleval merge``: a shard's experiment and items, as the merged run's
 _EXPERIMENT_ROW = ("SELECT experiment_id, position, label, description, tags, runner, dataset, scorers, dataset_hash,"
-                   " started_at, summary FROM experiments WHERE run_id = ? AND experiment_id = ?")
+                   " started_at, summary, variant FROM experiments WHERE run_id = ? AND experiment_id = ?")
 _COPY_EXPERIMENT = ("INSERT OR IGNORE INTO experiments (run_id, experiment_id, position, label, description, tags,"
-                    " runner, dataset, scorers, dataset_hash, started_at, summary, status)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running')")
+                    " runner, dataset, scorers, dataset_hash, started_at, summary, variant, status)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running')")
 _ITEM_ROWS = "SELECT item_id, position, status, record FROM items WHERE run_id = ? AND experiment_id = ? ORDER BY position"
 _INSERT_ITEM = ("INSERT INTO items (run_id, experiment_id, item_id, position, status, record)"
                 " VALUES (?, ?, ?, ?, ?, ?)")
@@ -199,12 +200,12 @@ class Store:
         self._write(
             ("INSERT OR IGNORE" if shared else "INSERT OR REPLACE") +
             " INTO experiments (run_id, experiment_id, position, label, description, tags, runner,"
-            " dataset, scorers, dataset_hash, status, started_at, summary)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?)",
+            " dataset, scorers, dataset_hash, status, started_at, summary, variant)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
             [(run_id, experiment.id, position, experiment.label, experiment.description, encode(list(experiment.tags)),
               experiment.runner.written(), experiment.dataset.describe(),
               encode([s.plugin.written() for s in experiment.scorers]), dataset_hash, started_at,
-              summary_to_json(summary))])
+              summary_to_json(summary), None if experiment.variant is None else encode(asdict(experiment.variant)))])
 
     def add_item(self, run_id: str, experiment_id: str, result: ItemResult) -> None:
         """Queue one finished item; the queue is written in one transaction every
@@ -349,10 +350,16 @@ class Store:
                 items=items, incomplete=incomplete, started_at=row["started_at"], completed_at=row["completed_at"],
                 interrupted=bool(row["interrupted"]), warnings=tuple(json.loads(row["warnings"] or "[]")),
                 aborted=row["aborted"], could_not_evaluate=row["status"] == "unevaluated",
-                stopped_by_budget=row["status"] == "stopped",
+                stopped_by_budget=row["status"] == "stopped", variant=_variant(row),
                 description=row["description"], tags=tuple(json.loads(row["tags"] or "[]")), runner=row["runner"],
                 dataset=row["dataset"], scorers=tuple(json.loads(row["scorers"] or "[]"))))
         return out
+
+
+def _variant(row: sqlite3.Row) -> Variant | None:
+    """What a stored experiment is a variant of (none in a database older than variants)."""
+    text = row["variant"] if "variant" in row.keys() else None
+    return None if text is None else Variant(**json.loads(text))
 
 
 def _batches(rows, size: int = 1000):

@@ -7,7 +7,7 @@ import sqlite3
 from yamleval import postgres, run_tags, shard_runs, stored_repeats
 from yamleval.store_errors import FOREIGN
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 _SCHEMA = [
     """CREATE TABLE runs (
@@ -40,7 +40,8 @@ MIGRATIONS: dict[int, list[str]] = {
     3: [run_tags.TABLE],  # names of runs (yamleval.run_tags)
     4: [stored_repeats.TABLE],  # the finished repeats of items cut short (yamleval.stored_repeats)
     5: ["ALTER TABLE runs ADD COLUMN rescored_from TEXT"],  # read as None where it is missing (read-only)
-    6: [shard_runs.TABLE],  # the shards of a split run (yamleval.shard_runs)
+    6: ["ALTER TABLE experiments ADD COLUMN variant TEXT"],  # what a variant is of (types.Variant), as JSON
+    7: [shard_runs.TABLE],  # the shards of a split run (yamleval.shard_runs)
 }
 
 

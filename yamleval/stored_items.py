@@ -7,7 +7,7 @@ from typing import Iterator, Sequence
 
 from yamleval import postgres
 from yamleval.errors import UsageError
-from yamleval.records import item_from_record
+from yamleval.records import item_from_record, storable_text
 from yamleval.store_errors import cannot
 from yamleval.types import ItemResult, ItemResults, Verdicts
 
@@ -16,6 +16,7 @@ BUSY_SECONDS = 10.0  # how long a statement waits for another process's lock (Ct
 _ITEMS = "SELECT record FROM items WHERE run_id = ? AND experiment_id = ? ORDER BY position"
 _VERDICTS = "SELECT item_id, position, status{} FROM items WHERE run_id = ? AND experiment_id = ? ORDER BY position"
 _SCORE_FIELDS = ("status", "passed", "score")
+_ITEM = "SELECT record FROM items WHERE run_id = ? AND experiment_id = ? AND item_id = ?"
 _ITEMS_WITH_STATUS = ("SELECT record FROM items WHERE run_id = ? AND experiment_id = ? AND status IN (?, ?, ?, ?)"
                       " ORDER BY position LIMIT ?")
 
@@ -73,3 +74,7 @@ class StoredItems(ItemResults):
         """The first ``limit`` items with one of these statuses (at most four), in dataset order."""
         wanted = (tuple(statuses) * 4)[:4]
         return [item_from_record(json.loads(text), text) for text, in self._select(_ITEMS_WITH_STATUS, (*wanted, limit))]
+
+    def find(self, item_id: str) -> ItemResult | None:
+        """The stored item with this id, or None."""
+        return next((item_from_record(json.loads(text), text) for text, in self._select(_ITEM, (storable_text(item_id),))), None)

@@ -270,6 +270,19 @@ class ItemList(ItemResults):
 
 
 @dataclass(frozen=True)
+class Variant:
+    """One variant of an experiment (its ``variants:`` or ``matrix:``): the same items, scorers and
+    criteria with its own overrides of the runner's ``with:`` and of ``vars:``. It runs as an
+    experiment of its own, ``experiment_id/id``."""
+
+    id: str
+    experiment_id: str  # the experiment it is a variant of
+    label: str | None = None
+    baseline: bool = False  # the one the others are compared with
+    gate: bool = True  # False: reported, never failing the run
+
+
+@dataclass(frozen=True)
 class ExperimentResult:
     """A finished (or interrupted) run of one experiment."""
 
@@ -291,6 +304,12 @@ class ExperimentResult:
     incomplete: bool = False  # read back unfinished (its run crashed): the summary counts the items stored
     could_not_evaluate: bool = False  # aborted because an endpoint cannot be used: no verdict on quality
     stopped_by_budget: bool = False  # aborted because a budget was reached (``aborted`` says which): resumable
+    variant: Variant | None = None  # what it is a variant of, when it is one
+
+    @property
+    def gated(self) -> bool:
+        """Whether its verdict counts in the run's (a variant with ``gate: false`` is only reported)."""
+        return self.variant is None or self.variant.gate
 
     @property
     def outcome(self) -> str:

@@ -414,3 +414,58 @@ def test_killed_at_random_on_postgresql_then_resumed_equals_an_uninterrupted_run
     assert counts == [("first", ITEMS, ITEMS), ("second", 1500, 1500)]
     _assert_reports_whole(folder / "out")
     assert _summaries(folder / "out" / "results.json") == uninterrupted, f"kills {landed}"
+
+
+VARIANTS = """
+store: results.db
+reports: {dir: out}
+experiments:
+  - id: models
+    concurrency: 4
+    dataset: {file: items.jsonl, limit: 1200}
+    runner: {uses: fixture_plugins.steady:answer, with: {pad: 1000, seconds: SECONDS}}
+    variants:
+      - {id: base}
+      - {id: shifted, with: {offset: 1}}
+      - {id: shifted-more, with: {offset: 2}, gate: false}
+    scorers: [exact_match]
+"""
+VARIANT_IDS = ("base", "shifted", "shifted-more")
+
+
+def _variants_project(folder: Path, seconds: float) -> Path:
+    _project(folder, items=1200, pad=0)
+    (folder / "evals.yaml").write_text(VARIANTS.replace("SECONDS", str(seconds)), encoding="utf-8")
+    return folder
+
+
+def _variant_summaries(results_json: Path) -> dict:
+    [experiment] = json.loads(results_json.read_text(encoding="utf-8"))["experiments"]
+    return {v["id"]: ({k: v["summary"][k] for k in SUMMARY_KEYS},
+                      [(i["id"], i["status"], i["scores"], i["output"], i["error"]) for i in v["items"]], v["passed"])
+            for v in experiment["variants"]}
+
+
+def test_a_variants_run_killed_and_resumed_loses_nothing_and_repeats_nothing(tmp_path):
+    fresh = _variants_project(tmp_path / "fresh", 0.0)
+    assert run_cli("run", "-q", cwd=fresh, timeout=120).returncode == 1  # every variant fails a third of its items
+    uninterrupted = _variant_summaries(fresh / "out" / "results.json")
+    assert list(uninterrupted) == list(VARIANT_IDS)
+    rng = random.Random(13)
+    folder = _variants_project(tmp_path / "killed", STEADY_SECONDS)
+    child = _start(folder)
+    landed = [_kill_during_store_write(child, folder, rng)]
+    for _ in range(3):  # later kills land in later variants: each resumed session goes on where one stopped
+        child = _start(folder, "--resume")
+        how = _kill_at_random(child, folder, rng)
+        if how is None:
+            break
+        landed.append(how)
+    else:
+        child = _start(folder, "--resume")
+    _, stderr = child.communicate(timeout=120)
+    assert child.returncode == 1, f"kills {landed}: {stderr}"
+    assert "Traceback" not in stderr
+    _assert_stored_once(folder / "results.db", {f"models/{v}": 1200 for v in VARIANT_IDS})
+    _assert_reports_whole(folder / "out")
+    assert _variant_summaries(folder / "out" / "results.json") == uninterrupted, f"kills {landed}"

@@ -345,6 +345,9 @@ def test_test_report_actions_read_every_case_whole(tmp_path, schema):
     assert criteria == ["agent-tools.criterion: pass_rate >= 1",
                         "arithmetic.criterion: mean_score[numeric_diff] >= 0.95",
                         "json-answers.criterion: mean_score[json_diff] >= 0.99",
+                        "model-choice/large-chatty.criterion: pass_rate >= 0.6",
+                        "model-choice/large.criterion: pass_rate >= 0.6",
+                        "model-choice/small.criterion: pass_rate >= 0.6",
                         "shout-command.criterion: pass_rate >= 1",
                         "support-answers.criterion: overall quality (mean_score >= 0.75)",
                         "support-answers.criterion: pass_rate >= 0.8",
@@ -367,7 +370,7 @@ def test_test_report_actions_read_every_case_whole(tmp_path, schema):
         else:
             assert name in text, (path, line, text)
     assert located["yamleval.v1·2", "boom"][:2] == ("datasets/v12.jsonl", 2)
-    assert located["yamleval.shout-command", "greeting"][:2] == ("evals.yaml", 69)
+    assert located["yamleval.shout-command", "greeting"][:2] == ("evals.yaml", 72)
     assert located["yamleval.arithmetic", "add"][:2] == ("datasets/arithmetic.csv", 2)
 
 

@@ -16,10 +16,10 @@ JUNIT_FAMILY_OPTION = click.option(
          " [run: the config's `reports.junit.family`; else xunit2].")
 
 
-def load(paths: tuple[str, ...]):
+def load(paths: tuple[str, ...], sets: tuple[str, ...] = ()):
     from yamleval.config.loader import load_project
 
-    return load_project(list(paths) or [DEFAULT_CONFIG])
+    return load_project(list(paths) or [DEFAULT_CONFIG], sets=sets)
 
 
 def report_formats(text: str) -> list[str]:

@@ -40,19 +40,30 @@ def init(force):
 
 @cli.command()
 @click.argument("paths", nargs=-1, type=click.Path(dir_okay=False))
-def validate(paths):
+@click.option("--set", "sets", multiple=True, metavar="[ID:]PATH=VALUE", help="Check with this value set, as `run`.")
+def validate(paths, sets):
     """Check PATHS (default: evals.yaml) without running anything: schema, ids, plugins,
-    arguments, datasets. Exit code 0 when valid, 2 otherwise."""
+    arguments, datasets; list the variants of the experiments that have them. Exit code 0
+    when valid, 2 otherwise."""
     from yamleval import plan
+    from yamleval.config.variants import parents
     from yamleval.errors import raise_all
 
-    project = load(paths)
-    errors = []
+    project = load(paths, sets)
+    errors = {}  # variants share their experiment's problems: each once
     for experiment in project.experiments:
-        errors.extend(plan.check(experiment))
-    raise_all(errors)
-    count = len(project.experiments)
+        errors.update((error.format_message(), error) for error in plan.check(experiment))
+    raise_all(list(errors.values()))
+    grouped = parents(list(project.experiments))
+    count = len(grouped)
     click.echo(f"ok: {count} experiment{'s' if count != 1 else ''} in {', '.join(project.files)}")
+    for experiment_id, experiments in grouped.items():
+        if experiments[0].variant is not None:
+            click.echo(f"{experiment_id}: {len(experiments)} variants")
+            for variant in (e.variant for e in experiments):
+                notes = ", ".join(n for n, on in (("baseline", variant.baseline), ("not gated", not variant.gate)) if on)
+                click.echo(f"  {variant.id}" + (f"  {variant.label}" if variant.label else "")
+                           + (f"  ({notes})" if notes else ""))
 
 
 @cli.command()

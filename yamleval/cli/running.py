@@ -48,6 +48,11 @@ class _Interrupts:
 @click.argument("paths", nargs=-1, type=click.Path(dir_okay=False))
 @click.option("-e", "--experiment", "experiment_ids", multiple=True, metavar="ID",
               help="Run only this experiment (repeatable).")
+@click.option("--variant", "variant_ids", multiple=True, metavar="ID",
+              help="Run only this variant of the experiments that have variants (repeatable).")
+@click.option("--set", "sets", multiple=True, metavar="[ID:]PATH=VALUE",
+              help="Set one value of every experiment (or of experiment ID), as if the file said so:"
+                   " --set runner.with.model=big (repeatable).")
 @click.option("--limit", type=click.IntRange(min=0), help="Run at most N items of each experiment.")
 @click.option("--concurrency", type=click.IntRange(min=1, max=1000), help="Items run at once (overrides the config).")
 @click.option("--repeats", type=click.IntRange(min=1, max=1000), help="Run each item N times (overrides the config).")
@@ -68,7 +73,7 @@ class _Interrupts:
 @click.option("--run-id", metavar="ID", help="The new run's id (e.g. the CI run's, shared by its shards).")
 @JUNIT_FAMILY_OPTION
 @click.option("-q", "--quiet", is_flag=True, help="No progress; only the verdict per experiment.")
-def run(paths, experiment_ids, limit, concurrency, repeats, report_dir, store_file, resume, force, tags, cache,
+def run(paths, experiment_ids, variant_ids, sets, limit, concurrency, repeats, report_dir, store_file, resume, force, tags, cache,
         refresh_cache, shard, run_id, junit_family, quiet):
     """Run the experiments in PATHS (default: evals.yaml), store the results, write reports.
 
@@ -81,8 +86,8 @@ def run(paths, experiment_ids, limit, concurrency, repeats, report_dir, store_fi
     from yamleval.runs import run_project
 
     shard = None if shard is None else sharding.parse(shard)
-    project = load(paths)
-    experiments = select_experiments(project, experiment_ids) if experiment_ids else None
+    project = load(paths, sets)
+    experiments = select_experiments(project, experiment_ids, variant_ids) if experiment_ids or variant_ids else None
     formats = with_junit_family(project.report_formats, junit_family)
     with _Interrupts() as interrupts:
         watcher = _Console(interrupts, quiet)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from yamleval.budget import Budget
-from yamleval.config import interpolate, schema, yaml_source
+from yamleval.config import interpolate, overrides, schema, variants, yaml_source
 from yamleval.config.model import Experiment, build_experiment
 from yamleval.config.yaml_source import SourceMap
 from yamleval.errors import ConfigError, Location, display_path, raise_all
@@ -33,6 +33,7 @@ class Project:
     # every ${VAR} the files read, with its value: never stored, only a salted digest of it (fingerprint)
     environment: Mapping[str, str] = field(default_factory=dict, repr=False)
     budget: Budget | None = None  # over the whole run: every experiment's spending counts
+    sets: tuple[str, ...] = ()  # the --set values it was loaded with (``config.overrides``)
 
 
 def _is_project(data: Mapping[str, Any]) -> bool:
@@ -81,7 +82,9 @@ class _Recorded:
 
 
 class _Loader:
-    def __init__(self, environ: Mapping[str, str]):
+    def __init__(self, environ: Mapping[str, str], sets: Sequence[str] = ()):
+        self.overrides = overrides.parse(sets)
+        self.applied: set[str] = set()  # the overrides that found their experiment
         self.environ = _Recorded(environ)
         self.errors: list[ConfigError] = []
         self.experiments: list[Experiment] = []
@@ -123,13 +126,18 @@ class _Loader:
             self.errors.extend(errors)
             return
         project = _is_project(data)
+        if self.overrides:
+            targets = [(data, raw)] if not project else [
+                (entry, written) for entry, written in zip(data.get("experiments") or [], raw.get("experiments") or [])
+                if isinstance(entry, dict) and isinstance(written, dict)]
+            overrides.apply(self.overrides, targets, self.applied)
         errors = schema.validate(data, source, "project_file" if project else "experiment_file")
         if errors:
             self.errors.extend(errors)
             return
         base_dir = os.path.dirname(os.path.abspath(file_path))
         if not project:
-            self.experiments.append(build_experiment(data, raw, (), source, base_dir, defaults, project_vars, models))
+            self._add(build_experiment(data, raw, (), source, base_dir, defaults, project_vars, models), data)
             return
         defaults = {**defaults, **(data.get("defaults") or {})}
         project_vars = {**project_vars, **(data.get("vars") or {})}
@@ -143,11 +151,14 @@ class _Loader:
                                             hint="move it there, or give the experiments here `budget:` each"))
         for index, entry in enumerate(data.get("experiments") or []):
             at = ("experiments", index)
-            self.experiments.append(build_experiment(entry, raw["experiments"][index], at, source,
-                                                     base_dir, defaults, project_vars, models))
+            self._add(build_experiment(entry, raw["experiments"][index], at, source, base_dir, defaults,
+                                       project_vars, models), entry)
         for index, pattern in enumerate(data.get("include") or []):
             self._include(pattern, base_dir, (source, ("include", index)), defaults, project_vars, models,
                           stack + (real,))
+
+    def _add(self, experiment: Experiment, data: Mapping[str, Any]) -> None:
+        self.experiments.extend(variants.expand(experiment, data, self.errors))
 
     def _include(self, pattern: str, base_dir: str, at: tuple, defaults, project_vars, models, stack) -> None:
         full = os.path.join(base_dir, pattern)
@@ -197,12 +208,15 @@ def store_location(base: str, store: str) -> str:
     return store if "://" in store else os.path.join(base, store)
 
 
-def load_project(paths: list[str] | tuple[str, ...], environ: Mapping[str, str] | None = None) -> Project:
-    """Load every file named, with what they include; raise all config errors found at once."""
-    loader = _Loader(os.environ if environ is None else environ)
+def load_project(paths: list[str] | tuple[str, ...], environ: Mapping[str, str] | None = None,
+                 sets: Sequence[str] = ()) -> Project:
+    """Load every file named, with what they include; raise all config errors found at once.
+    ``sets``: ``--set [ID:]PATH=VALUE`` overrides (``config.overrides``)."""
+    loader = _Loader(os.environ if environ is None else environ, sets)
     for path in paths:
         loader.load(os.fspath(path), {}, {}, {}, ())
     raise_all(loader.errors)
+    overrides.unapplied(loader.overrides, loader.applied)
     raise_all(_check_ids(loader.experiments))
     settings = loader.settings
     reports = settings.get("reports") or {}
@@ -218,4 +232,5 @@ def load_project(paths: list[str] | tuple[str, ...], environ: Mapping[str, str] 
                                          (reports.get("junit") or {}).get("family")),
         environment=dict(loader.environ.read),
         budget=Budget.read(settings.get("budget")),
+        sets=tuple(sets),
     )

@@ -14,6 +14,7 @@ from typing import Any, Mapping
 from yamleval.budget import Budget, seconds
 from yamleval.config.yaml_source import Path, SourceMap
 from yamleval.redaction import Secrets
+from yamleval.types import Variant
 
 DEFAULTS = {"concurrency": 8, "timeout": 60.0, "retries": 2, "confidence": 0.95, "repeats": 1, "reduce": "mean"}
 
@@ -26,10 +27,18 @@ class PluginSpec:
     with_: Mapping[str, Any]
     path: Path
     source: SourceMap = field(repr=False, compare=False)
+    # ``with:`` keys a variant sets, and the path of that variant's ``with:``: where they are written
+    overrides: Mapping[str, Path] = field(default_factory=dict, compare=False)
+
+    def where(self, sub: Path = ()) -> Path:
+        """The path of ``sub`` (``("with", key)``) as written: in the runner, or in the variant that sets it."""
+        if sub[:1] == ("with",) and len(sub) > 1 and sub[1] in self.overrides:
+            return self.overrides[sub[1]] + sub[1:]
+        return self.path + sub
 
     def error(self, message: str, *, sub: Path = (), key: bool = False, hint: str | None = None,
               context: str | None = None):
-        return self.source.error(self.path + sub, message, key=key, hint=hint,
+        return self.source.error(self.where(sub), message, key=key, hint=hint,
                                  context=context or experiment_context(self.source, self.path))
 
     def written(self) -> str:
@@ -158,6 +167,7 @@ class Experiment:
     budget: Budget | None = None  # what it may spend (``yamleval.budget``)
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     secrets: Secrets = field(default_factory=Secrets, repr=False, compare=False)  # of the project's whole load
+    variant: Variant | None = None  # one of its ``variants:``: its id is then ``experiment/variant``
 
     def context(self, scorer: str | None = None) -> str:
         """``experiment 'x' › scorer 'y'``, for messages."""

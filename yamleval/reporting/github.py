@@ -96,10 +96,10 @@ def annotations(results: Iterable[ExperimentResult]) -> list[str]:
 
     for result in results:
         for kind, title, message in _experiment_problems(result):
-            add(kind, lambda t=title, m=message: (t, m))
+            add(kind if result.gated else "warning", lambda t=title, m=message: (t, m))  # gate: false fails nothing
     for result in results:
-        failed_kind = "warning" if result.summary.criteria else "error"
-        errored_kind = "warning" if tolerates_errors(result.summary) else "error"
+        failed_kind = "warning" if result.summary.criteria or not result.gated else "error"
+        errored_kind = "warning" if tolerates_errors(result.summary) or not result.gated else "error"
         # no more than PER_KIND of each status can be shown: read just those, count the rest
         errored = result.items.with_status(("error",), PER_KIND)
         failed = result.items.with_status(("failed",), PER_KIND)

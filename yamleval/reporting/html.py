@@ -18,6 +18,7 @@ from typing import IO, Any, Sequence
 
 from yamleval import figures
 from yamleval.aggregate import BINS
+from yamleval.reporting import variants
 from yamleval.reporting.files import render_with
 from yamleval.reporting.text import INCOMPLETE, criterion_outcome, criterion_subject, limit_text, stop_notice
 from yamleval.reporting.trajectory import read_trajectory
@@ -200,6 +201,25 @@ def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
     return view
 
 
+def _variants_views(results: Sequence[ExperimentResult]) -> list[dict[str, Any]]:
+    """What the template shows of each experiment with variants: the variants table (the best
+    figure of each column marked) and each variant's comparison with the baseline; ``numbers``
+    are the variants' experiment numbers, by which the page finds their items."""
+    number = {id(result): n for n, result in enumerate(results)}
+    views = []
+    for group in variants.groups(results):
+        columns = variants.columns(group)
+        rows = [{"id": row.result.variant.id, "label": row.result.variant.label, "gate": row.result.variant.gate,
+                 "anchor": f"exp-{number[id(row.result)]}", "status": row.result.outcome,
+                 "cells": [(variants.cell(row, c), c in row.best) for c, _ in columns],
+                 "against": variants.against_baseline(row)} for row in group.rows]
+        numbers = [number[id(row.result)] for row in group.rows]
+        views.append({"id": group.experiment_id, "label": group.label or group.experiment_id, "anchor": f"variants-{min(numbers)}",
+                      "before": min(numbers), "numbers": ",".join(map(str, numbers)),
+                      "headings": [heading for _, heading in columns], "rows": rows})
+    return views
+
+
 @lru_cache(maxsize=None)
 def asset(name: str) -> str:
     return resources.files("yamleval.reporting").joinpath("templates", name).read_text(encoding="utf-8")
@@ -217,7 +237,7 @@ def template(name: str = FILE_NAME):
         cache = jinja2.FileSystemBytecodeCache()
     except Exception:  # no private temporary folder could be made: compile every time
         cache = None
-    environment = jinja2.Environment(loader=jinja2.DictLoader({name: asset(name)}),
+    environment = jinja2.Environment(loader=jinja2.DictLoader({name: asset(name), "variants": asset("variants.html")}),
                                      autoescape=True, undefined=jinja2.StrictUndefined,
                                      trim_blocks=True, lstrip_blocks=True, bytecode_cache=cache)
     try:
@@ -248,7 +268,7 @@ def _page(run: RunInfo, results: Sequence[ExperimentResult]) -> tuple[str, str]:
                 "config_files": list(run.config_files), "config_hash": run.config_hash or "—",
                 "config_text": sorted(run.config_text.items()), "rescored_from": run.rescored_from}
     page = template().render(
-        run=run_view, experiments=views, csp=csp, statuses=STATUSES, field_cap=f"{FIELD_CAP:,}", eager=EAGER_SECTIONS,
+        run=run_view, experiments=views, variant_groups=_variants_views(results), csp=csp, statuses=STATUSES, field_cap=f"{FIELD_CAP:,}", eager=EAGER_SECTIONS,
         script=Markup(script), style=Markup(style), data=Markup(_DATA_SLOT),
     )
     head, _, tail = page.rpartition(_DATA_SLOT)

@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import IO, Any, Sequence
 
+from yamleval.compare import changes_json
 from yamleval.records import encode, encode_record
+from yamleval.reporting import variants
 from yamleval.reporting.text import criterion_name
 from yamleval.types import CriterionResult, ExperimentResult, ItemResult, RunInfo, Summary, Usage
 
@@ -82,8 +84,29 @@ def experiment_dict(result: ExperimentResult) -> dict[str, Any]:
             "warnings": list(result.warnings), "summary": summary_dict(result.summary)}
 
 
+def variant_dict(result: ExperimentResult, row: variants.VariantRow | None) -> dict[str, Any]:
+    """A variant's entry without its items: an experiment's, with what it is and how it compares
+    with the baseline."""
+    variant = result.variant
+    out = {**experiment_dict(result), "id": variant.id, "experiment_id": result.experiment_id,
+           "label": variant.label, "baseline": variant.baseline, "gate": variant.gate}
+    if row is not None and row.comparison is not None:
+        out["comparison"] = changes_json(row.comparison)
+        out["pairwise"] = [{"scorer": p.scorer_id, "wins": p.wins, "ties": p.ties, "losses": p.losses,
+                            "win_rate": p.win_rate, "win_rate_ci": p.interval} for p in row.preferences]
+    return out
+
+
+def parent_dict(group: variants.VariantGroup) -> dict[str, Any]:
+    """An experiment with variants, without them: it passes when every gated variant passes."""
+    members = [row.result for row in group.rows]
+    return {"id": group.experiment_id, "label": group.label, "passed": all(r.passed for r in members if r.gated),
+            "description": members[0].description, "tags": list(members[0].tags), "dataset": members[0].dataset}
+
+
 class Writer:
-    """Writes the document as items stream by: each experiment's entry, then its items' records."""
+    """Writes the document as items stream by: each experiment's entry, then its items' records;
+    an experiment's variants inside its entry, each with its items."""
 
     def __init__(self, out: IO[str], run: RunInfo, results: Sequence[ExperimentResult]):
         self.out = out
@@ -91,9 +114,27 @@ class Writer:
         self.separator = "\n"
         self.pending: list[str] = []
         self.first = True
+        self.groups = {g.experiment_id: g for g in variants.groups(results)}
+        self.parent: str | None = None  # the experiment whose variants are being written
+
+    def _close_parent(self) -> None:
+        if self.parent is not None:
+            self.out.write("]}")
+            self.parent, self.separator = None, ",\n"
 
     def begin(self, result: ExperimentResult) -> None:
-        self.out.write(self.separator + encode(experiment_dict(result))[:-1] + ',\n"items": [')
+        parent = result.variant.experiment_id if result.variant else None
+        if parent != self.parent:
+            self._close_parent()
+        if parent is None:
+            entry = experiment_dict(result)
+        else:
+            group = self.groups[parent]
+            if self.parent is None:
+                self.out.write(self.separator + encode(parent_dict(group))[:-1] + ',\n"variants": [')
+                self.parent, self.separator = parent, "\n"
+            entry = variant_dict(result, next((r for r in group.rows if r.result is result), None))
+        self.out.write(self.separator + encode(entry)[:-1] + ',\n"items": [')
         self.separator, self.first = ",\n", True
 
     def item(self, result: ItemResult) -> None:
@@ -111,4 +152,5 @@ class Writer:
         self.out.write("]}")
 
     def close(self) -> None:
+        self._close_parent()
         self.out.write("]}\n")

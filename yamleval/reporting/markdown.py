@@ -13,6 +13,7 @@ import re
 from typing import IO, Iterable, Sequence
 
 from yamleval import figures
+from yamleval.reporting import variants
 from yamleval.reporting.text import (INCOMPLETE, as_text, clean_text, criterion_mark, criterion_name, criterion_outcome,
                                      item_message, limit_text, reveal_bidi, stop_notice, stopped_because,
                                      throttling_text, cache_text)
@@ -61,7 +62,7 @@ _VERDICTS = {"aborted": ("❌", "stopped"), "stopped": ("⏹️", "stopped"), "i
 
 
 def _headline(run: RunInfo, results: Sequence[ExperimentResult]) -> list[str]:
-    failed = sum(not r.passed for r in results)
+    failed = sum(not r.passed and r.gated for r in results)  # a variant with ``gate: false`` fails nothing
     total = len(results)
     if run.status == "interrupted":
         line = f"## ⏹️ yamleval: interrupted — {total - failed} of {total} experiments passed"
@@ -202,6 +203,31 @@ def _experiment(result: ExperimentResult, worst: list[ItemResult]) -> list[str]:
     return lines + ([""] if result.warnings else [])
 
 
+def _variants(group: variants.VariantGroup) -> list[str]:
+    """The variants table of an experiment: the best figure of each column in bold."""
+    columns = variants.columns(group)
+    lines = [f"### Variants of {escape(group.experiment_id)}" + (f" — {shorten(group.label, 200)}" if group.label else ""),
+             "", "| variant | " + " | ".join(heading for _, heading in columns) + " | against the baseline |",
+             "|---|" + "---:|" * len(columns) + "---|"]
+    for row in group.rows:
+        variant = row.result.variant
+        name = escape(variant.id) + (f" ({shorten(variant.label, 80)})" if variant.label else "") + (
+            "" if variant.gate else " · not gated")
+        figures_ = [f"**{variants.cell(row, c)}**" if c in row.best else variants.cell(row, c) for c, _ in columns]
+        lines.append(f"| {name} | " + " | ".join(figures_) + f" | {variants.against_baseline(row, True)} |")
+    return lines + [""]
+
+
+def _blocks(results: list[ExperimentResult], worst: dict[int, list[ItemResult]] | None) -> Iterable[list[str]]:
+    """Each experiment's lines; before the first variant of an experiment, its variants table."""
+    groups = {g.experiment_id: g for g in variants.groups(results)}
+    for result in results:
+        group = groups.pop(result.variant.experiment_id, None) if result.variant else None
+        if group is not None:
+            yield _variants(group)
+        yield _experiment(result, worst[id(result)] if worst else worst_items(result))
+
+
 def render(run: RunInfo, results: Iterable[ExperimentResult], limit: int = MAX_BYTES,
            worst: dict[int, list[ItemResult]] | None = None) -> str:
     """The summary as Markdown, at most ``limit`` bytes of UTF-8.
@@ -213,8 +239,7 @@ def render(run: RunInfo, results: Iterable[ExperimentResult], limit: int = MAX_B
     budget = limit - len(note.encode("utf-8"))
     out: list[str] = []
     size = 0
-    blocks = itertools.chain([_headline(run, results)],
-                             (_experiment(r, worst[id(r)] if worst else worst_items(r)) for r in results))
+    blocks = itertools.chain([_headline(run, results)], _blocks(results, worst))
     for line in itertools.chain.from_iterable(blocks):
         size += len(line.encode("utf-8")) + 1
         if size > budget:  # cut at a line: a table row is never split

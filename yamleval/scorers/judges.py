@@ -63,13 +63,13 @@ def _usage(reply: Any) -> Usage:
     return Usage(usage.prompt_tokens, usage.completion_tokens, cost)
 
 
-def _sum_usage(usages: Sequence[Usage]) -> Usage:
+def sum_usage(usages: Sequence[Usage]) -> Usage:
     costs = [u.cost for u in usages if u.cost is not None]
     return Usage(sum(u.prompt_tokens for u in usages), sum(u.completion_tokens for u in usages),
                  sum(costs) if costs else None)
 
 
-def _ask(models: Any, model: str, messages: list[dict[str, str]], schema: Mapping[str, Any],
+def ask(models: Any, model: str, messages: list[dict[str, str]], schema: Mapping[str, Any],
          name: str) -> tuple[dict[str, Any], Usage]:
     """One structured call; an answer that does not fit twice becomes a ValueError showing it."""
     from yamleval.models.client import StructuredAnswerError  # requests is slow to import
@@ -99,15 +99,20 @@ def _assertions_text(assertions: Any) -> str:
     return payload_text(assertions)
 
 
+def prompt_sections(input: Any, expected: Any) -> str:
+    """The item's prompt and expected behaviour, tagged, as a judge is shown them."""
+    expected_text = payload_text(expected) if expected not in (None, "") else NONE_SPECIFIED
+    return (f"<prompt>\n{payload_text(input)}\n</prompt>\n\n"
+            f"<expected_behaviour>\n{expected_text}\n</expected_behaviour>\n\n")
+
+
 def grader_messages(output: Any, input: Any, expected: Any = None, assertions: Any = None,
                     rubric: str | None = None, system: str | None = None) -> list[dict[str, str]]:
     """The messages the grader is sent (exposed so a report or a test can show them)."""
     if system is None:
         criteria = rubric if rubric is not None else JUDGE_CRITERIA
         system = f"{JUDGE_ROLE}\n\n{criteria}\n\n{JUDGE_CLOSING}"
-    expected_text = payload_text(expected) if expected not in (None, "") else NONE_SPECIFIED
-    user = (f"<prompt>\n{payload_text(input)}\n</prompt>\n\n"
-            f"<expected_behaviour>\n{expected_text}\n</expected_behaviour>\n\n"
+    user = (prompt_sections(input, expected) +
             f"<assertions>\n{_assertions_text(assertions)}\n</assertions>\n\n"
             f"<answer>\n{payload_text(output)}\n</answer>")
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -132,7 +137,7 @@ def judge(output: Any, input: Any, models: Any, model: str, expected: Any = None
     reasons: list[str] = []
     usages: list[Usage] = []
     for _ in range(repeats):
-        answer, usage = _ask(models, model, messages, GRADE_SCHEMA, "grade")
+        answer, usage = ask(models, model, messages, GRADE_SCHEMA, "grade")
         votes.append(answer["verdict"])
         reasons.append(str(answer.get("reasoning") or ""))
         usages.append(usage)
@@ -144,7 +149,7 @@ def judge(output: Any, input: Any, models: Any, model: str, expected: Any = None
         metadata["votes"] = votes
         metadata["agreement"] = votes.count(verdict) / len(votes)
     return Score(score=1.0 if verdict == "pass" else 0.0, passed=verdict == "pass", reason=reason,
-                 metadata=metadata, usage=_sum_usage(usages))
+                 metadata=metadata, usage=sum_usage(usages))
 
 
 # -- choice classifiers --------------------------------------------------------------------
@@ -190,7 +195,7 @@ def _classify(output: Any, prompt: str, models: Any, model: str, choices: Mappin
     reasons: list[str | None] = []
     usages: list[Usage] = []
     for _ in range(repeats):
-        answer, usage = _ask(models, model, messages, schema, "select_choice")
+        answer, usage = ask(models, model, messages, schema, "select_choice")
         votes.append(str(answer["choice"]).strip())
         reasoning = answer.get("reasoning")
         reasons.append(str(reasoning).strip() if reasoning not in (None, "") else None)
@@ -204,7 +209,7 @@ def _classify(output: Any, prompt: str, models: Any, model: str, choices: Mappin
     if repeats > 1:
         metadata["votes"] = votes
         metadata["agreement"] = votes.count(choice) / len(votes)
-    return Score(score=table[choice], reason=reason, metadata=metadata, usage=_sum_usage(usages))
+    return Score(score=table[choice], reason=reason, metadata=metadata, usage=sum_usage(usages))
 
 
 def classifier(output: Any, input: Any, models: Any, model: str, prompt: str, choices: dict[str, float],

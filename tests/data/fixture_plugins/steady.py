@@ -6,15 +6,15 @@ import time
 from yamleval import RunnerResult
 
 
-def answer(input, item, pad: int = 0, seconds: float = 0.0):
+def answer(input, item, pad: int = 0, seconds: float = 0.0, offset: int = 0):
     """The expected answer for most items, a wrong one for every third, an error for every
     seventh. ``pad`` characters of runner metadata make each stored record (and so each
     batch the store writes) large, so that writes take measurable time; ``seconds`` makes
-    each item take that long."""
+    each item take that long; ``offset`` shifts which items get a wrong answer."""
     if seconds:
         time.sleep(seconds)
     number = int(item.id.rsplit("-", 1)[1])
     if number % 7 == 3:
         raise RuntimeError(f"no answer for {item.id}")
-    text = item.expected if number % 3 else f"wrong {number}"
+    text = item.expected if (number + offset) % 3 else f"wrong {number}"
     return RunnerResult(output=text, metadata={"pad": "." * pad}) if pad else text

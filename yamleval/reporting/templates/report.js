@@ -535,6 +535,150 @@
     return box;
   };
 
+  // ---- the variants of an experiment side by side ------------------------------------------
+  // One row per item id, one column group per variant (verdict, output, scores); a row opens
+  // to the variants' full answers next to each other. Reads the variants' rows through itemsOf.
+  var SIDE_PAGE = 50;
+  function itemsOf(number) { return DATA.experiments[number].items; }
+
+  function SideBySide(section) {
+    var numbers = section.getAttribute("data-variants").split(",").map(Number), self = this;
+    this.section = section;
+    this.names = Array.prototype.map.call(section.querySelectorAll(".variants-table tbody tr"),
+      function (tr) { return tr.getAttribute("data-variant"); });
+    this.scorers = numbers.map(function (n) { return DATA.experiments[n].scorers; });
+    var byId = new Map(), order = [];
+    numbers.forEach(function (number, v) {
+      itemsOf(number).forEach(function (it) {
+        var row = byId.get(it[F.id]);
+        if (!row) { row = new Array(numbers.length).fill(null); byId.set(it[F.id], row); order.push(it[F.id]); }
+        row[v] = it;
+      });
+    });
+    this.rows = order.map(function (id) { return { id: id, cells: byId.get(id) }; });
+    this.filter = section.querySelector(".side-filter");
+    this.page = 0;
+    this.open = new Set();
+    this.filter.addEventListener("change", function () { self.page = 0; self.render(); });
+    section.querySelectorAll("[data-side-page]").forEach(function (button) {
+      button.addEventListener("click", function () {
+        self.page += button.getAttribute("data-side-page") === "next" ? 1 : -1;
+        self.render();
+      });
+    });
+    section.querySelector(".side-table tbody").addEventListener("click", function (event) {
+      var tr = event.target.closest("tr.side-row");
+      if (!tr) return;
+      var id = tr.getAttribute("data-id");
+      if (self.open.has(id)) self.open.delete(id); else self.open.add(id);
+      self.render();
+    });
+    this.head();
+    this.render();
+  }
+
+  function statusOf(it) { return it ? it[F.status] : null; }
+
+  SideBySide.prototype.matches = function (row) {
+    var wanted = this.filter.value, statuses = row.cells.map(statusOf);
+    if (wanted === "disagree") return statuses.some(function (s) { return s !== statuses[0]; });
+    if (wanted === "regressed") {
+      return statuses[0] === "passed" && statuses.slice(1).some(function (s) { return s === "failed" || s === "error"; });
+    }
+    return true;
+  };
+
+  SideBySide.prototype.head = function () {
+    var thead = this.section.querySelector(".side-table thead"), top = el("tr"), sub = el("tr");
+    var item = el("th", null, "Item"), input = el("th", null, "Input");
+    item.rowSpan = 2; input.rowSpan = 2;
+    top.appendChild(item); top.appendChild(input);
+    this.names.forEach(function (name, v) {
+      var group = el("th", "side-group", name + (v === 0 ? " (baseline)" : ""));
+      group.colSpan = 3;
+      top.appendChild(group);
+      ["Verdict", "Output", "Scores"].forEach(function (what) { sub.appendChild(el("th", null, what)); });
+    });
+    thead.appendChild(top);
+    thead.appendChild(sub);
+  };
+
+  function scoreList(scorers, it) {
+    var td = el("td", "score");
+    if (!it) { td.appendChild(el("span", "nil", "—")); return td; }
+    scorers.forEach(function (sid, k) {
+      var score = it[F.scores][k];
+      if (!score) return;
+      var line = el("div");
+      line.appendChild(el("span", "mono", sid + " "));
+      line.appendChild(scorePill(score));
+      // a score without a verdict of its own says what it found in its reason (pairwise: which answer is better)
+      if (score[1] === "" && score[2]) line.appendChild(el("span", "why", " " + clip(score[2])));
+      td.appendChild(line);
+    });
+    return td;
+  }
+
+  SideBySide.prototype.render = function () {
+    var self = this, shown = this.rows.filter(function (row) { return self.matches(row); });
+    var pages = Math.max(1, Math.ceil(shown.length / SIDE_PAGE));
+    this.page = Math.min(Math.max(0, this.page), pages - 1);
+    var tbody = this.section.querySelector(".side-table tbody"), width = 2 + 3 * this.names.length;
+    tbody.replaceChildren();
+    shown.slice(this.page * SIDE_PAGE, (this.page + 1) * SIDE_PAGE).forEach(function (row) {
+      var first = row.cells.filter(Boolean)[0], tr = el("tr", "side-row");
+      tr.setAttribute("data-id", row.id);
+      tr.setAttribute("aria-expanded", self.open.has(row.id) ? "true" : "false");
+      tr.tabIndex = 0;
+      tr.appendChild(el("td", "item-id", row.id));
+      tr.appendChild(textCell(first[F.input]));
+      row.cells.forEach(function (it, v) {
+        var verdict = el("td");
+        if (it) verdict.appendChild(el("span", "pill pill-" + VERDICT[it[F.status]], VERDICT[it[F.status]]));
+        else verdict.appendChild(el("span", "nil", "not run"));
+        tr.appendChild(verdict);
+        tr.appendChild(textCell(it ? (it[F.output] === null ? it[F.error] : it[F.output]) : null, it && it[F.output] === null ? "err" : null));
+        tr.appendChild(scoreList(self.scorers[v], it));
+      });
+      tbody.appendChild(tr);
+      if (self.open.has(row.id)) tbody.appendChild(self.answers(row, width));
+    });
+    this.section.querySelector(".side-showing").textContent = fmt(shown.length) + " of " + fmt(this.rows.length) + " items";
+    this.section.querySelector(".side-page-of").textContent = "page " + (this.page + 1) + " of " + pages;
+  };
+
+  // The variants' full answers next to each other, each with its scores and their reasons.
+  SideBySide.prototype.answers = function (row, width) {
+    var tr = el("tr", "side-detail"), td = el("td"), grid = el("div", "side-answers"), self = this;
+    td.colSpan = width;
+    var first = row.cells.filter(Boolean)[0];
+    td.appendChild(labelled("input", first[F.input] === null ? "" : first[F.input]));
+    if (first[F.expected] !== null) td.appendChild(labelled("expected", first[F.expected]));
+    row.cells.forEach(function (it, v) {
+      var box = el("section", "side-answer");
+      box.appendChild(el("h4", null, self.names[v] + (v === 0 ? " (baseline)" : "")));
+      if (!it) { box.appendChild(el("p", "nil", "not run")); grid.appendChild(box); return; }
+      box.appendChild(el("span", "pill pill-" + VERDICT[it[F.status]], VERDICT[it[F.status]]));
+      box.appendChild(el("pre", "answer", it[F.output] === null ? "" : it[F.output]));
+      if (it[F.error] !== null) box.appendChild(labelled("error", it[F.error], "err"));
+      self.scorers[v].forEach(function (sid, k) {
+        var score = it[F.scores][k];
+        if (!score) return;
+        var line = el("p", "side-score");
+        line.appendChild(el("span", "mono", sid + " "));
+        line.appendChild(scorePill(score));
+        if (score[2]) line.appendChild(el("span", "why", " " + score[2]));
+        box.appendChild(line);
+      });
+      grid.appendChild(box);
+    });
+    td.appendChild(grid);
+    tr.appendChild(td);
+    return tr;
+  };
+
+  document.querySelectorAll("section.variants[data-variants]").forEach(function (section) { new SideBySide(section); });
+
   // ---- start ---------------------------------------------------------------------------------
   // Sections after the first few come as <template>s, each built when it nears the viewport
   // (or the page is printed): a run of a thousand experiments opens as fast as one of a few.

@@ -1,0 +1,66 @@
+"""The variants of the demo's model comparison in report.html, in a real browser (see
+test_html_browser): the variants table with the baseline comparison, and one item's three
+answers side by side."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from conftest import ROOT, run_cli
+from reporting.test_html_browser import browser, open_report  # noqa: F401  (a fixture)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("variants-demo")
+    for name in ("evals.yaml", "datasets", "plugins"):
+        source = ROOT / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, folder / name)
+    done = run_cli("run", "-q", "-e", "model-choice", "--report-dir", "out", "--store", "r.db", cwd=folder)
+    assert done.returncode == 0, done.stderr
+    return folder / "out" / "report.html"
+
+
+def test_the_variants_table_marks_the_best_and_compares_with_the_baseline(browser, demo):  # noqa: F811
+    with open_report(browser, str(demo)) as opened:
+        section = opened.page.locator("section.variants")
+        rows = section.locator(".variants-table tbody tr")
+        assert [rows.nth(n).get_attribute("data-variant") for n in range(3)] == ["small", "large", "large-chatty"]
+        assert rows.nth(0).locator("td.against").inner_text() == "baseline"
+        against = rows.nth(1).locator("td.against").inner_text()
+        assert against.startswith("no significant change: 3 pairs, 0 pass → fail, 1 fail → pass, McNemar p = 1")
+        best = rows.nth(1).locator("td.best")
+        assert "100.0%" in best.first.inner_text()  # the pass rate, best of the three
+        assert rows.nth(0).locator("td.best").count() < best.count()
+        assert "not gated" in rows.nth(2).inner_text()
+        opened.assert_quiet()
+
+
+def test_one_item_shows_the_three_answers_side_by_side(browser, demo):  # noqa: F811
+    with open_report(browser, str(demo)) as opened:
+        section = opened.page.locator("section.variants")
+        heads = section.locator(".side-table thead th.side-group").all_inner_texts()
+        assert heads == ["small (baseline)", "large", "large-chatty"]
+        japan = section.locator("tr.side-row[data-id=japan]")
+        assert japan.locator(".pill").all_inner_texts()[::2] == ["fail", "pass", "pass"]
+        japan.click()
+        answers = section.locator(".side-detail .side-answer")
+        assert answers.count() == 3
+        assert [answers.nth(n).locator("pre.answer").inner_text() for n in range(3)] == [
+            "Kyoto", "Tokyo", "The capital of Japan is Tokyo, the largest city of the country."]
+        boxes = [answers.nth(n).bounding_box() for n in range(3)]
+        assert boxes[0]["y"] == boxes[1]["y"] == boxes[2]["y"] and boxes[0]["x"] < boxes[1]["x"] < boxes[2]["x"]
+        opened.assert_quiet()
+
+
+def test_the_filters_show_where_the_variants_disagree(browser, demo):  # noqa: F811
+    with open_report(browser, str(demo)) as opened:
+        section = opened.page.locator("section.variants")
+        assert section.locator("tr.side-row").count() == 3
+        section.locator("select.side-filter").select_option("disagree")
+        assert section.locator("tr.side-row").get_attribute("data-id") == "japan"
+        assert section.locator(".side-showing").inner_text() == "1 of 3 items"
+        section.locator("select.side-filter").select_option("regressed")  # the baseline never passed where others failed
+        assert section.locator("tr.side-row").count() == 0
+        opened.assert_quiet()

@@ -1,0 +1,205 @@
+"""Variants of an experiment: ``variants:`` and ``matrix:`` in the YAML, ``--variant`` and ``--set``,
+and a run of them (each variant's verdict, the gated verdict, the reports grouping them back)."""
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from conftest import run_cli
+from yamleval.config.loader import load_project
+from yamleval.errors import UsageError
+from yamleval.runs import run_project, select_experiments
+from yamleval.store import Store
+
+# echo answers its `output:`; `vars.suffix` makes the answer right or wrong
+MATRIX = """\
+version: 1
+experiments:
+  - id: greet
+    dataset:
+      items:
+        - {id: one, input: hello, expected: hello}
+        - {id: two, input: bye, expected: bye}
+    vars: {suffix: ""}
+    runner:
+      uses: echo
+      with: {output: "{{ input }}{{ vars.suffix }}"}
+    matrix:
+      output: ["{{ input }}", "{{ input | upper }}"]
+      suffix: ["", "!"]
+    scorers: [exact_match]
+"""
+
+VARIANTS = """\
+version: 1
+experiments:
+  - id: greet
+    dataset:
+      items:
+        - {id: one, input: hello, expected: hello}
+        - {id: two, input: bye, expected: bye}
+        - {id: three, input: ok, expected: ok}
+    runner:
+      uses: echo
+      with: {output: "{{ input }}"}
+    variants:
+      - {id: right, label: Echoes}
+      - {id: shouting, label: Shouts, with: {output: "{{ input | upper }}"}, gate: false}
+      - {id: first, baseline: true, vars: {unused: 1}}
+    scorers: [exact_match]
+  - id: plain
+    dataset: {items: [{input: a, expected: a}]}
+    runner: echo
+    scorers: [exact_match]
+"""
+
+
+def test_a_two_by_two_matrix_is_four_variants_with_stable_readable_ids(write_config):
+    project = load_project([str(write_config(MATRIX))])
+    ids = [e.id for e in project.experiments]
+    assert ids == ["greet/input-suffix-1", "greet/input-suffix-2", "greet/input-upper-suffix-1",
+                   "greet/input-upper-suffix-2"]
+    assert load_project([str(write_config(MATRIX))]).experiments == project.experiments  # the same each load
+    first = project.experiments[0]
+    assert first.variant.baseline and not any(e.variant.baseline for e in project.experiments[1:])
+    assert [(e.runner.with_["output"], e.vars["suffix"]) for e in project.experiments] == [
+        ("{{ input }}", ""), ("{{ input }}", "!"),
+        ("{{ input | upper }}", ""), ("{{ input | upper }}", "!")]
+    assert first.variant.label == "output={{ input }}, suffix="
+
+
+def test_matrix_ids_join_the_values(write_config):
+    config = MATRIX.replace('output: ["{{ input }}", "{{ input | upper }}"]', "").replace(
+        'suffix: ["", "!"]', "suffix: [Be terse., Be kind!]")
+    project = load_project([str(write_config(config))])
+    assert [e.id for e in project.experiments] == ["greet/be-terse", "greet/be-kind"]
+
+
+def test_the_baseline_runs_first_and_variants_override_with_and_vars(write_config):
+    project = load_project([str(write_config(VARIANTS))])
+    assert [e.id for e in project.experiments] == ["greet/first", "greet/right", "greet/shouting", "plain"]
+    first, _, shouting, _ = project.experiments
+    assert first.variant.baseline and first.vars == {"unused": 1}
+    assert shouting.runner.with_ == {"output": "{{ input | upper }}"} and shouting.variant.gate is False
+
+
+def test_an_experiment_id_selects_its_variants_and_variant_ids_some_of_them(write_config):
+    project = load_project([str(write_config(VARIANTS))])
+    assert [e.id for e in select_experiments(project, ["greet"])] == ["greet/first", "greet/right", "greet/shouting"]
+    assert [e.id for e in select_experiments(project, [], ["right"])] == ["greet/right", "plain"]
+    with pytest.raises(UsageError, match=r"no variant with id 'rigth' \(did you mean 'right'\?\)"):
+        select_experiments(project, [], ["rigth"])
+
+
+def test_set_overrides_a_scalar_of_every_experiment_or_of_one(write_config):
+    path = str(write_config(VARIANTS))
+    project = load_project([path], sets=["timeout=5", "plain:runner=exact_match", "greet:runner.with.output=x"])
+    assert {e.timeout for e in project.experiments} == {5.0}
+    assert project.experiments[-1].runner.uses == "exact_match"
+    assert project.experiments[0].runner.with_["output"] == "x"
+    assert project.experiments[2].runner.with_["output"] == "{{ input | upper }}"  # the variant's own still wins
+
+
+@pytest.mark.parametrize("given, message", [
+    ("timeout", "give PATH=VALUE"),
+    ("runner.with=[1]", "must be a single value"),
+    ("plain:runner.with.output=x", "runner of experiment 'plain' is str, not a mapping"),
+    ("nobody:timeout=3", "no experiment with the id 'nobody'"),
+    ("dataset=3", "is a mapping or a list"),
+])
+def test_a_bad_set_is_a_usage_error(write_config, given, message):
+    with pytest.raises(UsageError, match=message):
+        load_project([str(write_config(VARIANTS))], sets=[given])
+
+
+def test_a_set_value_is_checked_like_the_yaml(write_config, tmp_path):
+    write_config(VARIANTS)
+    done = run_cli("validate", "--set", "timeout=soon", cwd=tmp_path)
+    assert done.returncode == 2 and "$.experiments[0].timeout: error" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_validate_lists_the_variants(write_config, tmp_path):
+    write_config(VARIANTS)
+    done = run_cli("validate", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["ok: 2 experiments in evals.yaml", "greet: 3 variants",
+                                        "  first  (baseline)", "  right  Echoes", "  shouting  Shouts  (not gated)"]
+
+
+def test_run_with_an_unknown_variant_is_exit_2(write_config, tmp_path):
+    write_config(VARIANTS)
+    done = run_cli("run", "--variant", "rigth", cwd=tmp_path)
+    assert done.returncode == 2 and "did you mean 'right'" in done.stderr
+
+
+def test_each_variant_has_its_verdict_and_an_ungated_one_fails_nothing(write_config, tmp_path):
+    project = load_project([str(write_config(VARIANTS))])
+    outcome = run_project(project, store=str(tmp_path / "r.db"), report_dir=str(tmp_path / "out"),
+                          formats=["json", "junit", "markdown"])
+    verdicts = {r.experiment_id: r.passed for r in outcome.results}
+    assert verdicts == {"greet/first": True, "greet/right": True, "greet/shouting": False, "plain": True}
+    assert outcome.passed and outcome.exit_code == 0
+    report = json.loads((tmp_path / "out" / "results.json").read_text())
+    greet, plain = report["experiments"]
+    assert plain["id"] == "plain" and "variants" not in plain
+    assert greet["id"] == "greet" and greet["passed"] is True
+    assert [(v["id"], v["experiment_id"], v["baseline"], v["gate"], v["passed"], len(v["items"]))
+            for v in greet["variants"]] == [("first", "greet/first", True, True, True, 3),
+                                            ("right", "greet/right", False, True, True, 3),
+                                            ("shouting", "greet/shouting", False, False, False, 3)]
+    assert greet["variants"][2]["summary"]["passed"] == 0  # the summary of an experiment, as ever
+    assert greet["variants"][2]["comparison"]["change"]["pass_to_fail"] == 3
+    suites = [s.get("name") for s in ET.parse(tmp_path / "out" / "junit.xml").getroot()]
+    assert suites == ["greet/first", "greet/right", "greet/shouting", "plain"]
+    summary = (tmp_path / "out" / "summary.md").read_text()
+    assert "### Variants of greet" in summary and "| shouting (Shouts) · not gated |" in summary
+
+
+def test_a_gated_variant_that_fails_fails_the_run(write_config, tmp_path):
+    project = load_project([str(write_config(VARIANTS.replace(", gate: false", "")))])
+    outcome = run_project(project, store=str(tmp_path / "r.db"), formats=[])
+    assert not outcome.passed and outcome.exit_code == 1
+
+
+def test_the_store_keeps_each_variant_apart_for_report_and_compare(write_config, tmp_path):
+    write_config(VARIANTS)
+    assert run_cli("run", "--store", "r.db", "-q", cwd=tmp_path).returncode == 0
+    assert run_cli("run", "--store", "r.db", "-q", "--variant", "first", "--variant", "right", cwd=tmp_path).returncode == 0
+    base = Store(str(tmp_path / "r.db")).runs(2)[1].run_id
+    done = run_cli("compare", "--store", "r.db", "--format", "json", base, "latest", cwd=tmp_path)
+    runs = json.loads(done.stdout)
+    assert {e["id"]: e["only_in"] for e in runs["experiments"]} == {
+        "greet/first": None, "greet/right": None, "greet/shouting": "base", "plain": None}
+    again = run_cli("report", "--store", "r.db", "--report-dir", "again", "--format", "json", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    report = json.loads((tmp_path / "again" / "results.json").read_text())
+    assert [v["id"] for v in report["experiments"][0]["variants"]] == ["first", "right"]
+
+
+def test_a_run_keeps_its_set_values_and_resumes_only_with_the_same(write_config, tmp_path):
+    write_config(VARIANTS)
+    done = run_cli("run", "--store", "r.db", "-q", "--set", "greet:runner.with.output=hello", cwd=tmp_path)
+    assert done.returncode == 1  # 'bye' and 'ok' now get "hello"
+    shown = run_cli("show", "latest", "--config", "--store", "r.db", cwd=tmp_path)
+    assert "greet:runner.with.output=hello" in shown.stdout
+    # mark it unfinished, as a crash leaves it, and resume it without the --set
+    import sqlite3
+    with sqlite3.connect(tmp_path / "r.db") as con:
+        con.execute("UPDATE runs SET status = 'interrupted'")
+    refused = run_cli("run", "--store", "r.db", "-q", "--resume", cwd=tmp_path)
+    assert refused.returncode == 2 and "its --set values changed" in refused.stderr, refused.stderr
+    again = run_cli("run", "--store", "r.db", "-q", "--resume", "--set", "greet:runner.with.output=hello", cwd=tmp_path)
+    assert again.returncode == 1, again.stderr
+
+
+def test_an_ungated_variant_is_said_to_be_so_and_annotated_as_a_warning(write_config, tmp_path):
+    write_config(VARIANTS)
+    done = run_cli("run", "--store", "r.db", "--variant", "shouting", cwd=tmp_path, GITHUB_ACTIONS="true",
+                   GITHUB_STEP_SUMMARY=str(tmp_path / "step.md"))
+    assert done.returncode == 0, done.stderr
+    assert "FAILED (not gated: the run's verdict leaves it out)" in done.stdout
+    annotations = [line for line in done.stdout.splitlines() + done.stderr.splitlines() if line.startswith("::")]
+    assert annotations and not any(line.startswith("::error") for line in annotations), annotations

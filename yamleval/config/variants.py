@@ -1,0 +1,104 @@
+"""An experiment's ``variants:`` (or ``matrix:``) as one experiment per variant.
+
+A variant overrides keys of the runner's ``with:`` and of ``vars:``; everything else (dataset,
+scorers, criteria, repeats, timeouts) is the experiment's. Each runs as an experiment of its own
+whose id is ``experiment/variant``, so the store, resume and ``compare`` keep every variant's
+results apart; the reports group them back. The baseline (``baseline: true``, else the first)
+comes first, so the others can be compared with answers already stored (``pairwise``).
+
+``matrix: {model: [small, big], system: [terse, kind]}`` is the cartesian product of its lists:
+each key names an entry of the runner's ``with:`` (first) or of ``vars:``, and each variant's
+id joins its values (``small-terse``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import itertools
+import re
+from typing import Any, Mapping
+
+from yamleval.config.model import Experiment
+from yamleval.errors import ConfigError
+from yamleval.types import Variant
+
+ID_PART = 24  # characters of one matrix value in a variant's id
+
+
+def _slug(value: Any, key: str, position: int) -> str:
+    """A value as a part of an id: its letters and digits, else its key and position (``suffix-2``)."""
+    text = re.sub(r"[^a-z0-9.]+", "-", str(value).lower()).strip("-.")
+    return text[:ID_PART].strip("-.") or f"{key}-{position + 1}"
+
+
+def _matrix(experiment: Experiment, matrix: Mapping[str, list], errors: list[ConfigError]) -> list[dict]:
+    """The variants a matrix stands for, as ``variants:`` entries."""
+    known_with, known_vars = experiment.runner.with_, experiment.vars
+    for key in matrix:
+        if key not in known_with and key not in known_vars:
+            close = difflib.get_close_matches(key, [*known_with, *known_vars], n=1, cutoff=0.6)
+            names = ", ".join([*known_with, *known_vars]) or "none"
+            errors.append(experiment.source.error(
+                experiment.path + ("matrix", key), f"the matrix key '{key}' names no entry of the runner's"
+                " `with:` or of `vars:`", key=True, context=experiment.context(),
+                hint=f"did you mean '{close[0]}'?" if close else f"entries there: {names}"))
+    if errors:
+        return []
+    entries, seen = [], set()
+    for positions in itertools.product(*(range(len(values)) for values in matrix.values())):
+        chosen = {key: matrix[key][at] for key, at in zip(matrix, positions)}
+        variant_id = "-".join(_slug(chosen[key], key, at) for key, at in zip(matrix, positions))
+        if variant_id in seen:  # two values read alike ("A b", "a-b"): number it
+            variant_id += f"-{len(entries) + 1}"
+        seen.add(variant_id)
+        entries.append({"id": variant_id, "label": ", ".join(f"{k}={v}" for k, v in chosen.items()),
+                        "with": {k: v for k, v in chosen.items() if k in known_with},
+                        "vars": {k: v for k, v in chosen.items() if k not in known_with},
+                        "_path": experiment.path + ("matrix",)})
+    return entries
+
+
+def expand(experiment: Experiment, data: Mapping[str, Any], errors: list[ConfigError]) -> list[Experiment]:
+    """``experiment`` as its variants (itself, without any); problems are added to ``errors``."""
+    if "variants" in data and "matrix" in data:
+        errors.append(experiment.source.error(experiment.path + ("matrix",), "give `variants:` or `matrix:`, not both",
+                                              key=True, context=experiment.context()))
+        return [experiment]
+    if "matrix" in data:
+        entries = _matrix(experiment, data["matrix"], errors)
+    else:
+        entries = [dict(entry, _path=experiment.path + ("variants", n)) for n, entry in enumerate(data.get("variants") or [])]
+    if not entries:
+        return [experiment]
+    first_seen: dict[str, int] = {}
+    for n, entry in enumerate(entries):
+        if entry["id"] in first_seen:
+            errors.append(experiment.source.error(entry["_path"] + ("id",), f"duplicate variant id '{entry['id']}'",
+                                                  context=experiment.context(), hint="variant ids must be unique"))
+        first_seen.setdefault(entry["id"], n)
+    marked = [n for n, entry in enumerate(entries) if entry.get("baseline")]
+    for n in marked[1:]:
+        errors.append(experiment.source.error(entries[n]["_path"] + ("baseline",), "a second baseline variant",
+                                              context=experiment.context(),
+                                              hint=f"'{entries[marked[0]]['id']}' is the baseline already"))
+    baseline = marked[0] if marked else 0
+    ordered = [entries[baseline]] + [e for n, e in enumerate(entries) if n != baseline]
+    out = []
+    for entry in ordered:
+        variant = Variant(entry["id"], experiment.id, entry.get("label"), entry is entries[baseline],
+                          entry.get("gate", True))
+        overrides = entry.get("with") or {}
+        at = entry["_path"] + (() if "matrix" in data else ("with",))
+        runner = dataclasses.replace(experiment.runner, with_={**experiment.runner.with_, **overrides},
+                                     overrides=dict.fromkeys(overrides, at))
+        out.append(dataclasses.replace(experiment, id=f"{experiment.id}/{variant.id}", runner=runner,
+                                       vars={**experiment.vars, **(entry.get("vars") or {})}, variant=variant))
+    return out
+
+
+def parents(experiments: list[Experiment]) -> dict[str, list[Experiment]]:
+    """The experiments as written, by id: each with its variants (or itself alone)."""
+    grouped: dict[str, list[Experiment]] = {}
+    for experiment in experiments:
+        grouped.setdefault(experiment.variant.experiment_id if experiment.variant else experiment.id, []).append(experiment)
+    return grouped
