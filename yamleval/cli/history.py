@@ -75,12 +75,19 @@ def runs(store_file, limit, ids_only):
 @STORE_OPTION
 @click.option("--config", "config", is_flag=True,
               help="Print the run's configuration as stored instead: each file as written, ${VAR} unexpanded.")
-def show(run_ref, store_file, config):
+@click.option("--by", "by", metavar="FIELD",
+              help="Break each experiment's figures down by an item field: metadata.KEY or tags.")
+def show(run_ref, store_file, config, by):
     """The summary of a stored RUN and its failing items.
 
     RUN is a run id, a unique prefix of one, or `latest` (the default)."""
     from yamleval.console import summary_text
 
+    if by is not None and not _breakdown_field(by):
+        from yamleval.errors import UsageError
+
+        raise UsageError(f"--by {by}: not an item field to break down by; give metadata.KEY (a path into the items'"
+                         " metadata) or tags")
     store = _open(store_file)
     info = store.find_run(run_ref)
     if config:
@@ -91,7 +98,23 @@ def show(run_ref, store_file, config):
                + (f" · rescored from {info.rescored_from}" if info.rescored_from else ""))
     click.echo("")
     for result in store.results(info.run_id):
-        click.echo(summary_text(result) + "\n")
+        click.echo(summary_text(result) + "\n" + ("" if by is None else _breakdown_text(result, by) + "\n"))
+
+
+def _breakdown_field(field: str) -> bool:
+    parts = field.split(".")
+    return field == "tags" or (len(parts) > 1 and parts[0] == "metadata" and all(parts[1:]))
+
+
+def _breakdown_text(result, field: str) -> str:
+    """The experiment's breakdown by ``field``: as stored with its summary, else counted from its items."""
+    from yamleval.aggregate import recount
+    from yamleval.reporting import breakdowns
+
+    found = next((b for b in result.summary.breakdowns if b.field == field), None)
+    if found is None:
+        found = recount(result.summary, result.items, (field,)).breakdowns[0]
+    return "\n".join(breakdowns.table_lines(found, figures.level(result.summary.confidence)))
 
 
 @cli.command()

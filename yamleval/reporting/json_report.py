@@ -10,6 +10,7 @@ from dataclasses import asdict
 from typing import IO, Any, Sequence
 
 from yamleval.records import encode, encode_record
+from yamleval.reporting import breakdowns
 from yamleval.reporting.text import criterion_name
 from yamleval.types import CriterionResult, ExperimentResult, ItemResult, RunInfo, Summary, Usage
 
@@ -79,7 +80,8 @@ def experiment_dict(result: ExperimentResult) -> dict[str, Any]:
             "started_at": result.started_at, "completed_at": result.completed_at,
             "description": result.description, "tags": list(result.tags), "runner": result.runner,
             "dataset": result.dataset, "scorers": list(result.scorers),
-            "warnings": list(result.warnings), "summary": summary_dict(result.summary)}
+            "warnings": list(result.warnings), "summary": summary_dict(result.summary),
+            "breakdowns": [breakdowns.as_dict(b) for b in result.summary.breakdowns]}
 
 
 class Writer:
