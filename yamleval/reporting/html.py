@@ -9,6 +9,7 @@ forbids every network request.
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import json
 import math
@@ -17,14 +18,20 @@ from importlib import resources
 from typing import IO, Any, Sequence
 
 from yamleval import figures
-from yamleval.aggregate import BINS
+from yamleval.aggregate import BINS, field_values
+from yamleval.reporting import breakdowns
 from yamleval.reporting.files import render_with
-from yamleval.reporting.text import INCOMPLETE, criterion_outcome, criterion_subject, limit_text, stop_notice
+from yamleval.reporting.text import (INCOMPLETE, as_text, criterion_outcome, criterion_subject, limit_text,
+                                     stop_notice)
 from yamleval.reporting.trajectory import read_trajectory
-from yamleval.types import ExperimentResult, ItemResult, RunInfo, ScoreResult
+from yamleval.types import Breakdown, ExperimentResult, ItemResult, RunInfo, ScoreResult
 
 FILE_NAME = "report.html"  # in the report folder
 FIELD_CAP = 20_000  # characters of one text field embedded in the page
+MAX_MB = 25.0  # the page's size by default, in MB: an e-mail attachment
+MIN_CAP = 200  # characters of a text the size budget always leaves
+CHUNK_ROWS = 2000  # rows per compressed chunk of the data: the page decodes a chunk at a time
+COMPRESSION = 6  # gzip level: 9 is a few percent smaller for twice the time
 TRUNCATED = "… (truncated; full text in results.json / the database)"
 STATUSES = ("passed", "failed", "error", "skipped")
 EAGER_SECTIONS = 5  # experiments in the page as they are; the page builds later ones when scrolled near
@@ -33,7 +40,7 @@ EAGER_SECTIONS = 5  # experiments in the page as they are; the page builds later
 # An output equal to the expected text is sent as 0, not a second copy (text fields are strings).
 SAME_AS_EXPECTED = 0
 ROW_FIELDS = ("id", "status", "input", "output", "expected", "error", "latency_ms", "tokens",
-              "scores", "label", "metadata", "trajectory", "assertions", "notes", "flaky", "repeats")
+              "scores", "label", "metadata", "trajectory", "assertions", "notes", "flaky", "repeats", "slices")
 
 # One compact encoder for the blob; ``default=str`` as in results.json.
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
@@ -57,12 +64,28 @@ def csp_hash(text: str) -> str:
     return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
 
 
-def field_text(value: Any) -> str | None:
+def field_text(value: Any, cap: int = FIELD_CAP) -> str | None:
     """A field as the page shows it: text as is, anything else as JSON, capped in size."""
     if value is None:
         return None
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2, default=str)
-    return text if len(text) <= FIELD_CAP else text[:FIELD_CAP] + TRUNCATED
+    text = as_text(value)
+    return text if len(text) <= cap else text[:cap] + TRUNCATED
+
+
+class _Texts:
+    """``field_text`` at the cap the page's size budget allows, counting the texts it cuts."""
+
+    def __init__(self, cap: int = FIELD_CAP):
+        self.cap, self.cut = cap, 0
+
+    def __call__(self, value: Any) -> str | None:
+        if value is None:
+            return None
+        text = as_text(value)
+        if len(text) <= self.cap:
+            return text
+        self.cut += 1
+        return text[:self.cap] + TRUNCATED
 
 
 def _verdict(score: ScoreResult) -> str:
@@ -73,53 +96,59 @@ def _verdict(score: ScoreResult) -> str:
     return "" if passed is None else "pass" if passed else "fail"
 
 
-def _score_cell(score: ScoreResult | None) -> list[Any] | None:
+def score_value(score: ScoreResult) -> float | None:
+    """A score as the page and exports show it: to 4 decimals."""
+    return None if score.score is None else round(score.score, 4)
+
+
+def _score_cell(score: ScoreResult | None, text: _Texts) -> list[Any] | None:
     if score is None:
         return None
-    value = score.score
-    if value is not None:
-        value = round(value, 4)
-    return [value, _verdict(score), field_text(score.error if score.status == "error" else score.reason)]
+    return [score_value(score), _verdict(score), text(score.error if score.status == "error" else score.reason)]
 
 
-def _assertions(value: Any) -> list[str | None] | None:
+def _assertions(value: Any, text: _Texts) -> list[str | None] | None:
     """An item's assertions as a list of texts (one assertion given alone is a list of one)."""
     if value is None or value == "" or value == [] or value == {}:
         return None
-    return [field_text(a) for a in (value if isinstance(value, (list, tuple)) else [value])]
+    return [text(a) for a in (value if isinstance(value, (list, tuple)) else [value])]
 
 
-def _ms(value: float | None) -> float | None:
+def ms(value: float | None) -> float | None:
     """A step's duration for the page: rounded, and none that JSON cannot carry (NaN, infinity)."""
     return None if value is None or not math.isfinite(value) else round(value, 2 if value < 1 else 1)
 
 
-def _trajectory(trace: Any) -> list[Any] | None:
+def _trajectory(trace: Any, text: _Texts) -> list[Any] | None:
     """[steps counted, tool calls, [[number, label, latency, tokens, text, error, calls], ...]],
     each call [name, arguments, result, error, latency]; every text capped as any field."""
     shown = read_trajectory(trace)
     if shown is None:
         return None
-    steps = [[s.number, field_text(s.label), _ms(s.latency_ms), None if s.tokens is None else s.tokens.total_tokens,
-              field_text(s.text), field_text(s.error),
-              [[field_text(c.name), field_text(c.arguments), field_text(c.result), field_text(c.error), _ms(c.latency_ms)] for c in s.calls]]
+    steps = [[s.number, text(s.label), ms(s.latency_ms), None if s.tokens is None else s.tokens.total_tokens,
+              text(s.text), text(s.error),
+              [[text(c.name), text(c.arguments), text(c.result), text(c.error), ms(c.latency_ms)] for c in s.calls]]
              for s in shown.steps]
     return [shown.step_count, shown.call_count, steps]
 
 
-def _row(result: ItemResult, scorer_ids: Sequence[str]) -> list[Any]:
+def _row(result: ItemResult, scorer_ids: Sequence[str], text: _Texts, values: Sequence[dict[str, int]]) -> list[Any]:
+    """``values``: per breakdown, the index of each of its values (the item's are listed under ``slices``)."""
     item, scores = result.item, result.scores
-    output, expected = field_text(result.output), field_text(item.expected)
+    output, expected = text(result.output), text(item.expected)
     if output is not None and output == expected:
         output = SAME_AS_EXPECTED
-    return [field_text(item.id), result.status, field_text(item.input), output, expected,
-            field_text(result.error), _ms(result.latency_ms),
+    slices = [[at[v] for v in field_values(result, field) if v in at] for field, at in values]
+    return [text(item.id), result.status, text(item.input), output, expected,
+            text(result.error), ms(result.latency_ms),
             None if result.usage is None else result.usage.total_tokens,
-            [_score_cell(scores.get(sid)) for sid in scorer_ids], field_text(item.label),
-            field_text(item.metadata) if item.metadata else None, _trajectory(result.trace), _assertions(item.assertions),
-            [field_text(note) for note in result.notes] or None, result.flaky or None,
-            [[r.status, field_text(r.output), field_text(r.error), _ms(r.latency_ms),
-              [_score_cell(r.scores.get(sid)) for sid in scorer_ids]] for r in result.repeats] or None]
+            [_score_cell(scores.get(sid), text) for sid in scorer_ids], text(item.label),
+            text(item.metadata) if item.metadata else None, _trajectory(result.trace, text),
+            _assertions(item.assertions, text),
+            [text(note) for note in result.notes] or None, result.flaky or None,
+            [[r.status, text(r.output), text(r.error), ms(r.latency_ms),
+              [_score_cell(r.scores.get(sid), text) for sid in scorer_ids]] for r in result.repeats] or None,
+            slices or None]
 
 
 def _histogram_svg(counts: list[int]) -> dict[str, Any]:
@@ -196,8 +225,20 @@ def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
                       [("From the cache", f"{summary.cache.hits:,} of {summary.cache.hits + summary.cache.misses:,}")]
                       if summary.cache.hits else []),
         "counts": counts, "shares": _shares(counts), "scorers": scorers, "criteria": criteria,
+        "breakdowns": [_breakdown_view(b, figures.level(summary.confidence)) for b in summary.breakdowns],
     }
     return view
+
+
+def _breakdown_view(breakdown: Breakdown, level: str) -> dict[str, Any]:
+    """A breakdown's table, each row with the geometry of its pass-rate bar (and interval) in a 100 x 10 box."""
+    rows = []
+    for found in breakdown.slices:
+        rate, ci = found.summary.pass_rate, found.summary.pass_rate_ci
+        rows.append({"cells": breakdowns.row(found), "width": round(100 * (rate or 0), 2),
+                     "ci": None if ci is None else (round(100 * ci[0], 2), round(100 * ci[1], 2))})
+    return {"field": breakdown.field, "headline": breakdowns.headline(breakdown),
+            "header": breakdowns.header(breakdown, level), "rows": rows}
 
 
 @lru_cache(maxsize=None)
@@ -255,45 +296,90 @@ def _page(run: RunInfo, results: Sequence[ExperimentResult]) -> tuple[str, str]:
     return head, tail
 
 
-_ROWS_PER_WRITE = 1000
-
-
 class _Rows:
-    """One experiment's rows of the data blob as items stream by, written to ``out``."""
+    """One experiment's rows as items stream by, written to ``out`` as compressed chunks: each
+    the gzip of a JSON array of rows, in base64 (which needs no escaping inside ``<script>``).
+    A chunk whose share of the size budget is exceeded is encoded again with shorter texts."""
 
-    def __init__(self, out: IO[str], scorer_ids: Sequence[str]):
-        self.out, self.scorer_ids = out, list(scorer_ids)
-        self.rows: list[list[Any]] = []
+    def __init__(self, out: IO[str], scorer_ids: Sequence[str], values: Sequence, texts: _Texts, budget: "_Budget"):
+        self.out, self.scorer_ids, self.values, self.texts, self.budget = out, list(scorer_ids), values, texts, budget
+        self.pending: list[ItemResult] = []
         self.first = True
 
     def item(self, result: ItemResult) -> None:
-        self.rows.append(_row(result, self.scorer_ids))
-        if len(self.rows) >= _ROWS_PER_WRITE:
+        self.pending.append(result)
+        if len(self.pending) >= CHUNK_ROWS:
             self.flush()
 
     def flush(self) -> None:
-        if self.rows:
-            self.out.write(("" if self.first else ",") + script_json(self.rows)[1:-1])
-            self.rows, self.first = [], False
+        if not self.pending:
+            return
+        allowed = self.budget.allowed(len(self.pending))
+        while True:
+            cut = self.texts.cut
+            rows = [_row(r, self.scorer_ids, self.texts, self.values) for r in self.pending]
+            chunk = base64.b64encode(gzip.compress(_dumps(rows).encode("utf-8"), COMPRESSION, mtime=0)).decode("ascii")
+            if len(chunk) <= allowed or self.texts.cap <= MIN_CAP:
+                break
+            self.texts.cut = cut  # encoded again, shorter: the texts cut are counted then
+            longest = max(self.texts.cap, 1)
+            self.texts.cap = max(MIN_CAP, int(min(longest, _longest(rows)) * allowed / len(chunk) * 0.9))
+        self.budget.spend(len(chunk) + 3, len(self.pending))
+        self.out.write(("" if self.first else ",") + '"' + chunk + '"')
+        self.pending, self.first = [], False
+
+
+def _longest(rows: list) -> int:
+    """The longest text in ``rows``: where a lower cap starts to cut."""
+    longest, stack = 0, list(rows)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            longest = max(longest, len(value))
+        elif isinstance(value, list):
+            stack.extend(value)
+    return longest
+
+
+class _Budget:
+    """The bytes the item data may take so that the page stays within its size, shared out
+    over the items still to come."""
+
+    def __init__(self, max_bytes: float, items: int):
+        self.left, self.items = max_bytes, max(items, 1)
+
+    def allowed(self, items: int) -> float:
+        return max(0.0, self.left) * items / max(self.items, items)
+
+    def spend(self, size: int, items: int) -> None:
+        self.left -= size
+        self.items -= items
 
 
 class Writer:
     """Writes the page as items stream by: the header from the summaries first, then the
-    data blob one experiment at a time, so a large run is never held in memory."""
+    data blob one experiment at a time, so a large run is never held in memory.
+    ``max_mb`` (a format variant, ``html:10``): the size the page keeps within by cutting long texts."""
 
-    def __init__(self, out: IO[str], run: RunInfo, results: Sequence[ExperimentResult]):
+    def __init__(self, out: IO[str], run: RunInfo, results: Sequence[ExperimentResult], max_mb: str | None = None):
         self.out = out
         head, self.tail = _page(run, results)
         out.write(head)
         out.write('{"fields":' + script_json(ROW_FIELDS) + ',"experiments":[')
+        page = len(head.encode("utf-8")) + len(self.tail.encode("utf-8"))
+        self.max_mb = float(max_mb) if max_mb else MAX_MB
+        self.budget = _Budget(self.max_mb * 1e6 - page - 1000 * len(results),
+                              sum(r.summary.completed for r in results))
+        self.texts = _Texts()
         self.separator = ""
-        self.rows = _Rows(out, [])
+        self.rows = _Rows(out, [], [], self.texts, self.budget)
 
     def begin(self, result: ExperimentResult) -> None:
         scorer_ids = list(result.summary.scorers)
-        self.out.write(self.separator + '{"scorers":' + script_json(scorer_ids) + ',"items":[')
+        self.out.write(self.separator + '{"scorers":' + script_json(scorer_ids) + ',"chunks":[')
         self.separator = ","
-        self.rows = _Rows(self.out, scorer_ids)
+        values = [(b.field, {x.value: n for n, x in enumerate(b.slices)}) for b in result.summary.breakdowns]
+        self.rows = _Rows(self.out, scorer_ids, values, self.texts, self.budget)
 
     def item(self, result: ItemResult) -> None:
         self.rows.item(result)
@@ -303,7 +389,8 @@ class Writer:
         self.out.write("]}")
 
     def close(self) -> None:
-        self.out.write("]}" + self.tail)
+        cut = {"texts": self.texts.cut, "cap": self.texts.cap, "max_mb": self.max_mb, "budget": self.texts.cap < FIELD_CAP}
+        self.out.write('],"cut":' + script_json(cut) + "}" + self.tail)
 
 
 def render(run: RunInfo, results: Sequence[ExperimentResult]) -> str:

@@ -4,12 +4,26 @@
   var DATA = JSON.parse(document.getElementById("data").textContent);
   var F = {};
   DATA.fields.forEach(function (name, n) { F[name] = n; });
-  DATA.experiments.forEach(function (exp) {
-    // an output equal to the expected text comes as 0: share the expected string
-    for (var i = 0, items = exp.items; i < items.length; i++) {
-      if (items[i][F.output] === 0) items[i][F.output] = items[i][F.expected];
-    }
-  });
+
+  // Each experiment's rows come as chunks: gzip in base64, inflated by the browser's own
+  // DecompressionStream when its table is built (nothing is fetched: a Blob is read in memory).
+  function inflate(chunk) {
+    var text = atob(chunk), bytes = new Uint8Array(text.length);
+    for (var i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Response(stream).text().then(JSON.parse);
+  }
+  function load(exp) {
+    if (exp.loading) return exp.loading;
+    return (exp.loading = Promise.all(exp.chunks.map(inflate)).then(function (chunks) {
+      var items = [].concat.apply([], chunks);
+      // an output equal to the expected text comes as 0: share the expected string
+      for (var i = 0; i < items.length; i++) if (items[i][F.output] === 0) items[i][F.output] = items[i][F.expected];
+      exp.items = items;
+      exp.chunks = null;
+      return exp;
+    }));
+  }
   var STATUSES = ["passed", "failed", "error", "skipped"];
   var VERDICT = { passed: "pass", failed: "fail", error: "error", skipped: "skipped" };
   var RANK = { error: 0, failed: 1, skipped: 2, passed: 3 };
@@ -127,7 +141,9 @@
   // ---- one experiment's item table -----------------------------------------------------------
   function Table(section, exp) {
     this.section = section;
+    this.id = section.getAttribute("data-id");
     this.items = exp.items;
+    this.slice = null;       // [breakdown, value] whose items alone are shown, or null
     this.scorers = exp.scorers;
     this.tbody = section.querySelector(".items-table tbody");
     // keep the three text columns readable however many scorer columns there are (scrolls sideways)
@@ -187,6 +203,75 @@
       if (row && !String(window.getSelection())) self.toggle(row);  // not when selecting text
     });
     this.tbody.addEventListener("keydown", function (event) { self.onKey(event); });
+    this.section.querySelectorAll(".breakdown button.slice").forEach(function (button) {
+      button.addEventListener("click", function () {
+        var k = +button.closest(".breakdown").getAttribute("data-breakdown"), j = +button.getAttribute("data-slice");
+        self.setSlice(self.slice && self.slice[0] === k && self.slice[1] === j ? null : [k, j], button);
+      });
+    });
+    this.section.querySelector(".slice-clear").addEventListener("click", function () { self.setSlice(null); });
+    this.section.querySelectorAll("button[data-export]").forEach(function (button) {
+      button.addEventListener("click", function () { self.download(button.getAttribute("data-export")); });
+    });
+  };
+
+  // Only the items with one value of a breakdown's field (null: all of them).
+  Table.prototype.setSlice = function (slice, button) {
+    this.slice = slice;
+    this.section.querySelectorAll(".breakdown button.slice").forEach(function (other) {
+      other.setAttribute("aria-pressed", other === button && slice ? "true" : "false");
+    });
+    var bar = this.section.querySelector(".slice-filter");
+    bar.hidden = !slice;
+    if (slice) {
+      var field = button.closest(".breakdown").querySelector(".section-title .mono").textContent;
+      bar.querySelector(".slice-name").textContent = field + " = " + button.textContent;
+    }
+    this.page = 0;
+    this.refresh();
+  };
+  function inSlice(it, slice) {
+    var values = it[F.slices];
+    return values !== null && values !== undefined && values[slice[0]].indexOf(slice[1]) >= 0;
+  }
+
+  // ---- exports: the items shown (filters, search, breakdown value) in dataset order ----------
+  // The columns and number forms of `yamleval export`, so that both give the same file.
+  Table.prototype.exportRows = function () {
+    var self = this, indices = this.view.slice().sort(function (a, b) { return a - b; });
+    return indices.map(function (i) {
+      var it = self.items[i], scores = {};
+      self.scorers.forEach(function (sid, k) { scores[sid] = it[F.scores][k] ? it[F.scores][k][0] : null; });
+      return { experiment: self.id, id: it[F.id], status: it[F.status], input: it[F.input], output: it[F.output],
+               expected: it[F.expected], error: it[F.error], latency_ms: it[F.latency_ms], tokens: it[F.tokens],
+               scores: scores };
+    });
+  };
+  function csvCell(value) {
+    if (value === null || value === undefined) return "";
+    var text = String(value);
+    return /[",\r\n]/.test(text) ? '"' + text.replace(/"/g, '""') + '"' : text;
+  }
+  Table.prototype.exportText = function (format) {
+    var rows = this.exportRows(), scorers = this.scorers;
+    if (format === "jsonl") return rows.map(function (row) { return JSON.stringify(row) + "\n"; }).join("");
+    var head = ["experiment", "id", "status", "input", "output", "expected", "error", "latency_ms", "tokens"];
+    var lines = [head.concat(scorers.map(function (sid) { return sid + " score"; })).map(csvCell).join(",")];
+    rows.forEach(function (row) {
+      lines.push(head.map(function (name) { return row[name]; })
+        .concat(scorers.map(function (sid) { return row.scores[sid]; })).map(csvCell).join(","));
+    });
+    return lines.join("\r\n") + "\r\n";
+  };
+  Table.prototype.download = function (format) {
+    var blob = new Blob([this.exportText(format)], { type: format === "csv" ? "text/csv" : "application/x-ndjson" });
+    var link = el("a");
+    link.href = URL.createObjectURL(blob);
+    link.download = this.id + "-items." + format;
+    document.body.appendChild(link);
+    link.click();
+    link.remove();
+    setTimeout(function () { URL.revokeObjectURL(link.href); }, 0);
   };
 
   Table.prototype.onKey = function (event) {
@@ -280,10 +365,11 @@
 
   Table.prototype.refresh = function () {
     var order = this.sortedOrder(), items = this.items, mask = this.mask, shown = this.shown, f = F.status;
-    var view = [], counts = { passed: 0, failed: 0, error: 0, skipped: 0 };
+    var view = [], counts = { passed: 0, failed: 0, error: 0, skipped: 0 }, slice = this.slice;
     for (var k = 0; k < order.length; k++) {
       var i = order[k];
       if (mask !== null && !mask[i]) continue;
+      if (slice !== null && !inSlice(items[i], slice)) continue;
       var status = items[i][f];
       counts[status]++;
       if (shown[status]) view.push(i);
@@ -324,6 +410,7 @@
     }
     this.tbody.replaceChildren(fragment);
     var filtered = view.length !== total;
+    filtered = filtered || this.slice !== null;
     this.showing.textContent = view.length
       ? "Showing " + fmt(from + 1) + "–" + fmt(to) + " of " + fmt(view.length) + (filtered ? " matching items (" + fmt(total) + " in total)" : " items")
       : "No matching items (" + fmt(total) + " in total)";
@@ -544,9 +631,19 @@
       section.replaceChildren(template.content);
       section.removeAttribute("data-lazy");
     }
-    tables.push(new Table(section, DATA.experiments[+section.getAttribute("data-experiment")]));
+    return load(DATA.experiments[+section.getAttribute("data-experiment")]).then(function (exp) {
+      tables.push(new Table(section, exp));
+    });
   }
-  document.querySelectorAll("section.experiment:not([data-lazy])").forEach(build);
+  var cut = DATA.cut;
+  if (cut && cut.texts) {
+    var notice = document.getElementById("cut-notice");
+    notice.textContent = fmt(cut.texts) + " text" + (cut.texts === 1 ? " is" : "s are") + " cut in this page, to "
+      + fmt(cut.cap) + " characters" + (cut.budget ? ", so that it stays within " + cut.max_mb + " MB" : "")
+      + ": results.json and the results database keep them whole (yamleval export RUN writes them out).";
+    notice.hidden = false;
+  }
+  var eager = Array.prototype.map.call(document.querySelectorAll("section.experiment:not([data-lazy])"), build);
   var lazy = document.querySelectorAll("section.experiment[data-lazy]");
   if (lazy.length) {
     var observer = new IntersectionObserver(function (entries) {
@@ -570,5 +667,5 @@
     var table = tables.filter(function (t) { return t.section === section; })[0] || tables[0];
     if (table) { event.preventDefault(); table.search.focus(); }
   });
-  document.documentElement.setAttribute("data-ready", "true");
+  Promise.all(eager).then(function () { document.documentElement.setAttribute("data-ready", "true"); });
 })();
