@@ -1,4 +1,4 @@
-"""Commands over stored runs: runs, show, tag, report, compare."""
+"""Commands over stored runs: runs, show, tag, report, export, compare."""
 from __future__ import annotations
 
 import sys
@@ -165,6 +165,42 @@ def report(run_ref, store_file, formats, report_dir, junit_family):
     results = store.results(info.run_id)
     for path in write_reports(report_dir, with_junit_family(wanted, junit_family), info, results):
         click.echo(f"report: {display_path(path)}")
+
+
+@cli.command()
+@click.argument("run_ref", metavar="[RUN]", default="latest")
+@STORE_OPTION
+@click.option("--format", "fmt", type=click.Choice(["csv", "jsonl"]), default="csv", show_default=True)
+@click.option("--experiment", "experiment_ids", multiple=True, metavar="ID", help="Only this experiment (repeatable).")
+@click.option("--status", "statuses", multiple=True, type=click.Choice(["passed", "failed", "error", "skipped"]),
+              help="Only items with this status (repeatable).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file instead of the standard output.")
+def export(run_ref, store_file, fmt, experiment_ids, statuses, output):
+    """Write the items of a stored RUN as CSV or JSON lines, in dataset order, read from the store as
+    they are written (any size): id, status, input, output, expected, error, latency, tokens and a
+    score per scorer; the same columns as the report page's export buttons.
+
+    RUN is a run id, a unique prefix of one, or `latest` (the default)."""
+    from yamleval.errors import UsageError
+    from yamleval.reporting import export as exporting
+    from yamleval.reporting.files import atomic_output
+
+    store = _open(store_file)
+    info = store.find_run(run_ref)
+    results = store.results(info.run_id, set(experiment_ids) if experiment_ids else None)
+    missing = sorted(set(experiment_ids) - {r.experiment_id for r in results})
+    if missing:
+        known = ", ".join(r.experiment_id for r in store.results(info.run_id)) or "none"
+        raise UsageError(f"--experiment {missing[0]}: run {info.run_id} has no such experiment (it has: {known})")
+    if output is None:
+        exporting.write(click.get_text_stream("stdout"), results, fmt, statuses)
+        return
+    try:
+        with atomic_output(output) as out:
+            count = exporting.write(out, results, fmt, statuses)
+    except OSError as exc:
+        raise UsageError(f"cannot write {display_path(output)}: {exc.strerror or exc}") from None
+    click.echo(f"export: {display_path(output)} ({count:,} items)", err=True)
 
 
 @cli.command()
