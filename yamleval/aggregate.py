@@ -16,6 +16,7 @@ from array import array
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from yamleval import stats
+from yamleval.records import storable_text
 from yamleval.types import Breakdown, CacheUse, ItemResult, LatencySummary, ScorerSummary, Slice, Summary, Usage
 
 BINS = 10  # score histogram bins over [0, 1]; scores outside it count in the first or last
@@ -199,7 +200,8 @@ def field_values(result: ItemResult, field: str) -> list[str]:
     for key in ("metadata.tags" if field == "tags" else field).split(".")[1:]:
         value = value.get(key) if isinstance(value, Mapping) else None
     values = value if isinstance(value, (list, tuple)) else [value]
-    texts = [NO_VALUE if v is None else v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
+    texts = [NO_VALUE if v is None else storable_text(v if isinstance(v, str) else
+                                                      json.dumps(v, ensure_ascii=False, default=str))
              for v in values]
     return list(dict.fromkeys(texts)) or [NO_VALUE]
 
