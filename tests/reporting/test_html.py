@@ -16,7 +16,7 @@ from html.parser import HTMLParser
 import pytest
 
 import yamleval
-from yamleval.reporting import html, write_reports
+from yamleval.reporting import html, html_data, write_reports
 from yamleval.types import RunInfo
 
 RUN = RunInfo(run_id="run-42", status="completed", started_at="2026-01-01T00:00:00.000Z",
@@ -189,11 +189,11 @@ def test_long_fields_are_cut_with_a_visible_marker(write_config):
             scorers: [exact_match]
     """))
     item = items_of(document)["big"]
-    assert len(long_text) > html.FIELD_CAP
-    assert item["input"] == long_text[:html.FIELD_CAP] + html.TRUNCATED
+    assert len(long_text) > html_data.FIELD_CAP
+    assert item["input"] == long_text[:html_data.FIELD_CAP] + html_data.TRUNCATED
     assert item["output"] == item["input"]
     assert item["expected"] == "short"
-    assert embedded(document)["cut"] == {"texts": 2, "cap": html.FIELD_CAP, "max_mb": html.MAX_MB, "budget": False}
+    assert embedded(document)["cut"] == {"texts": 2, "cap": html_data.FIELD_CAP, "max_mb": html_data.MAX_MB, "budget": False}
     assert long_text not in document
 
 
@@ -211,9 +211,9 @@ def test_a_page_over_its_size_cuts_long_texts_and_says_so(write_config, tmp_path
     document = pathlib.Path(path).read_text(encoding="utf-8")
     cut = embedded(document)["cut"]
     assert len(document.encode()) <= 0.3e6
-    assert cut["budget"] and cut["texts"] >= 60 and html.MIN_CAP <= cut["cap"] < html.FIELD_CAP
+    assert cut["budget"] and cut["texts"] >= 60 and html_data.MIN_CAP <= cut["cap"] < html_data.FIELD_CAP
     item = items_of(document)["i7"]
-    assert item["input"] == texts[7][:cut["cap"]] + html.TRUNCATED
+    assert item["input"] == texts[7][:cut["cap"]] + html_data.TRUNCATED
     assert "cut-notice" in document
 
 
@@ -263,10 +263,10 @@ def test_item_rows_carry_status_texts_scores_and_reasons(write_config):
 def test_an_output_equal_to_expected_is_embedded_once(write_config):
     document = html.render(RUN, run_all(write_config, MIXED))
     rows = {row[0]: row for row in embedded(document)["experiments"][0]["items"]}
-    output = html.ROW_FIELDS.index("output")
-    assert rows["good"][output] == html.SAME_AS_EXPECTED == 0
+    output = html_data.ROW_FIELDS.index("output")
+    assert rows["good"][output] == html_data.SAME_AS_EXPECTED == 0
     assert rows["wrong"][output] == "Parsi"
-    assert [row[html.ROW_FIELDS.index("expected")] for row in rows.values()].count("Paris") == 2
+    assert [row[html_data.ROW_FIELDS.index("expected")] for row in rows.values()].count("Paris") == 2
 
 
 def test_histogram_bins_scores_from_zero_to_one(write_config):

@@ -9,7 +9,7 @@ import csv
 import json
 from typing import IO, Any, Iterable, Sequence
 
-from yamleval.reporting.html import ms, score_value
+from yamleval.reporting.html_data import ms, score_value
 from yamleval.reporting.text import as_text
 from yamleval.types import ExperimentResult, ItemResult
 

@@ -1,49 +1,31 @@
 """``report.html``: the whole run as one self-contained page, safe to open from disk and to share.
 
-Jinja2 (autoescaped) renders the headers, statistics and run details; the items travel as one
-JSON blob in a ``<script type="application/json">`` element, escaped so that no text can end
-that element, and the page's script renders them a page at a time, inserting every value as
-text. A Content-Security-Policy pinned to the hashes of the inline script and stylesheet
-forbids every network request.
+Jinja2 (autoescaped) renders the headers, statistics, breakdowns and run details; the items
+travel in a ``<script type="application/json">`` element as compressed chunks (``html_data``),
+in JSON escaped so that no text can end that element, and the page's script renders them a
+page at a time, inserting every value as text. A Content-Security-Policy pinned to the hashes
+of the inline script and stylesheet forbids every network request.
 """
 from __future__ import annotations
 
 import base64
-import gzip
 import hashlib
-import json
-import math
 from functools import lru_cache
 from importlib import resources
 from typing import IO, Any, Sequence
 
 from yamleval import figures
-from yamleval.aggregate import BINS, field_values
+from yamleval.aggregate import BINS
 from yamleval.reporting import breakdowns
 from yamleval.reporting.files import render_with
-from yamleval.reporting.text import (INCOMPLETE, as_text, criterion_outcome, criterion_subject, limit_text,
-                                     stop_notice)
-from yamleval.reporting.trajectory import read_trajectory
-from yamleval.types import Breakdown, ExperimentResult, ItemResult, RunInfo, ScoreResult
+from yamleval.reporting.html_data import FIELD_CAP, MAX_MB, ROW_FIELDS, Budget, Rows, Texts, dumps
+from yamleval.reporting.text import INCOMPLETE, criterion_outcome, criterion_subject, limit_text, stop_notice
+from yamleval.types import Breakdown, ExperimentResult, ItemResult, RunInfo
 
 FILE_NAME = "report.html"  # in the report folder
-FIELD_CAP = 20_000  # characters of one text field embedded in the page
-MAX_MB = 25.0  # the page's size by default, in MB: an e-mail attachment
-MIN_CAP = 200  # characters of a text the size budget always leaves
-CHUNK_ROWS = 2000  # rows per compressed chunk of the data: the page decodes a chunk at a time
-COMPRESSION = 6  # gzip level: 9 is a few percent smaller for twice the time
-TRUNCATED = "… (truncated; full text in results.json / the database)"
 STATUSES = ("passed", "failed", "error", "skipped")
 EAGER_SECTIONS = 5  # experiments in the page as they are; the page builds later ones when scrolled near
 
-# Item rows are arrays (keys once, in the page's script) with these positions.
-# An output equal to the expected text is sent as 0, not a second copy (text fields are strings).
-SAME_AS_EXPECTED = 0
-ROW_FIELDS = ("id", "status", "input", "output", "expected", "error", "latency_ms", "tokens",
-              "scores", "label", "metadata", "trajectory", "assertions", "notes", "flaky", "repeats", "slices")
-
-# One compact encoder for the blob; ``default=str`` as in results.json.
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
 # Inside <script>, "<" could start "</script>" or "<!--"; U+2028/9 end lines in old JS.
 _SCRIPT_ESCAPES = (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e"),
                    ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
@@ -51,7 +33,7 @@ _SCRIPT_ESCAPES = (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e"),
 
 def script_json(value: Any) -> str:
     """``value`` as JSON that can sit inside a ``<script>`` element without ending it."""
-    text = _dumps(value)
+    text = dumps(value)
     for char, escape in _SCRIPT_ESCAPES:
         if char in text:
             text = text.replace(char, escape)
@@ -62,93 +44,6 @@ def csp_hash(text: str) -> str:
     """The CSP source expression that allows exactly this inline script or stylesheet."""
     digest = hashlib.sha256(text.encode("utf-8")).digest()
     return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
-
-
-def field_text(value: Any, cap: int = FIELD_CAP) -> str | None:
-    """A field as the page shows it: text as is, anything else as JSON, capped in size."""
-    if value is None:
-        return None
-    text = as_text(value)
-    return text if len(text) <= cap else text[:cap] + TRUNCATED
-
-
-class _Texts:
-    """``field_text`` at the cap the page's size budget allows, counting the texts it cuts."""
-
-    def __init__(self, cap: int = FIELD_CAP):
-        self.cap, self.cut = cap, 0
-
-    def __call__(self, value: Any) -> str | None:
-        if value is None:
-            return None
-        text = as_text(value)
-        if len(text) <= self.cap:
-            return text
-        self.cut += 1
-        return text[:self.cap] + TRUNCATED
-
-
-def _verdict(score: ScoreResult) -> str:
-    """``pass``/``fail`` (the scorer's verdict), ``""`` (a score without one), ``error``, ``skipped``."""
-    if score.status != "success":
-        return score.status
-    passed = score.passed
-    return "" if passed is None else "pass" if passed else "fail"
-
-
-def score_value(score: ScoreResult) -> float | None:
-    """A score as the page and exports show it: to 4 decimals."""
-    return None if score.score is None else round(score.score, 4)
-
-
-def _score_cell(score: ScoreResult | None, text: _Texts) -> list[Any] | None:
-    if score is None:
-        return None
-    return [score_value(score), _verdict(score), text(score.error if score.status == "error" else score.reason)]
-
-
-def _assertions(value: Any, text: _Texts) -> list[str | None] | None:
-    """An item's assertions as a list of texts (one assertion given alone is a list of one)."""
-    if value is None or value == "" or value == [] or value == {}:
-        return None
-    return [text(a) for a in (value if isinstance(value, (list, tuple)) else [value])]
-
-
-def ms(value: float | None) -> float | None:
-    """A step's duration for the page: rounded, and none that JSON cannot carry (NaN, infinity)."""
-    return None if value is None or not math.isfinite(value) else round(value, 2 if value < 1 else 1)
-
-
-def _trajectory(trace: Any, text: _Texts) -> list[Any] | None:
-    """[steps counted, tool calls, [[number, label, latency, tokens, text, error, calls], ...]],
-    each call [name, arguments, result, error, latency]; every text capped as any field."""
-    shown = read_trajectory(trace)
-    if shown is None:
-        return None
-    steps = [[s.number, text(s.label), ms(s.latency_ms), None if s.tokens is None else s.tokens.total_tokens,
-              text(s.text), text(s.error),
-              [[text(c.name), text(c.arguments), text(c.result), text(c.error), ms(c.latency_ms)] for c in s.calls]]
-             for s in shown.steps]
-    return [shown.step_count, shown.call_count, steps]
-
-
-def _row(result: ItemResult, scorer_ids: Sequence[str], text: _Texts, values: Sequence[dict[str, int]]) -> list[Any]:
-    """``values``: per breakdown, the index of each of its values (the item's are listed under ``slices``)."""
-    item, scores = result.item, result.scores
-    output, expected = text(result.output), text(item.expected)
-    if output is not None and output == expected:
-        output = SAME_AS_EXPECTED
-    slices = [[at[v] for v in field_values(result, field) if v in at] for field, at in values]
-    return [text(item.id), result.status, text(item.input), output, expected,
-            text(result.error), ms(result.latency_ms),
-            None if result.usage is None else result.usage.total_tokens,
-            [_score_cell(scores.get(sid), text) for sid in scorer_ids], text(item.label),
-            text(item.metadata) if item.metadata else None, _trajectory(result.trace, text),
-            _assertions(item.assertions, text),
-            [text(note) for note in result.notes] or None, result.flaky or None,
-            [[r.status, text(r.output), text(r.error), ms(r.latency_ms),
-              [_score_cell(r.scores.get(sid), text) for sid in scorer_ids]] for r in result.repeats] or None,
-            slices or None]
 
 
 def _histogram_svg(counts: list[int]) -> dict[str, Any]:
@@ -296,66 +191,6 @@ def _page(run: RunInfo, results: Sequence[ExperimentResult]) -> tuple[str, str]:
     return head, tail
 
 
-class _Rows:
-    """One experiment's rows as items stream by, written to ``out`` as compressed chunks: each
-    the gzip of a JSON array of rows, in base64 (which needs no escaping inside ``<script>``).
-    A chunk whose share of the size budget is exceeded is encoded again with shorter texts."""
-
-    def __init__(self, out: IO[str], scorer_ids: Sequence[str], values: Sequence, texts: _Texts, budget: "_Budget"):
-        self.out, self.scorer_ids, self.values, self.texts, self.budget = out, list(scorer_ids), values, texts, budget
-        self.pending: list[ItemResult] = []
-        self.first = True
-
-    def item(self, result: ItemResult) -> None:
-        self.pending.append(result)
-        if len(self.pending) >= CHUNK_ROWS:
-            self.flush()
-
-    def flush(self) -> None:
-        if not self.pending:
-            return
-        allowed = self.budget.allowed(len(self.pending))
-        while True:
-            cut = self.texts.cut
-            rows = [_row(r, self.scorer_ids, self.texts, self.values) for r in self.pending]
-            chunk = base64.b64encode(gzip.compress(_dumps(rows).encode("utf-8"), COMPRESSION, mtime=0)).decode("ascii")
-            if len(chunk) <= allowed or self.texts.cap <= MIN_CAP:
-                break
-            self.texts.cut = cut  # encoded again, shorter: the texts cut are counted then
-            longest = max(self.texts.cap, 1)
-            self.texts.cap = max(MIN_CAP, int(min(longest, _longest(rows)) * allowed / len(chunk) * 0.9))
-        self.budget.spend(len(chunk) + 3, len(self.pending))
-        self.out.write(("" if self.first else ",") + '"' + chunk + '"')
-        self.pending, self.first = [], False
-
-
-def _longest(rows: list) -> int:
-    """The longest text in ``rows``: where a lower cap starts to cut."""
-    longest, stack = 0, list(rows)
-    while stack:
-        value = stack.pop()
-        if isinstance(value, str):
-            longest = max(longest, len(value))
-        elif isinstance(value, list):
-            stack.extend(value)
-    return longest
-
-
-class _Budget:
-    """The bytes the item data may take so that the page stays within its size, shared out
-    over the items still to come."""
-
-    def __init__(self, max_bytes: float, items: int):
-        self.left, self.items = max_bytes, max(items, 1)
-
-    def allowed(self, items: int) -> float:
-        return max(0.0, self.left) * items / max(self.items, items)
-
-    def spend(self, size: int, items: int) -> None:
-        self.left -= size
-        self.items -= items
-
-
 class Writer:
     """Writes the page as items stream by: the header from the summaries first, then the
     data blob one experiment at a time, so a large run is never held in memory.
@@ -368,18 +203,18 @@ class Writer:
         out.write('{"fields":' + script_json(ROW_FIELDS) + ',"experiments":[')
         page = len(head.encode("utf-8")) + len(self.tail.encode("utf-8"))
         self.max_mb = float(max_mb) if max_mb else MAX_MB
-        self.budget = _Budget(self.max_mb * 1e6 - page - 1000 * len(results),
+        self.budget = Budget(self.max_mb * 1e6 - page - 1000 * len(results),
                               sum(r.summary.completed for r in results))
-        self.texts = _Texts()
+        self.texts = Texts()
         self.separator = ""
-        self.rows = _Rows(out, [], [], self.texts, self.budget)
+        self.rows = Rows(out, [], [], self.texts, self.budget)
 
     def begin(self, result: ExperimentResult) -> None:
         scorer_ids = list(result.summary.scorers)
         self.out.write(self.separator + '{"scorers":' + script_json(scorer_ids) + ',"chunks":[')
         self.separator = ","
         values = [(b.field, {x.value: n for n, x in enumerate(b.slices)}) for b in result.summary.breakdowns]
-        self.rows = _Rows(self.out, scorer_ids, values, self.texts, self.budget)
+        self.rows = Rows(self.out, scorer_ids, values, self.texts, self.budget)
 
     def item(self, result: ItemResult) -> None:
         self.rows.item(result)
