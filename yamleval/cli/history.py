@@ -152,14 +152,16 @@ def _config_listing(info) -> str:
               help="Comma-separated: html, junit, json, markdown.")
 @click.option("--report-dir", default="reports", show_default=True, type=click.Path(file_okay=False))
 @JUNIT_FAMILY_OPTION
-def report(run_ref, store_file, formats, report_dir, junit_family):
+@click.option("--max-html-mb", type=click.FloatRange(0, min_open=True), metavar="MB",
+              help="The size report.html keeps within by cutting long texts [25].")
+def report(run_ref, store_file, formats, report_dir, junit_family, max_html_mb):
     """Render the reports of a stored RUN again.
 
     RUN is a run id, a unique prefix of one, or `latest` (the default)."""
-    from yamleval.config.loader import with_junit_family
+    from yamleval.config.loader import with_html_budget, with_junit_family
     from yamleval.reporting import write_reports
 
-    wanted = report_formats(formats)
+    wanted = with_html_budget(report_formats(formats), max_html_mb)
     store = _open(store_file)
     info = store.find_run(run_ref)
     results = store.results(info.run_id)
