@@ -109,12 +109,17 @@ def browser():
         launched.close()
 
 
+def write_project(folder, data_file: str, rows: list[dict], config: str) -> None:
+    """``rows`` as the JSONL file ``data_file`` and ``config`` as evals.yaml, in ``folder``."""
+    with open(folder / data_file, "w", encoding="utf-8") as out:
+        out.writelines(json.dumps(row) + "\n" for row in rows)
+    (folder / "evals.yaml").write_text(textwrap.dedent(config), encoding="utf-8")
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     folder = tmp_path_factory.mktemp("html-report")
-    with open(folder / "shipping.jsonl", "w", encoding="utf-8") as out:
-        out.writelines(json.dumps(row) + "\n" for row in dataset())
-    (folder / "evals.yaml").write_text(textwrap.dedent(CONFIG), encoding="utf-8")
+    write_project(folder, "shipping.jsonl", dataset(), CONFIG)
     (folder / "model.yaml").write_text(MODEL_SCRIPT, encoding="utf-8")
     results = [yamleval.run_experiment(e) for e in yamleval.load_experiments(folder / "evals.yaml")]
     run = RunInfo(run_id="browser-run", status="completed", started_at="2026-01-01T00:00:00.000Z")
@@ -577,9 +582,7 @@ def topics_run(tmp_path_factory):
     from conftest import run_cli
 
     folder = tmp_path_factory.mktemp("topics")
-    with open(folder / "topics.jsonl", "w", encoding="utf-8") as out:
-        out.writelines(json.dumps(row) + "\n" for row in topic_rows())
-    (folder / "evals.yaml").write_text(textwrap.dedent(BREAKDOWN_CONFIG), encoding="utf-8")
+    write_project(folder, "topics.jsonl", topic_rows(), BREAKDOWN_CONFIG)
     done = run_cli("run", "evals.yaml", cwd=folder)
     assert done.returncode == 1, done.stderr
     return folder
