@@ -7,8 +7,8 @@ import json
 import pytest
 
 from yamleval.records import encode_record, item_from_record, summary_from_json, summary_to_json
-from yamleval.types import (Breakdown, Slice, CriterionResult, Item, ItemResult, LatencySummary, ScoreResult, ScorerSummary, Summary,
-                            Usage)
+from yamleval.types import (Breakdown, CriterionResult, Item, ItemResult, LatencySummary, ScoreResult, ScorerSummary,
+                            Slice, Summary, Usage)
 
 CASES = [
     ItemResult(item=Item(id="a", index=0, input="q", expected="x"), status="passed", output="x", latency_ms=0.5,

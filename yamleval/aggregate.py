@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import math
 import json
+import math
 import operator
 from array import array
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -21,7 +21,7 @@ from yamleval.types import Breakdown, CacheUse, ItemResult, LatencySummary, Scor
 
 BINS = 10  # score histogram bins over [0, 1]; scores outside it count in the first or last
 RUN = 65536  # numbers kept as they come before they are folded (sums) or sorted (latencies)
-MAX_SLICES = 50  # values of a breakdown field counted apart; items with later ones count as ``other``
+MAX_SLICES = 50  # values of a breakdown field counted apart; items with later ones are in no slice (``other``)
 FEW_VALUES = 12  # a metadata field broken down by default has at most this many values, and two or more
 NO_VALUE = "(none)"  # the slice of items without the field
 

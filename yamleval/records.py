@@ -10,8 +10,8 @@ import math
 import re
 from typing import Any
 
-from yamleval.types import (Breakdown, CacheUse, CriterionResult, Item, ItemResult, LatencySummary, ScoreResult, ScorerSummary, Slice, Summary,
-                            Throttling, Usage)
+from yamleval.types import (Breakdown, CacheUse, CriterionResult, Item, ItemResult, LatencySummary, ScoreResult,
+                            ScorerSummary, Slice, Summary, Throttling, Usage)
 
 # json.dumps(value, ensure_ascii=False, default=str, allow_nan=False) without building an encoder per call
 _encode = json.JSONEncoder(ensure_ascii=False, default=str, allow_nan=False).encode

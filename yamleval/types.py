@@ -226,7 +226,7 @@ class Breakdown:
 
     field: str
     slices: tuple[Slice, ...]
-    other: int = 0  # items whose value came past the first ``aggregate.MAX_SLICES`` values: not counted in a slice
+    other: int = 0  # items in no slice: their value came past ``aggregate.MAX_SLICES`` (by default, before the field was seen)
 
 
 Verdicts = tuple  # (id, position, status, {scorer id: (status, passed, score)}): ItemResults.verdicts

@@ -35,7 +35,7 @@ def headline(breakdown: Breakdown) -> str:
     if slow is not None:
         parts.append(f"slowest: {slow.value} (p95 {figures.ms(slow.summary.latency_ms.p95)})")
     if breakdown.other:
-        parts.append(f"{breakdown.other:,} item{'s' * (breakdown.other != 1)} in no row (past the first values)")
+        parts.append(f"{breakdown.other:,} item{'s' * (breakdown.other != 1)} counted in no row")
     return " · ".join(parts)
 
 
