@@ -630,3 +630,22 @@ def test_the_export_of_a_filtered_view_equals_yamleval_export(browser, topics_ru
     written = (topics_run / f"failed.{fmt}").read_bytes()
     assert exported == written
     assert written.count(b"Wrong answer") == 5 and b"a mapping" in written
+
+
+def test_items_in_many_chunks_read_as_one_table(browser, report, tmp_path, monkeypatch):
+    from yamleval.reporting import html_data
+
+    _, results = report
+    monkeypatch.setattr(html_data, "CHUNK_ROWS", 40)  # the 150 items of the first experiment in 4 chunks
+    run = RunInfo(run_id="chunks", status="completed", started_at="2026-01-01T00:00:00.000Z")
+    [path] = write_reports(str(tmp_path), ["html"], run, results)
+    with open_report(browser, path) as opened:
+        section = opened.section()
+        assert section.locator(".showing").inner_text() == f"Showing 1–100 of {ITEMS} items"
+        assert section.locator("[data-count=failed]").inner_text() == str(results[0].summary.failed)
+        opened.search("zone 149 ")
+        assert opened.rows().locator("td.item-id").all_inner_texts() == ["q149"]
+        opened.search("")
+        section.locator("th[data-sort=index] button").click()  # descending: the last chunk's items first
+        assert opened.rows().first.locator("td.item-id").inner_text() == f"q{ITEMS - 1:03d}"
+        opened.assert_quiet()

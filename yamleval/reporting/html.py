@@ -211,7 +211,8 @@ class Writer:
 
     def begin(self, result: ExperimentResult) -> None:
         scorer_ids = list(result.summary.scorers)
-        self.out.write(self.separator + '{"scorers":' + script_json(scorer_ids) + ',"chunks":[')
+        self.out.write(self.separator + '{"scorers":' + script_json(scorer_ids) + ',"count":'
+                       + str(result.summary.completed) + ',"chunks":[')
         self.separator = ","
         values = [(b.field, {x.value: n for n, x in enumerate(b.slices)}) for b in result.summary.breakdowns]
         self.rows = Rows(self.out, scorer_ids, values, self.texts, self.budget)

@@ -6,23 +6,32 @@
   DATA.fields.forEach(function (name, n) { F[name] = n; });
 
   // Each experiment's rows come as chunks: gzip in base64, inflated by the browser's own
-  // DecompressionStream when its table is built (nothing is fetched: a Blob is read in memory).
+  // DecompressionStream (nothing is fetched: a Blob is read in memory), one chunk at a time
+  // once its table is built, the page answering in between: the first rows show at once.
   function inflate(chunk) {
     var text = atob(chunk), bytes = new Uint8Array(text.length);
     for (var i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
     var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
     return new Response(stream).text().then(JSON.parse);
   }
-  function load(exp) {
-    if (exp.loading) return exp.loading;
-    return (exp.loading = Promise.all(exp.chunks.map(inflate)).then(function (chunks) {
-      var items = [].concat.apply([], chunks);
-      // an output equal to the expected text comes as 0: share the expected string
-      for (var i = 0; i < items.length; i++) if (items[i][F.output] === 0) items[i][F.output] = items[i][F.expected];
-      exp.items = items;
-      exp.chunks = null;
-      return exp;
-    }));
+  // Reads the experiment's chunks into exp.items, calling grew(done) after each.
+  function load(exp, grew) {
+    var chunks = exp.chunks, at = 0;
+    exp.items = [];
+    exp.chunks = null;
+    function next() {
+      if (at === chunks.length) { grew(true); return Promise.resolve(); }
+      return inflate(chunks[at++]).then(function (rows) {
+        // an output equal to the expected text comes as 0: share the expected string
+        for (var i = 0; i < rows.length; i++) {
+          if (rows[i][F.output] === 0) rows[i][F.output] = rows[i][F.expected];
+          exp.items.push(rows[i]);
+        }
+        if (at < chunks.length) grew(false);
+        return new Promise(function (resolve) { setTimeout(resolve, 0); }).then(next);
+      });
+    }
+    return next();
   }
   var STATUSES = ["passed", "failed", "error", "skipped"];
   var VERDICT = { passed: "pass", failed: "fail", error: "error", skipped: "skipped" };
@@ -144,6 +153,8 @@
     this.id = section.getAttribute("data-id");
     this.items = exp.items;
     this.slice = null;       // [breakdown, value] whose items alone are shown, or null
+    this.count = exp.count;  // items in all, this.items holding those read so far
+    this.loading = true;
     this.scorers = exp.scorers;
     this.tbody = section.querySelector(".items-table tbody");
     // keep the three text columns readable however many scorer columns there are (scrolls sideways)
@@ -300,7 +311,21 @@
     if (query === this.query) return;
     this.query = query;
     this.page = 0;
-    if (!query) { this.mask = null; this.refresh(); return; }
+    this.match();
+    this.refresh();
+  };
+
+  // More items have been read (all of them once ``done``): the view takes them in.
+  Table.prototype.grew = function (done) {
+    this.loading = !done;
+    this.order = null;
+    this.match();
+    this.refresh();
+  };
+
+  Table.prototype.match = function () {
+    var query = this.query;
+    if (!query) { this.mask = null; return; }
     var pattern = new RegExp(query.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "i");
     var items = this.items, mask = new Uint8Array(items.length), f = F;
     for (var i = 0; i < items.length; i++) {
@@ -310,7 +335,6 @@
           || reasonsMatch(pattern, it[f.scores])) mask[i] = 1;
     }
     this.mask = mask;
-    this.refresh();
   };
   function matches(pattern, text) { return text !== null && text !== undefined && pattern.test(text); }
   function reasonsMatch(pattern, scores) {
@@ -414,6 +438,7 @@
     this.showing.textContent = view.length
       ? "Showing " + fmt(from + 1) + "–" + fmt(to) + " of " + fmt(view.length) + (filtered ? " matching items (" + fmt(total) + " in total)" : " items")
       : "No matching items (" + fmt(total) + " in total)";
+    if (this.loading) this.showing.textContent += " · reading the items: " + fmt(total) + " of " + fmt(this.count);
     this.pageOf.textContent = "Page " + fmt(this.page + 1) + " of " + fmt(pages);
     var buttons = this.section.querySelectorAll(".pager button");
     buttons[0].disabled = buttons[1].disabled = this.page === 0;
@@ -631,8 +656,16 @@
       section.replaceChildren(template.content);
       section.removeAttribute("data-lazy");
     }
-    return load(DATA.experiments[+section.getAttribute("data-experiment")]).then(function (exp) {
-      tables.push(new Table(section, exp));
+    var exp = DATA.experiments[+section.getAttribute("data-experiment")], table = null;
+    return load(exp, function (done) {
+      if (table) { table.grew(done); return; }
+      table = new Table(section, exp);
+      tables.push(table);
+      if (done) table.grew(true);
+    }).catch(function (error) {  // a browser without DecompressionStream (before 2023)
+      section.querySelector(".showing").textContent = "This browser cannot read the items of this page;"
+        + " open it in a current one, or see results.json.";
+      console.error(error);
     });
   }
   var cut = DATA.cut;
