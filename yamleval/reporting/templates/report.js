@@ -7,14 +7,15 @@
 
   // Each experiment's rows come as chunks: gzip in base64, inflated by the browser's own
   // DecompressionStream (nothing is fetched: a Blob is read in memory), one chunk at a time
-  // once its table is built, the page answering in between: the first rows show at once.
+  // once its table is built, the page answering in between: the first rows show at once, the
+  // others join them when all are read.
   function inflate(chunk) {
     var text = atob(chunk), bytes = new Uint8Array(text.length);
     for (var i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
     var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
     return new Response(stream).text().then(JSON.parse);
   }
-  // Reads the experiment's chunks into exp.items, calling grew(done) after each.
+  // Reads the experiment's chunks into exp.items, calling grew(false) after the first, grew(true) at the end.
   function load(exp, grew) {
     var chunks = exp.chunks, at = 0;
     exp.items = [];
@@ -27,7 +28,7 @@
           if (rows[i][F.output] === 0) rows[i][F.output] = rows[i][F.expected];
           exp.items.push(rows[i]);
         }
-        if (at < chunks.length) grew(false);
+        if (at === 1 && at < chunks.length) grew(false);  // the first rows; the rest in one go, when all are read
         return new Promise(function (resolve) { setTimeout(resolve, 0); }).then(next);
       });
     }
@@ -399,9 +400,12 @@
       if (shown[status]) view.push(i);
     }
     this.view = view;
-    this.section.querySelectorAll("[data-count]").forEach(function (node) {
-      node.textContent = fmt(counts[node.getAttribute("data-count")]);
-    });
+    // while the items are read, the counts of the whole run (in the page) stand unless a search or value narrows them
+    if (!this.loading || mask !== null || slice !== null) {
+      this.section.querySelectorAll("[data-count]").forEach(function (node) {
+        node.textContent = fmt(counts[node.getAttribute("data-count")]);
+      });
+    }
     this.render();
   };
 
