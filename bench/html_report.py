@@ -1,23 +1,25 @@
 #!/usr/bin/env python
-"""How big report.html gets for a large run, how long Python takes to render it, and how soon
-headless chromium makes it usable.
+"""How big report.html gets for a large run, how long rendering it takes, how many texts its
+size budget cut, and how soon headless chromium makes it usable.
 
 A JSONL dataset of N items (default 100,000) with customer-service texts of 100-400 characters
-is generated with a fixed seed; the built-in ``echo`` runner answers with a prepared reply that
-equals the expected answer for about 70% of the items and differs slightly for the rest; the
-scorers are ``exact_match`` and ``levenshtein`` (threshold 0.8). The run goes through the Python
-API, then ``yamleval.reporting.html`` renders it.
+(``--answer-kb K``: answers of about K KB) is generated with a fixed seed; the built-in ``echo``
+runner answers with a prepared reply that equals the expected answer for about 70% of the items
+and differs slightly for the rest; the scorers are ``exact_match`` and ``levenshtein``
+(threshold 0.8). ``yamleval run`` stores the run (and writes report.html), then ``yamleval
+report`` renders report.html again from the store, timed.
 
 Time to usable: from ``page.goto`` of the file:// URL until the first table row is visible and
 the status filter has answered a click (hiding passed items). Each figure is the median of
 ``--repeat`` runs (fresh page each time), with the fastest in brackets.
 
     python bench/html_report.py                  # 100,000 items, 3 runs
+    python bench/html_report.py --items 50000 --answer-kb 10 --repeat 1   # long answers: the size budget
     python bench/html_report.py --items 10000 --repeat 5 --keep
     python bench/html_report.py --items 2000 --experiments 1000   # many small experiments
 
-Needs playwright and /usr/bin/chromium for the browser figures; without them only the Python
-figures are printed.
+Needs playwright and /usr/bin/chromium for the browser figures; without them only the size and
+render figures are printed.
 """
 from __future__ import annotations
 
@@ -25,8 +27,10 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -94,14 +98,16 @@ def reply(expected: str, rnd: random.Random) -> str:
     return expected[: len(expected) * 2 // 3]
 
 
-def write_dataset(folder: str, items: int, experiments: int) -> None:
-    """``items`` tickets split evenly over one JSONL file per experiment."""
+def write_dataset(folder: str, items: int, experiments: int, answer_kb: float = 0) -> None:
+    """``items`` tickets split evenly over one JSONL file per experiment; answers of about
+    ``answer_kb`` KB when it is given, else of 100-400 characters."""
     rnd = random.Random(20240601)
+    low, high = (int(answer_kb * 1000), int(answer_kb * 1030)) if answer_kb else (100, 400)
     for e in range(experiments):
         with open(os.path.join(folder, f"tickets-{e}.jsonl"), "w", encoding="utf-8") as out:
             for n in range(items * e // experiments, items * (e + 1) // experiments):
                 question = (rnd.choice(OPENERS) + " " + text(rnd, ASKS, DETAILS)).strip()
-                expected = text(rnd, ANSWERS, ANSWERS)
+                expected = text(rnd, ANSWERS, ANSWERS, low, high)
                 out.write(json.dumps({"id": f"ticket-{n:06d}", "input": question, "expected": expected,
                                       "reply": reply(expected, rnd)}) + "\n")
 
@@ -158,45 +164,60 @@ def median_and_min(values: list[float]) -> str:
     return f"{statistics.median(values):.2f} s [{min(values):.2f}]"
 
 
+def cut_figures(path: str) -> dict:
+    """What the page's size budget cut: the ``cut`` entry at the end of its data blob."""
+    with open(path, "rb") as handle:
+        handle.seek(max(0, os.path.getsize(path) - 200_000))
+        tail = handle.read().decode("utf-8", errors="replace")
+    found = re.findall(r'"cut":(\{[^}]*\})', tail)
+    return json.loads(found[-1]) if found else {}
+
+
+def yamleval_command() -> list[str]:
+    script = os.path.join(os.path.dirname(sys.executable), "yamleval")
+    return [script] if os.access(script, os.X_OK) else [sys.executable, "-m", "yamleval"]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=100_000)
     parser.add_argument("--experiments", type=int, default=1, help="split the items over this many experiments")
+    parser.add_argument("--answer-kb", type=float, default=0, help="answers of about this many KB (default: short)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder and print its path")
     options = parser.parse_args(argv)
 
-    import yamleval
-    from yamleval.reporting import html, write_reports
-    from yamleval.types import RunInfo
-
     folder = tempfile.mkdtemp(prefix="yamleval-html-bench-")
     try:
-        write_dataset(folder, options.items, options.experiments)
+        write_dataset(folder, options.items, options.experiments, options.answer_kb)
         config = os.path.join(folder, "bench.yaml")
         with open(config, "w", encoding="utf-8") as out:
-            out.write("experiments:\n" + "".join(EXPERIMENT.format(number=n) for n in range(options.experiments)))
+            out.write("reports: {formats: [html]}\nexperiments:\n"
+                      + "".join(EXPERIMENT.format(number=n) for n in range(options.experiments)))
+        store, command = os.path.join(folder, "results.db"), yamleval_command()
         started = time.perf_counter()
-        results = [yamleval.run_experiment(e) for e in yamleval.load_experiments(config)]
+        done = subprocess.run(command + ["run", config, "--quiet", "--store", store, "--report-dir", folder],
+                              capture_output=True, text=True, cwd=folder)
         run_seconds = time.perf_counter() - started
-        run = RunInfo(run_id="html-bench", status="completed", started_at=results[0].started_at,
-                      completed_at=results[-1].completed_at, yamleval_version=yamleval.__version__,
-                      config_files=("bench.yaml",))
-        passed, failed = sum(r.summary.passed for r in results), sum(r.summary.failed for r in results)
-        print(f"run       {options.items:,} items in {len(results):,} experiment(s) in {run_seconds:.1f} s: "
-              f"{passed:,} passed, {failed:,} failed")
+        if done.returncode not in (0, 1):
+            print(done.stderr[-3000:], file=sys.stderr)
+            return 1
+        print(f"run       {options.items:,} items in {options.experiments:,} experiment(s)"
+              + (f", answers of ~{options.answer_kb:g} KB" if options.answer_kb else "")
+              + f": yamleval run (store and report.html) {run_seconds:.1f} s")
 
         renders = []
         for _ in range(options.repeat):
             started = time.perf_counter()
-            document = html.render(run, results)
+            subprocess.run(command + ["report", "--store", store, "--format", "html", "--report-dir", folder],
+                           check=True, capture_output=True, cwd=folder)
             renders.append(time.perf_counter() - started)
         path = os.path.join(folder, "report.html")
-        write_reports(folder, ["html"], run, results)
-        size = os.path.getsize(path)
-        print(f"report    {size / 2**20:,.1f} MiB ({size:,} bytes), {len(document):,} characters")
-        print(f"render    Python {median_and_min(renders)}  (median [fastest] of {options.repeat})")
-        del document
+        size, cut = os.path.getsize(path), cut_figures(path)
+        print(f"report    {size / 1e6:,.1f} MB ({size:,} bytes); {cut.get('texts', 0):,} texts cut to "
+              f"{cut.get('cap', 0):,} characters (size budget {cut.get('max_mb', '?')} MB"
+              f"{', reached' if cut.get('budget') else ', not reached'})")
+        print(f"render    yamleval report --format html {median_and_min(renders)}  (median [fastest] of {options.repeat})")
 
         try:
             from playwright.sync_api import sync_playwright

@@ -76,6 +76,8 @@ W4_ADAPTIVE, W4_SHARE, W4_LIMITED = 1.25, 0.10, 1.1  # wall ratios to the ideal;
 THROTTLED_SERVER = os.path.join(REPO_DIR, "tests", "servers", "throttled.py")
 R_RATIO = 3.0         # rendering all formats <= 3x the W1 loop's wall at the same size
 R_USABLE = 2.0        # report.html usable in chromium within 2 s
+R_SIZE_MB = 15.0      # report.html of the 100,000-item run at most 15 MB
+R_LONG_MB = 25.0      # report.html of 50,000 items with 10 KB answers within its default budget, 25 MB
 S_VALIDATE, S_HELP = 0.5, 0.3
 V_MEMORY, V_COMPARE = 1.2, 5.0  # repeats 3 peak RSS <= 1.2x repeats 1; compare of two stored runs < 5 s
 
@@ -669,7 +671,7 @@ def workload_w3(suite: Suite, repeat: int) -> None:
         config = write_config(suite, f"w3-{size}", data, INSTANT_RUNNER, ["json", "junit"])
         commands[size] = run_command(suite, f"w3-{size}", config)
     runs: dict[int, list] = {small: [], large: []}
-    found = {}
+    found, exports = {}, {}
     for index in range(repeat):
         for size in (small, large):
             progress(f"W3 {size:,} items, run {index + 1} of {repeat}")
@@ -679,6 +681,12 @@ def workload_w3(suite: Suite, repeat: int) -> None:
             found[size] = counts(os.path.join(reports, "results.json"), "yamleval")
             if found[size]["total"] != size:
                 raise Failed(f"W3: yamleval ran {found[size]['total']:,} items of {size:,}")
+            if index == repeat - 1:  # the stored run exported, streaming: its memory is flat too
+                progress(f"W3 yamleval export of the {size:,}-item run")
+                out = suite.path(f"w3-{size}.csv")
+                exports[size] = measure(yamleval_command() + ["export", "--store", store, "-o", out],
+                                        suite.folder, suite.path(f"w3-{size}-export.log"))
+                os.remove(out)
         forget_store(commands[large][2])  # a 1,000,000-item database is large; free the disk at once
     ratio = med(runs[large], 1) / med(runs[small], 1)
     suite.target(f"W3 {large:,} memory", med(runs[large], 1), med(runs[small], 1), ratio,
@@ -687,8 +695,15 @@ def workload_w3(suite: Suite, repeat: int) -> None:
         suite.say(f"W3  {size:,} items (JSON + JUnit): {seconds(runs[size])}, {med(runs[size], 1):.0f} MiB, "
                   f"{med(runs[size], 0) / size * 1000:.3f} ms per item, run phase {found[size]['duration_s']:.2f} s, "
                   f"{found[size]['passed']:,} passed; no loop baseline (n/a)")
+    ratio = exports[large][1] / exports[small][1]
+    suite.target(f"W3 {large:,} export memory", exports[large][1], exports[small][1], ratio,
+                 f"<= {W3_MEMORY:g}x {small:,}", ratio <= W3_MEMORY, unit="MiB")
+    for size in (small, large):
+        suite.say(f"W3  yamleval export (CSV) of the {size:,}-item run: {exports[size][0]:.1f} s, "
+                  f"{exports[size][1]:.0f} MiB")
     suite.details["W3"] = {str(size): {"runs": runs[size], "per_item_ms": med(runs[size], 0) / size * 1000,
-                                       "run_phase_s": found[size]["duration_s"]} for size in (small, large)}
+                                       "run_phase_s": found[size]["duration_s"], "export": exports[size]}
+                           for size in (small, large)}
 
 
 def workload_v(suite: Suite) -> None:
@@ -1104,6 +1119,38 @@ def workload_r(suite: Suite) -> None:
         suite.say(f"R   html in chromium: first row {statistics.median(browser['first_row']):.2f} s "
                   f"[{min(browser['first_row']):.2f}], usable {usable:.2f} s [{min(browser['usable']):.2f}]")
     suite.details["R"]["browser"] = browser
+    megabytes = os.path.getsize(html) / 1e6
+    suite.target(f"R {size:,} html size", megabytes, None, None, f"<= {R_SIZE_MB:g} MB", megabytes <= R_SIZE_MB,
+                 unit="MB")
+    suite.say(f"R   report.html of {size:,} items: {megabytes:.1f} MB")
+    workload_r_long(suite)
+
+
+def workload_r_long(suite: Suite) -> None:
+    """report.html of a run whose answers are 10 KB each: within its size budget, the cut said."""
+    import html_report
+
+    size = 1000 if suite.quick else 50_000
+    folder = suite.path("r-long")
+    os.makedirs(folder, exist_ok=True)
+    progress(f"R {size:,} items with 10 KB answers")
+    html_report.write_dataset(folder, size, 1, 10)
+    config = os.path.join(folder, "long.yaml")
+    with open(config, "w", encoding="utf-8") as out:
+        out.write("reports: {formats: [html]}\nexperiments:\n" + html_report.EXPERIMENT.format(number=0))
+    command = yamleval_command() + ["run", config, "--quiet", "--store", os.path.join(folder, "results.db"),
+                                    "--report-dir", folder]
+    wall, rss = measure(command, folder, suite.path("r-long.log"), ok_codes=(0, 1))
+    path = os.path.join(folder, FILES["html"])
+    megabytes, cut = os.path.getsize(path) / 1e6, html_report.cut_figures(path)
+    suite.target(f"R {size:,} x 10 KB html size", megabytes, None, None, f"<= {R_LONG_MB:g} MB",
+                 megabytes <= R_LONG_MB, unit="MB", note=f"{cut.get('texts', 0):,} texts cut to {cut.get('cap', 0):,}")
+    browser = browser_usable(suite, path, suite.repeat)
+    usable = statistics.median(browser["usable"]) if "usable" in browser else None
+    suite.say(f"R   {size:,} items with 10 KB answers: run {wall:.1f} s {rss:.0f} MiB; report.html {megabytes:.1f} MB, "
+              f"{cut.get('texts', 0):,} texts cut to {cut.get('cap', 0):,} characters"
+              + (f"; usable in chromium {usable:.2f} s" if usable is not None else ""))
+    suite.details["R"]["long"] = {"size": size, "megabytes": megabytes, "cut": cut, "browser": browser}
 
 
 def workload_s(suite: Suite) -> None:

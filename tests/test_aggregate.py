@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from yamleval import aggregate, stats
 from yamleval.aggregate import Aggregator
 from yamleval.types import Item, ItemResult, ScoreResult, Usage
 
@@ -126,3 +127,48 @@ def test_exact_parts_keep_the_exact_sum():
     values = [1e16, 1.0, -1e16, 3.5e-20, 0.1, 0.2, -0.3, 1e300, -1e300, 2.0 ** -1074]
     parts = exact_parts(values)
     assert sum(map(Fraction, parts)) == sum(map(Fraction, values))
+
+
+def tagged(index, status, latency, metadata, score=None):
+    item = Item(id=f"i{index}", index=index, input=index, metadata=metadata)
+    scores = {} if score is None else {"a": ScoreResult("a", "success", score, score >= 0.5, 0.5)}
+    return ItemResult(item=item, status=status, latency_ms=latency, scores=scores, usage=Usage(index, 0))
+
+
+def test_a_breakdown_counts_each_value_apart_weakest_first():
+    agg = Aggregator({"a": ("a", 0.5)}, 0.95, ["metadata.topic", "tags", "metadata.who.lang"])
+    agg.add(tagged(0, "passed", 10.0, {"topic": "billing", "tags": ["long", "es"], "who": {"lang": "es"}}, 1.0))
+    agg.add(tagged(1, "failed", 30.0, {"topic": "billing", "tags": ["long"]}, 0.0))
+    agg.add(tagged(2, "passed", 50.0, {"topic": "refunds"}, 1.0))
+    agg.add(tagged(3, "passed", 70.0, None, 0.8))
+    topic, tags, lang = agg.summary(0.0).breakdowns
+    assert [(s.value, s.summary.completed, s.summary.pass_rate) for s in topic.slices] == [
+        ("billing", 2, 0.5), ("(none)", 1, 1.0), ("refunds", 1, 1.0)]  # a tie on pass rate: the lower mean first
+    billing = topic.slices[0].summary
+    assert billing.scorers["a"].mean == 0.5 and billing.latency_ms.p50 == 20.0 and billing.tokens.prompt_tokens == 1
+    assert billing.pass_rate_ci == stats.wilson_interval(1, 2)
+    assert [(s.value, s.summary.completed) for s in tags.slices] == [("long", 2), ("(none)", 2), ("es", 1)]
+    assert [(s.value, s.summary.completed) for s in lang.slices] == [("(none)", 3), ("es", 1)]
+    assert aggregate.slowest(topic).value == "(none)"
+
+
+def test_values_past_the_limit_are_counted_in_no_slice(monkeypatch):
+    monkeypatch.setattr(aggregate, "MAX_SLICES", 2)
+    agg = Aggregator({}, 0.95, ["metadata.n"])
+    agg.slices["metadata.n"].limit = 2
+    for n in range(5):
+        agg.add(tagged(n, "passed", 1.0, {"n": n % 4}))
+    [found] = agg.summary(0.0).breakdowns
+    assert [(s.value, s.summary.completed) for s in found.slices] == [("0", 2), ("1", 1)]
+    assert found.other == 2
+
+
+def test_by_default_metadata_fields_of_a_few_values_are_broken_down():
+    agg = Aggregator({}, 0.95, None)
+    for n in range(40):
+        agg.add(tagged(n, "passed" if n % 4 else "failed", 1.0,
+                       {"lang": ["en", "es"][n % 2], "source_id": f"s{n}", "constant": "x", "tags": ["a"]}))
+    found = {b.field: b for b in agg.summary(0.0).breakdowns}
+    assert sorted(found) == ["metadata.lang"]  # too many values, one value (the tags are all the same)
+    assert [(s.value, s.summary.pass_rate) for s in found["metadata.lang"].slices] == [("en", 0.5), ("es", 1.0)]
+    assert Aggregator({}, 0.95, ()).summary(0.0).breakdowns == ()

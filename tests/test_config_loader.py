@@ -201,6 +201,25 @@ def test_report_config_paths_are_relative_to_the_file(write_config, tmp_path):
     assert json.loads(json.dumps(project.report_formats)) == ["json", "html"]
 
 
+def test_breakdowns_and_the_html_size_come_from_the_reports_settings_or_the_experiment(write_config):
+    path = write_config("""
+        reports: {formats: [html, json], breakdowns: [metadata.topic, tags], max_html_mb: 10}
+        experiments:
+          - {id: a, dataset: {items: [{input: a}]}, runner: echo}
+          - {id: b, dataset: {items: [{input: a}]}, runner: echo, breakdowns: [metadata.lang]}
+          - {id: c, dataset: {items: [{input: a}]}, runner: echo, breakdowns: []}
+    """)
+    project = load_project([path])
+    assert [e.breakdowns for e in project.experiments] == [("metadata.topic", "tags"), ("metadata.lang",), ()]
+    assert project.report_formats == ("html:10", "json")
+    default = load_project([write_config("experiments: [{id: a, dataset: {items: [{input: a}]}, runner: echo}]\n",
+                                         "other.yaml")])
+    assert default.experiments[0].breakdowns is None and default.report_formats[0] == "html"
+    with pytest.raises(ConfigError) as caught:
+        load_project([write_config("reports: {breakdowns: [topic]}\nexperiments: []\n", "bad.yaml")])
+    assert "$.reports.breakdowns[0]" in caught.value.format_message()
+
+
 def test_the_junit_family_goes_with_the_junit_format(write_config, tmp_path):
     path = write_config("""
         reports: {dir: out, formats: [junit, json], junit: {family: xunit1}}

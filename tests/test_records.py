@@ -7,8 +7,8 @@ import json
 import pytest
 
 from yamleval.records import encode_record, item_from_record, summary_from_json, summary_to_json
-from yamleval.types import (CriterionResult, Item, ItemResult, LatencySummary, ScoreResult, ScorerSummary, Summary,
-                            Usage)
+from yamleval.types import (Breakdown, CriterionResult, Item, ItemResult, LatencySummary, ScoreResult, ScorerSummary,
+                            Slice, Summary, Usage)
 
 CASES = [
     ItemResult(item=Item(id="a", index=0, input="q", expected="x"), status="passed", output="x", latency_ms=0.5,
@@ -88,3 +88,12 @@ def test_latency_p90_p99_and_the_details_of_criteria_are_kept_and_old_summaries_
     read = summary_from_json(json.dumps(old))
     assert read.latency_ms == LatencySummary(10.0, 9.0, 19.0, 20.0)
     assert [(c.percentile, c.per_item, c.bound) for c in read.criteria] == [(None, False, "point")] * 3
+
+
+def test_breakdowns_are_kept_with_the_summary():
+    part = Summary(2, 2, 1, 1, 0, 0, 0.5, 0.5, 0.0, LatencySummary(1.0, 1.0, 2.0, 2.0), Usage(3, 1), {},
+                   pass_rate_ci=(0.09, 0.91))
+    summary = Summary(2, 2, 1, 1, 0, 0, 0.5, 0.5, 5.0, LatencySummary(), Usage(), {},
+                      breakdowns=(Breakdown("metadata.topic", (Slice("billing", part),), other=3),))
+    assert summary_from_json(summary_to_json(summary)) == summary
+    assert "breakdowns" not in json.loads(summary_to_json(part))  # none: nothing written

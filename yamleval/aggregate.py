@@ -9,16 +9,21 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import json
 import math
 import operator
 from array import array
-from typing import Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from yamleval import stats
-from yamleval.types import CacheUse, ItemResult, LatencySummary, ScorerSummary, Summary, Usage
+from yamleval.records import storable_text
+from yamleval.types import Breakdown, CacheUse, ItemResult, LatencySummary, ScorerSummary, Slice, Summary, Usage
 
 BINS = 10  # score histogram bins over [0, 1]; scores outside it count in the first or last
 RUN = 65536  # numbers kept as they come before they are folded (sums) or sorted (latencies)
+MAX_SLICES = 50  # values of a breakdown field counted apart; items with later ones are in no slice (``other``)
+FEW_VALUES = 12  # a metadata field broken down by default has at most this many values, and two or more
+NO_VALUE = "(none)"  # the slice of items without the field
 
 
 def score_bin(value: float) -> int:
@@ -188,13 +193,73 @@ class _Tokens:
         return Usage(self.prompt, self.completion, self.cost)
 
 
-class Aggregator:
-    """Counts, score statistics, latency and tokens of the items recorded so far."""
+def field_values(result: ItemResult, field: str) -> list[str]:
+    """The values of an item field for a breakdown: ``metadata.a.b`` (``tags`` is ``metadata.tags``);
+    a list gives each of its values (an item counts in each), a missing field ``NO_VALUE``."""
+    value: Any = result.item.metadata
+    for key in ("metadata.tags" if field == "tags" else field).split(".")[1:]:
+        value = value.get(key) if isinstance(value, Mapping) else None
+    values = value if isinstance(value, (list, tuple)) else [value]
+    texts = [NO_VALUE if v is None else storable_text(v if isinstance(v, str) else
+                                                      json.dumps(v, ensure_ascii=False, default=str))
+             for v in values]
+    return list(dict.fromkeys(texts)) or [NO_VALUE]
 
-    def __init__(self, scorers: Mapping[str, tuple], confidence: float = 0.95):
+
+class _Slices:
+    """One breakdown as items come: an ``Aggregator`` per value of its field."""
+
+    def __init__(self, field: str, scorers: Mapping[str, tuple], confidence: float, limit: int):
+        self.field, self.scorers, self.confidence, self.limit = field, scorers, confidence, limit
+        self.by_value: dict[str, Aggregator] = {}
+        self.other = 0  # items in no slice: their value came past ``limit`` (by default: before the field was seen)
+
+    def add(self, result: ItemResult) -> bool:
+        """Count the item in its slices; False once the field has more values than ``limit``."""
+        for value in field_values(result, self.field):
+            found = self.by_value.get(value)
+            if found is None:
+                if len(self.by_value) >= self.limit:
+                    self.other += 1
+                    if self.limit < MAX_SLICES:  # a field broken down by default: too many values for one
+                        return False
+                    continue
+                found = self.by_value[value] = Aggregator(self.scorers, self.confidence, ())
+            found.add(result)
+        return True
+
+    def breakdown(self) -> Breakdown:
+        slices = [Slice(value, aggregator.summary(0.0)) for value, aggregator in self.by_value.items()]
+        return Breakdown(self.field, tuple(sorted(slices, key=_weakest_first)), self.other)
+
+
+def _weakest_first(found: Slice) -> tuple:
+    """Lowest pass rate first, then lowest mean score, then slowest (p95), then by value."""
+    s = found.summary
+    return (2.0 if s.pass_rate is None else s.pass_rate, 2.0 if s.mean_score is None else s.mean_score,
+            -(s.latency_ms.p95 or 0.0), found.value)
+
+
+def slowest(breakdown: Breakdown) -> Slice | None:
+    """The slice with the highest p95 latency."""
+    timed = [s for s in breakdown.slices if s.summary.latency_ms.p95 is not None]
+    return max(timed, key=lambda s: s.summary.latency_ms.p95) if timed else None
+
+
+class Aggregator:
+    """Counts, score statistics, latency and tokens of the items recorded so far, and the same
+    per value of each breakdown field."""
+
+    def __init__(self, scorers: Mapping[str, tuple], confidence: float = 0.95,
+                 breakdowns: Sequence[str] | None = ()):
         """``scorers``: by id, (name, threshold) or (name, threshold, corpus), ``corpus`` turning the
-        summed ``corpus_stats`` of the scores' metadata into a figure for the whole run."""
+        summed ``corpus_stats`` of the scores' metadata into a figure for the whole run.
+        ``breakdowns``: the item fields to break the figures down by; None for the default: every
+        metadata field with a few values (``FEW_VALUES``), ``tags`` among them."""
         self.tallies = {sid: _ScorerTally(*about) for sid, about in scorers.items()}
+        self.slices = {f: _Slices(f, scorers, confidence, MAX_SLICES) for f in breakdowns or ()}
+        self.detect = breakdowns is None
+        self.scorer_specs = scorers
         self.confidence = confidence
         self.item_means = ExactSum()  # each item's mean score: items are the clusters of a mean's interval
         self.counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
@@ -205,6 +270,8 @@ class Aggregator:
         self.cache = CacheUse()
 
     def add(self, result: ItemResult) -> None:
+        if self.slices or self.detect:
+            self._slice(result)
         self.completed += 1
         self.counts[result.status] += 1
         self.latencies.add(result.latency_ms)
@@ -248,6 +315,23 @@ class Aggregator:
         if item_scores:
             self.item_means.add(item_total / item_scores)
 
+    def _slice(self, result: ItemResult) -> None:
+        if self.detect and result.item.metadata:
+            for key in result.item.metadata:
+                field = "tags" if key == "tags" else f"metadata.{key}"
+                if field not in self.slices:
+                    self.slices[field] = _Slices(field, self.scorer_specs, self.confidence, FEW_VALUES)
+                    self.slices[field].other = self.completed  # the items before it had no value
+        for field, slices in list(self.slices.items()):
+            if not slices.add(result):
+                self.slices[field] = _Dropped()
+
+    def breakdowns(self) -> tuple[Breakdown, ...]:
+        found = [s.breakdown() for s in self.slices.values() if not isinstance(s, _Dropped)]
+        if self.detect:  # a field of one value says nothing
+            found = [b for b in found if len(b.slices) + (b.other > 0) >= 2]
+        return tuple(found)
+
     def summary(self, duration_ms: float, total: int | None = None) -> Summary:
         counts = self.counts
         judged = self.completed - counts["skipped"]
@@ -275,17 +359,24 @@ class Aggregator:
             tokens=self.tokens.usage(), scorers=scorers, judge_tokens=self.judge_tokens.usage(), noted=self.noted,
             confidence=self.confidence, pass_rate_ci=stats.wilson_interval(counts["passed"], judged, self.confidence),
             mean_score_ci=_score_interval(self.item_means, self.confidence),
-            flaky=self.flaky, cache=self.cache,
+            flaky=self.flaky, cache=self.cache, breakdowns=self.breakdowns(),
         )
 
 
-def recount(summary: Summary | None, items: Iterable[ItemResult]) -> Summary:
+class _Dropped:
+    """A field that turned out to have too many values to break down by default."""
+
+    def add(self, result: ItemResult) -> bool:
+        return True
+
+
+def recount(summary: Summary | None, items: Iterable[ItemResult], breakdowns: Sequence[str] | None = None) -> Summary:
     """The summary of ``items`` with the scorers and confidence of ``summary`` (without one, the
     scorers the items name), no criteria: what a stored run that never finished, or one stored
-    before a figure was kept, has counted again."""
+    before a figure was kept, has counted again. ``breakdowns`` as ``Aggregator`` takes them."""
     aggregator = Aggregator({sid: (s.name, s.threshold) for sid, s in summary.scorers.items()} if summary else
                             {sid: (sid, s.threshold) for item in items for sid, s in item.scores.items()},
-                            summary.confidence if summary else 0.95)
+                            summary.confidence if summary else 0.95, breakdowns)
     for item in items:
         aggregator.add(item)
     return aggregator.summary(0.0)

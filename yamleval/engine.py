@@ -198,7 +198,7 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
     dataset = prepared.open_dataset(limit) if run_new else None
     total = None if dataset is None or shard is not None else dataset.total
     aggregator = Aggregator({s.id: (s.spec.name, s.spec.threshold, s.corpus) for s in prepared.scorers},
-                            experiment.confidence)
+                            experiment.confidence, experiment.breakdowns)
     results: list[ItemResult] = []
     warnings: list[str] = []
     executor = LocalExecutor(concurrency or experiment.concurrency, experiment.timeout, close_thread_loop)

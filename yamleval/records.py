@@ -10,8 +10,8 @@ import math
 import re
 from typing import Any
 
-from yamleval.types import (CacheUse, CriterionResult, Item, ItemResult, LatencySummary, ScoreResult, ScorerSummary, Summary,
-                            Throttling, Usage)
+from yamleval.types import (Breakdown, CacheUse, CriterionResult, Item, ItemResult, LatencySummary, ScoreResult,
+                            ScorerSummary, Slice, Summary, Throttling, Usage)
 
 # json.dumps(value, ensure_ascii=False, default=str, allow_nan=False) without building an encoder per call
 _encode = json.JSONEncoder(ensure_ascii=False, default=str, allow_nan=False).encode
@@ -182,7 +182,11 @@ _SURROGATE = re.compile("[\ud800-\udfff]")  # in a str every surrogate is a lone
 
 
 def summary_to_json(s: Summary) -> str:
-    return encode({
+    return encode(_summary_fields(s))
+
+
+def _summary_fields(s: Summary) -> dict[str, Any]:
+    return ({
         "total": s.total, "completed": s.completed, "passed": s.passed, "failed": s.failed, "errored": s.errored,
         "skipped": s.skipped, "mean_score": s.mean_score, "pass_rate": s.pass_rate, "duration_ms": s.duration_ms,
         "latency_ms": [s.latency_ms.mean, s.latency_ms.p50, s.latency_ms.p95, s.latency_ms.max, s.latency_ms.p90,
@@ -198,7 +202,8 @@ def summary_to_json(s: Summary) -> str:
         "noted": s.noted,
         "confidence": s.confidence, "pass_rate_ci": s.pass_rate_ci, "mean_score_ci": s.mean_score_ci,
         "flaky": s.flaky, "cache": _cache(s.cache),
-    })
+    } | ({"breakdowns": [[b.field, b.other, [[x.value, _summary_fields(x.summary)] for x in b.slices]]
+                         for b in s.breakdowns]} if s.breakdowns else {}))
 
 
 def _interval(value: list | None) -> tuple[float, float] | None:
@@ -206,7 +211,10 @@ def _interval(value: list | None) -> tuple[float, float] | None:
 
 
 def summary_from_json(text: str) -> Summary:
-    d = json.loads(text)
+    return _summary(json.loads(text))
+
+
+def _summary(d: dict[str, Any]) -> Summary:
     get = d.get  # what summaries stored before it was kept lack: no throttling, no intervals
     return Summary(
         total=d["total"], completed=d["completed"], passed=d["passed"], failed=d["failed"], errored=d["errored"],
@@ -221,4 +229,6 @@ def summary_from_json(text: str) -> Summary:
         throttling=Throttling(*get("throttling", ())), noted=get("noted", 0), confidence=get("confidence", 0.95),
         pass_rate_ci=_interval(get("pass_rate_ci")), mean_score_ci=_interval(get("mean_score_ci")),
         flaky=get("flaky", 0), cache=CacheUse(**get("cache", {})),
+        breakdowns=tuple(Breakdown(field, tuple(Slice(value, _summary(x)) for value, x in slices), other)
+                         for field, other, slices in get("breakdowns", ())),
     )

@@ -156,7 +156,8 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
         watcher.experiment_finished(result)
         if result.could_not_evaluate:  # the endpoint is likely another experiment's too: the run stops here
             break
-    return finish_run(out, run_id, results, len(prepared), stop, watcher, shard)
+    return finish_run(out, run_id, results, len(prepared), stop, watcher, shard,
+                      {e.id: e.breakdowns for e in experiments})
 
 
 @dataclass(frozen=True)
@@ -212,7 +213,7 @@ def new_run(db, project, experiments: Sequence, git, repeats: int | None, rescor
 
 
 def finish_run(out: Outputs, run_id: str, results: list[ExperimentResult], planned: int, stop: threading.Event,
-               watcher: RunWatcher, shard=None) -> RunOutcome:
+               watcher: RunWatcher, shard=None, breakdowns=None) -> RunOutcome:
     """The run's verdict (passed: all ``planned`` experiments ran and passed), its reports, its end
     stored. A ``shard`` ends its part; its reports are the run's as far as it is stored, whole
     (with the run's verdict) when this shard completed it."""
@@ -224,7 +225,7 @@ def finish_run(out: Outputs, run_id: str, results: list[ExperimentResult], plann
               else "completed")
     run_info = dataclasses.replace(out.store.find_run(run_id), status=status, passed=passed, completed_at=now())
     if shard is not None:
-        whole = shard_runs.finish(out.store, run_id, shard, status, results)
+        whole = shard_runs.finish(out.store, run_id, shard, status, results, breakdowns or {})
         run_info = out.store.find_run(run_id)
         results = whole or [r for r in out.store.results(run_id)]
     watcher.writing_reports()

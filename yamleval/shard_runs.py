@@ -101,11 +101,12 @@ def start(store, run_id: str, shard: Shard, joining: bool) -> None:
                      [(os.getpid(), host(), run_id, shard.number)])
 
 
-def _part(result: ExperimentResult) -> list:
-    """What a shard's part of an experiment tells that its items do not."""
+def _part(result: ExperimentResult, breakdowns) -> list:
+    """What a shard's part of an experiment tells that its items do not, and the fields its
+    figures are broken down by (None: the default)."""
     t = result.summary.throttling
     return [result.summary.duration_ms, t.calls, t.throttled, t.waited_seconds, result.started_at,
-            result.completed_at, list(result.warnings)]
+            result.completed_at, list(result.warnings), None if breakdowns is None else list(breakdowns)]
 
 
 def copy(store, run_id: str, source, source_run_id: str) -> None:
@@ -125,10 +126,11 @@ def missing(store, run_id: str) -> list[str]:
     return [f"{n}/{count}" for n in range(1, count + 1) if found.get(n, (count, ""))[1] != "completed"]
 
 
-def finish(store, run_id: str, shard: Shard, status: str, results: list[ExperimentResult]) -> list[ExperimentResult] | None:
-    """``shard`` ends its part of the run as ``status``, with its experiments' ``results``; the
-    run's results if that completed it."""
-    parts = json.dumps({r.experiment_id: _part(r) for r in results})
+def finish(store, run_id: str, shard: Shard, status: str, results: list[ExperimentResult],
+           breakdowns: dict) -> list[ExperimentResult] | None:
+    """``shard`` ends its part of the run as ``status``, with its experiments' ``results`` (and
+    their ``breakdowns`` fields, by id); the run's results if that completed it."""
+    parts = json.dumps({r.experiment_id: _part(r, breakdowns.get(r.experiment_id)) for r in results})
     store._write("UPDATE run_shards SET status = ?, parts = ? WHERE run_id = ? AND shard = ?",
                  [(status, parts, run_id, shard.number)])
     return complete(store, run_id) if status == "completed" else None
@@ -157,7 +159,8 @@ def complete(store, run_id: str) -> list[ExperimentResult] | None:
 
 def _counted(store, run_id: str, stored: ExperimentResult, parts: list[list]) -> ExperimentResult:
     items = store.item_view(run_id, stored.experiment_id, 0)
-    summary = criteria.with_criteria(recount(stored.summary, items), stored.summary.criteria)
+    fields = next((p[7] for p in parts if len(p) > 7), None)
+    summary = criteria.with_criteria(recount(stored.summary, items, fields), stored.summary.criteria)
     summary = dataclasses.replace(summary, duration_ms=max((p[0] for p in parts), default=0.0),
                                   throttling=Throttling(sum(p[1] for p in parts), sum(p[2] for p in parts),
                                                         sum(p[3] for p in parts)))

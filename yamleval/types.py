@@ -209,6 +209,24 @@ class Summary:
     mean_score_ci: tuple[float, float] | None = None  # of the per-item means of their scores
     flaky: int = 0  # items whose repeats disagree (``ItemResult.flaky``)
     cache: CacheUse = CacheUse()
+    breakdowns: tuple["Breakdown", ...] = ()  # the same figures per value of an item field (``aggregate``)
+
+
+@dataclass(frozen=True)
+class Slice:
+    """The items that have one value of a breakdown's field, and their summary (no criteria)."""
+
+    value: str
+    summary: Summary
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """A summary per value of an item field (``metadata.topic``, ``tags``), the weakest first."""
+
+    field: str
+    slices: tuple[Slice, ...]
+    other: int = 0  # items in no slice: their value came past ``aggregate.MAX_SLICES`` (by default, before the field was seen)
 
 
 Verdicts = tuple  # (id, position, status, {scorer id: (status, passed, score)}): ItemResults.verdicts

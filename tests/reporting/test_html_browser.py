@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import pathlib
 import re
 import textwrap
 from contextlib import contextmanager
@@ -108,12 +109,17 @@ def browser():
         launched.close()
 
 
+def write_project(folder, data_file: str, rows: list[dict], config: str) -> None:
+    """``rows`` as the JSONL file ``data_file`` and ``config`` as evals.yaml, in ``folder``."""
+    with open(folder / data_file, "w", encoding="utf-8") as out:
+        out.writelines(json.dumps(row) + "\n" for row in rows)
+    (folder / "evals.yaml").write_text(textwrap.dedent(config), encoding="utf-8")
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     folder = tmp_path_factory.mktemp("html-report")
-    with open(folder / "shipping.jsonl", "w", encoding="utf-8") as out:
-        out.writelines(json.dumps(row) + "\n" for row in dataset())
-    (folder / "evals.yaml").write_text(textwrap.dedent(CONFIG), encoding="utf-8")
+    write_project(folder, "shipping.jsonl", dataset(), CONFIG)
     (folder / "model.yaml").write_text(MODEL_SCRIPT, encoding="utf-8")
     results = [yamleval.run_experiment(e) for e in yamleval.load_experiments(folder / "evals.yaml")]
     run = RunInfo(run_id="browser-run", status="completed", started_at="2026-01-01T00:00:00.000Z")
@@ -542,4 +548,104 @@ def test_a_flaky_row_is_marked_and_its_expanded_view_shows_each_repeat(browser, 
             "pass" if output == "right" else "fail" for output in by_input["mostly"]]
         assert [row.locator("td.score .pill").inner_text() for row in rows] == [
             "1.00 ✓" if output == "right" else "0.00 ✗" for output in by_input["mostly"]]
+        opened.assert_quiet()
+
+
+TOPICS = ("billing", "shipping", "returns")
+BREAKDOWN_CONFIG = """
+    store: results.db
+    reports: {dir: reports, formats: [html], breakdowns: [metadata.topic, tags]}
+    experiments:
+      - id: topics
+        dataset: {file: topics.jsonl, fields: {context: reply}}
+        runner: {uses: echo, with: {output: "{{ item.context }}"}}
+        scorers: [exact_match, {uses: levenshtein, threshold: 0.9}]
+"""
+
+
+def topic_rows() -> list[dict]:
+    """30 items over three topics; billing answers are wrong every second time; texts with commas,
+    quotes, line breaks and markup, the first input a mapping (written out as JSON)."""
+    rows = []
+    for n in range(30):
+        topic = TOPICS[n % 3]
+        expected = f'Answer {n}, "quoted",\nsecond line <b>é</b>'
+        reply = expected if topic != "billing" or n % 2 else f"Wrong answer {n}"
+        rows.append({"id": f"t{n:02d}", "input": f"question {n} about {topic}", "expected": expected, "reply": reply,
+                     "metadata": {"topic": topic, "tags": ["long"] if n % 5 == 0 else []}})
+    rows[0]["input"] = {"question": "a mapping", "n": 0}
+    return rows
+
+
+@pytest.fixture(scope="module")
+def topics_run(tmp_path_factory):
+    from conftest import run_cli
+
+    folder = tmp_path_factory.mktemp("topics")
+    write_project(folder, "topics.jsonl", topic_rows(), BREAKDOWN_CONFIG)
+    done = run_cli("run", "evals.yaml", cwd=folder)
+    assert done.returncode == 1, done.stderr
+    return folder
+
+
+def test_a_breakdown_value_filters_the_item_table(browser, topics_run):
+    with open_report(browser, str(topics_run / "reports" / "report.html")) as opened:
+        section = opened.section()
+        table = section.locator(".breakdown[data-breakdown='0']")
+        assert table.locator("thead th").first.inner_text() == "metadata.topic"
+        values = table.locator("button.slice").all_inner_texts()
+        assert values[0] == "billing" and sorted(values) == sorted(TOPICS)  # the weakest first
+        assert "weakest: billing (50.0% pass rate)" in table.inner_text()
+        table.locator("button.slice", has_text="billing").click()
+        assert opened.rows().count() == 10
+        assert section.locator(".slice-filter").inner_text().startswith("metadata.topic = billing")
+        ids = opened.rows().locator("td.item-id").all_inner_texts()
+        assert ids == [f"t{n:02d}" for n in range(0, 30, 3)]
+        section.locator("input[data-status=passed]").uncheck()
+        assert opened.rows().locator("td.item-id").all_inner_texts() == [f"t{n:02d}" for n in range(0, 30, 6)]
+        section.locator(".slice-clear").click()
+        assert opened.rows().count() == 5  # the other topics all passed
+        tags = section.locator(".breakdown[data-breakdown='1'] button.slice").all_inner_texts()
+        assert sorted(tags) == ["(none)", "long"]
+        opened.assert_quiet()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_the_export_of_a_filtered_view_equals_yamleval_export(browser, topics_run, fmt):
+    from conftest import run_cli
+
+    with open_report(browser, str(topics_run / "reports" / "report.html")) as opened:
+        section = opened.section()
+        for status in ("passed", "error", "skipped"):
+            section.locator(f"input[data-status={status}]").uncheck()
+        with opened.page.expect_download() as download:
+            section.locator(f"button[data-export={fmt}]").click()
+        assert download.value.suggested_filename == f"topics-items.{fmt}"
+        exported = pathlib.Path(download.value.path()).read_bytes()
+        opened.assert_quiet()
+    command = run_cli("export", "--format", fmt, "--status", "failed", "--store", "results.db", "-o", f"failed.{fmt}",
+                      cwd=topics_run)
+    assert command.returncode == 0, command.stderr
+    assert command.stderr == f"export: failed.{fmt} (5 items)\n"
+    written = (topics_run / f"failed.{fmt}").read_bytes()
+    assert exported == written
+    assert written.count(b"Wrong answer") == 5 and b"a mapping" in written
+
+
+def test_items_in_many_chunks_read_as_one_table(browser, report, tmp_path, monkeypatch):
+    from yamleval.reporting import html_data
+
+    _, results = report
+    monkeypatch.setattr(html_data, "CHUNK_ROWS", 40)  # the 150 items of the first experiment in 4 chunks
+    run = RunInfo(run_id="chunks", status="completed", started_at="2026-01-01T00:00:00.000Z")
+    [path] = write_reports(str(tmp_path), ["html"], run, results)
+    with open_report(browser, path) as opened:
+        section = opened.section()
+        assert section.locator(".showing").inner_text() == f"Showing 1–100 of {ITEMS} items"
+        assert section.locator("[data-count=failed]").inner_text() == str(results[0].summary.failed)
+        opened.search("zone 149 ")
+        assert opened.rows().locator("td.item-id").all_inner_texts() == ["q149"]
+        opened.search("")
+        section.locator("th[data-sort=index] button").click()  # descending: the last chunk's items first
+        assert opened.rows().first.locator("td.item-id").inner_text() == f"q{ITEMS - 1:03d}"
         opened.assert_quiet()

@@ -160,3 +160,24 @@ def test_durations_read_as_in_the_report_and_the_terminal(write_config):
     assert "| 340 ms |" in text and "| 1.2 s |" in text
     shown = summary_text(dataclasses.replace(result, summary=summary))
     assert "p95 340 ms" in shown and "duration 1.2 s" in shown
+
+
+def test_a_breakdown_is_a_table_weakest_value_first_with_model_text_escaped(write_config):
+    text = markdown.render(RUN, run_all(write_config, """
+        experiments:
+          - id: topics
+            breakdowns: [metadata.topic]
+            dataset:
+              items:
+                - {id: a, input: x, expected: x, metadata: {topic: "<b>bill|ing</b>"}}
+                - {id: b, input: y, expected: z, metadata: {topic: "<b>bill|ing</b>"}}
+                - {id: c, input: z, expected: z, metadata: {topic: refunds}}
+            runner: echo
+            scorers: [exact_match]
+    """))
+    lines = section(text, "topics").splitlines()
+    at = lines.index("| metadata.topic | items | pass rate | pass rate 95% CI | mean score | p50 latency | p95 latency"
+                     " | tokens | exact\\_match |")
+    assert lines[at - 2].startswith("By metadata.topic: weakest: &lt;b&gt;bill&#124;ing&lt;/b&gt; (50.0% pass rate)")
+    assert lines[at + 2].startswith("| &lt;b&gt;bill&#124;ing&lt;/b&gt; | 2 | 50.0% | 9.5–90.5% | 0.500 |")
+    assert lines[at + 3].startswith("| refunds | 1 | 100.0% |")

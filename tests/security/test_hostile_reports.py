@@ -86,6 +86,7 @@ def config() -> dict:
             "dataset": {"uses": "hostile_plugin:items", "with": {"name": name}},
             "runner": {"uses": "hostile_plugin:answer"},
             "scorers": [{"uses": "hostile_plugin:judge", "id": "judge"}, "exact_match"],
+            "breakdowns": ["metadata.note", "metadata.payload"],  # the payload as a breakdown value too
         })
     experiments.append({"id": "stopped", "dataset": {"uses": "hostile_plugin:broken", "with": {"name": "script"}},
                         "runner": {"uses": "hostile_plugin:answer"}, "scorers": ["exact_match"]})
@@ -176,6 +177,10 @@ def test_html_runs_nothing_and_requests_nothing(run, browser):  # noqa: F811
             error_texts = section.locator("tr.detail").evaluate_all("nodes => nodes.map(n => n.textContent)")
             assert any(text[:200] in t for t in error_texts) or name == "lone-surrogate", name
             rows.nth(1).click()
+            section.locator(".breakdown button.slice").first.click()  # a payload as a filter of the table
+            assert rows.count() == 1, name
+            with page.expect_download():
+                section.locator("button[data-export=csv]").click()
         for details in page.locator("details.trajectory summary").all():
             details.click()
         state = page.evaluate("""() => ({

@@ -1,4 +1,4 @@
-"""Commands over stored runs: runs, show, tag, report, merge, compare."""
+"""Commands over stored runs: runs, show, tag, report, merge, export, compare."""
 from __future__ import annotations
 
 import sys
@@ -77,12 +77,19 @@ def runs(store_file, limit, ids_only):
 @STORE_OPTION
 @click.option("--config", "config", is_flag=True,
               help="Print the run's configuration as stored instead: each file as written, ${VAR} unexpanded.")
-def show(run_ref, store_file, config):
+@click.option("--by", "by", metavar="FIELD",
+              help="Break each experiment's figures down by an item field: metadata.KEY or tags.")
+def show(run_ref, store_file, config, by):
     """The summary of a stored RUN and its failing items.
 
     RUN is a run id, a unique prefix of one, or `latest` (the default)."""
     from yamleval.console import summary_text
 
+    if by is not None and not _breakdown_field(by):
+        from yamleval.errors import UsageError
+
+        raise UsageError(f"--by {by}: not an item field to break down by; give metadata.KEY (a path into the items'"
+                         " metadata) or tags")
     store = _open(store_file)
     info = store.find_run(run_ref)
     if config:
@@ -93,7 +100,23 @@ def show(run_ref, store_file, config):
                + (f" · rescored from {info.rescored_from}" if info.rescored_from else ""))
     click.echo("")
     for result in store.results(info.run_id):
-        click.echo(summary_text(result) + "\n")
+        click.echo(summary_text(result) + "\n" + ("" if by is None else _breakdown_text(result, by) + "\n"))
+
+
+def _breakdown_field(field: str) -> bool:
+    parts = field.split(".")
+    return field == "tags" or (len(parts) > 1 and parts[0] == "metadata" and all(parts[1:]))
+
+
+def _breakdown_text(result, field: str) -> str:
+    """The experiment's breakdown by ``field``: as stored with its summary, else counted from its items."""
+    from yamleval.aggregate import recount
+    from yamleval.reporting import breakdowns
+
+    found = next((b for b in result.summary.breakdowns if b.field == field), None)
+    if found is None:
+        found = recount(result.summary, result.items, (field,)).breakdowns[0]
+    return "\n".join(breakdowns.table_lines(found, figures.level(result.summary.confidence)))
 
 
 @cli.command()
@@ -133,15 +156,17 @@ def _config_listing(info) -> str:
 @JUNIT_FAMILY_OPTION
 @click.option("--gate", is_flag=True, help="Exit as the stored run's verdict, as `yamleval run` would (inside GitHub"
               " Actions, with its job summary and annotations): for the job that merges shards.")
-def report(run_ref, store_file, formats, report_dir, junit_family, gate):
+@click.option("--max-html-mb", type=click.FloatRange(0, min_open=True), metavar="MB",
+              help="The size report.html keeps within by cutting long texts [25].")
+def report(run_ref, store_file, formats, report_dir, junit_family, gate, max_html_mb):
     """Render the reports of a stored RUN again.
 
     RUN is a run id, a unique prefix of one, or `latest` (the default)."""
-    from yamleval.config.loader import with_junit_family
+    from yamleval.config.loader import with_html_budget, with_junit_family
     from yamleval.reporting import write_reports
     from yamleval.runs import RunOutcome
 
-    wanted = report_formats(formats)
+    wanted = with_html_budget(report_formats(formats), max_html_mb)
     store = _open(store_file)
     info = store.find_run(run_ref)
     if gate:
@@ -197,6 +222,42 @@ def merge(out, shards):
     click.echo(f"merged {len(shards)} shards into run {outcome.run.run_id} in {display_path(out)}:"
                f" `yamleval report {outcome.run.run_id} --store {display_path(out)} --gate` writes its reports"
                " and exits with its verdict")
+
+
+@cli.command()
+@click.argument("run_ref", metavar="[RUN]", default="latest")
+@STORE_OPTION
+@click.option("--format", "fmt", type=click.Choice(["csv", "jsonl"]), default="csv", show_default=True)
+@click.option("--experiment", "experiment_ids", multiple=True, metavar="ID", help="Only this experiment (repeatable).")
+@click.option("--status", "statuses", multiple=True, type=click.Choice(["passed", "failed", "error", "skipped"]),
+              help="Only items with this status (repeatable).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file instead of the standard output.")
+def export(run_ref, store_file, fmt, experiment_ids, statuses, output):
+    """Write the items of a stored RUN as CSV or JSON lines, in dataset order, read from the store as
+    they are written (any size): id, status, input, output, expected, error, latency, tokens and a
+    score per scorer; the same columns as the report page's export buttons.
+
+    RUN is a run id, a unique prefix of one, or `latest` (the default)."""
+    from yamleval.errors import UsageError
+    from yamleval.reporting import export as exporting
+    from yamleval.reporting.files import atomic_output
+
+    store = _open(store_file)
+    info = store.find_run(run_ref)
+    results = store.results(info.run_id, set(experiment_ids) if experiment_ids else None)
+    missing = sorted(set(experiment_ids) - {r.experiment_id for r in results})
+    if missing:
+        known = ", ".join(r.experiment_id for r in store.results(info.run_id)) or "none"
+        raise UsageError(f"--experiment {missing[0]}: run {info.run_id} has no such experiment (it has: {known})")
+    if output is None:
+        exporting.write(click.get_text_stream("stdout"), results, fmt, statuses)
+        return
+    try:
+        with atomic_output(output) as out:
+            count = exporting.write(out, results, fmt, statuses)
+    except OSError as exc:
+        raise UsageError(f"cannot write {display_path(output)}: {exc.strerror or exc}") from None
+    click.echo(f"export: {display_path(output)} ({count:,} items)", err=True)
 
 
 @cli.command()

@@ -208,6 +208,11 @@ def store_location(base: str, store: str) -> str:
     return store if "://" in store else os.path.join(base, store)
 
 
+def with_html_budget(formats: Sequence[str], max_mb: float | None) -> tuple[str, ...]:
+    """``formats`` with report.html kept within ``max_mb`` (``html:10``), if a size is given."""
+    return tuple(f"html:{max_mb:g}" if max_mb and f.partition(":")[0] == "html" else f for f in formats)
+
+
 def load_project(paths: list[str] | tuple[str, ...], environ: Mapping[str, str] | None = None,
                  sets: Sequence[str] = ()) -> Project:
     """Load every file named, with what they include; raise all config errors found at once.
@@ -222,14 +227,17 @@ def load_project(paths: list[str] | tuple[str, ...], environ: Mapping[str, str] 
     reports = settings.get("reports") or {}
     base = settings.get("base_dir", ".")
     secrets = Secrets(loader.secrets)  # what a run of any of these experiments keeps out of its results
+    breakdowns = tuple(reports["breakdowns"]) if "breakdowns" in reports else None
     return Project(
-        experiments=tuple(dataclasses.replace(e, secrets=secrets) for e in loader.experiments),
+        experiments=tuple(dataclasses.replace(e, secrets=secrets, breakdowns=breakdowns if e.breakdowns is None
+                                              else e.breakdowns) for e in loader.experiments),
         files=tuple(loader.files),
         models=settings.get("models") or {},
         store=store_location(base, settings["store"]) if "store" in settings else None,
         reports_dir=os.path.join(base, reports["dir"]) if "dir" in reports else None,
-        report_formats=with_junit_family(reports.get("formats") or REPORT_FORMATS,
-                                         (reports.get("junit") or {}).get("family")),
+        report_formats=with_html_budget(with_junit_family(reports.get("formats") or REPORT_FORMATS,
+                                                          (reports.get("junit") or {}).get("family")),
+                                        reports.get("max_html_mb")),
         environment=dict(loader.environ.read),
         budget=Budget.read(settings.get("budget")),
         sets=tuple(sets),

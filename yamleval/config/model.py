@@ -165,6 +165,7 @@ class Experiment:
     reduce: str = DEFAULTS["reduce"]  # how an item's repeats become its verdict (``repeats``)
     cache: CacheSettings = CacheSettings()  # what of its answers the cache keeps (``yamleval.cache``)
     budget: Budget | None = None  # what it may spend (``yamleval.budget``)
+    breakdowns: tuple[str, ...] | None = None  # item fields its figures are broken down by; None: the default
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     secrets: Secrets = field(default_factory=Secrets, repr=False, compare=False)  # of the project's whole load
     variant: Variant | None = None  # one of its ``variants:``: its id is then ``experiment/variant``
@@ -271,5 +272,6 @@ def build_experiment(data: Mapping[str, Any], raw: Mapping[str, Any], path: Path
         cache=cache_settings({**(defaults.get("cache") or {}), **(data.get("cache") or {})}, base_dir),
         # each limit of the experiment's budget: its own, else the one of ``defaults``
         budget=Budget.read({**(defaults.get("budget") or {}), **(data.get("budget") or {})}),
+        breakdowns=tuple(data["breakdowns"]) if "breakdowns" in data else None,
         raw=raw,
     )

@@ -1,6 +1,6 @@
 """Reports rendered from a run: each format is a module (entry-point group ``yamleval.reports``)
 with a streaming ``Writer`` and the ``FILE_NAME`` it writes; ``write_reports`` writes them.
-A format may name a variant that its ``Writer`` takes: ``junit:xunit1``."""
+A format may name a variant that its ``Writer`` takes: ``junit:xunit1``, ``html:10`` (the page within 10 MB)."""
 from __future__ import annotations
 
 import contextlib

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from yamleval import compare, figures
-from yamleval.reporting.html import asset, csp_hash, field_text, template
+from yamleval.reporting.html import asset, csp_hash, template
+from yamleval.reporting.html_data import field_text
 from yamleval.reporting.text import clean_text
 from yamleval.types import ExperimentResult, ItemResult
 

@@ -1,17 +1,15 @@
 """``report.html``: the whole run as one self-contained page, safe to open from disk and to share.
 
-Jinja2 (autoescaped) renders the headers, statistics and run details; the items travel as one
-JSON blob in a ``<script type="application/json">`` element, escaped so that no text can end
-that element, and the page's script renders them a page at a time, inserting every value as
-text. A Content-Security-Policy pinned to the hashes of the inline script and stylesheet
-forbids every network request.
+Jinja2 (autoescaped) renders the headers, statistics, breakdowns and run details; the items
+travel in a ``<script type="application/json">`` element as compressed chunks (``html_data``),
+in JSON escaped so that no text can end that element, and the page's script renders them a
+page at a time, inserting every value as text. A Content-Security-Policy pinned to the hashes
+of the inline script and stylesheet forbids every network request.
 """
 from __future__ import annotations
 
 import base64
 import hashlib
-import json
-import math
 from functools import lru_cache
 from importlib import resources
 from typing import IO, Any, Sequence
@@ -19,25 +17,16 @@ from typing import IO, Any, Sequence
 from yamleval import figures
 from yamleval.aggregate import BINS
 from yamleval.reporting import variants
+from yamleval.reporting import breakdowns
 from yamleval.reporting.files import render_with
+from yamleval.reporting.html_data import FIELD_CAP, MAX_MB, ROW_FIELDS, Budget, Rows, Texts, dumps
 from yamleval.reporting.text import INCOMPLETE, criterion_outcome, criterion_subject, limit_text, stop_notice
-from yamleval.reporting.trajectory import read_trajectory
-from yamleval.types import ExperimentResult, ItemResult, RunInfo, ScoreResult
+from yamleval.types import Breakdown, ExperimentResult, ItemResult, RunInfo
 
 FILE_NAME = "report.html"  # in the report folder
-FIELD_CAP = 20_000  # characters of one text field embedded in the page
-TRUNCATED = "… (truncated; full text in results.json / the database)"
 STATUSES = ("passed", "failed", "error", "skipped")
 EAGER_SECTIONS = 5  # experiments in the page as they are; the page builds later ones when scrolled near
 
-# Item rows are arrays (keys once, in the page's script) with these positions.
-# An output equal to the expected text is sent as 0, not a second copy (text fields are strings).
-SAME_AS_EXPECTED = 0
-ROW_FIELDS = ("id", "status", "input", "output", "expected", "error", "latency_ms", "tokens",
-              "scores", "label", "metadata", "trajectory", "assertions", "notes", "flaky", "repeats")
-
-# One compact encoder for the blob; ``default=str`` as in results.json.
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
 # Inside <script>, "<" could start "</script>" or "<!--"; U+2028/9 end lines in old JS.
 _SCRIPT_ESCAPES = (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e"),
                    ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
@@ -45,7 +34,7 @@ _SCRIPT_ESCAPES = (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e"),
 
 def script_json(value: Any) -> str:
     """``value`` as JSON that can sit inside a ``<script>`` element without ending it."""
-    text = _dumps(value)
+    text = dumps(value)
     for char, escape in _SCRIPT_ESCAPES:
         if char in text:
             text = text.replace(char, escape)
@@ -56,71 +45,6 @@ def csp_hash(text: str) -> str:
     """The CSP source expression that allows exactly this inline script or stylesheet."""
     digest = hashlib.sha256(text.encode("utf-8")).digest()
     return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
-
-
-def field_text(value: Any) -> str | None:
-    """A field as the page shows it: text as is, anything else as JSON, capped in size."""
-    if value is None:
-        return None
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2, default=str)
-    return text if len(text) <= FIELD_CAP else text[:FIELD_CAP] + TRUNCATED
-
-
-def _verdict(score: ScoreResult) -> str:
-    """``pass``/``fail`` (the scorer's verdict), ``""`` (a score without one), ``error``, ``skipped``."""
-    if score.status != "success":
-        return score.status
-    passed = score.passed
-    return "" if passed is None else "pass" if passed else "fail"
-
-
-def _score_cell(score: ScoreResult | None) -> list[Any] | None:
-    if score is None:
-        return None
-    value = score.score
-    if value is not None:
-        value = round(value, 4)
-    return [value, _verdict(score), field_text(score.error if score.status == "error" else score.reason)]
-
-
-def _assertions(value: Any) -> list[str | None] | None:
-    """An item's assertions as a list of texts (one assertion given alone is a list of one)."""
-    if value is None or value == "" or value == [] or value == {}:
-        return None
-    return [field_text(a) for a in (value if isinstance(value, (list, tuple)) else [value])]
-
-
-def _ms(value: float | None) -> float | None:
-    """A step's duration for the page: rounded, and none that JSON cannot carry (NaN, infinity)."""
-    return None if value is None or not math.isfinite(value) else round(value, 2 if value < 1 else 1)
-
-
-def _trajectory(trace: Any) -> list[Any] | None:
-    """[steps counted, tool calls, [[number, label, latency, tokens, text, error, calls], ...]],
-    each call [name, arguments, result, error, latency]; every text capped as any field."""
-    shown = read_trajectory(trace)
-    if shown is None:
-        return None
-    steps = [[s.number, field_text(s.label), _ms(s.latency_ms), None if s.tokens is None else s.tokens.total_tokens,
-              field_text(s.text), field_text(s.error),
-              [[field_text(c.name), field_text(c.arguments), field_text(c.result), field_text(c.error), _ms(c.latency_ms)] for c in s.calls]]
-             for s in shown.steps]
-    return [shown.step_count, shown.call_count, steps]
-
-
-def _row(result: ItemResult, scorer_ids: Sequence[str]) -> list[Any]:
-    item, scores = result.item, result.scores
-    output, expected = field_text(result.output), field_text(item.expected)
-    if output is not None and output == expected:
-        output = SAME_AS_EXPECTED
-    return [field_text(item.id), result.status, field_text(item.input), output, expected,
-            field_text(result.error), _ms(result.latency_ms),
-            None if result.usage is None else result.usage.total_tokens,
-            [_score_cell(scores.get(sid)) for sid in scorer_ids], field_text(item.label),
-            field_text(item.metadata) if item.metadata else None, _trajectory(result.trace), _assertions(item.assertions),
-            [field_text(note) for note in result.notes] or None, result.flaky or None,
-            [[r.status, field_text(r.output), field_text(r.error), _ms(r.latency_ms),
-              [_score_cell(r.scores.get(sid)) for sid in scorer_ids]] for r in result.repeats] or None]
 
 
 def _histogram_svg(counts: list[int]) -> dict[str, Any]:
@@ -197,6 +121,7 @@ def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
                       [("From the cache", f"{summary.cache.hits:,} of {summary.cache.hits + summary.cache.misses:,}")]
                       if summary.cache.hits else []),
         "counts": counts, "shares": _shares(counts), "scorers": scorers, "criteria": criteria,
+        "breakdowns": [_breakdown_view(b, figures.level(summary.confidence)) for b in summary.breakdowns],
     }
     return view
 
@@ -218,6 +143,17 @@ def _variants_views(results: Sequence[ExperimentResult]) -> list[dict[str, Any]]
                       "before": min(numbers), "numbers": ",".join(map(str, numbers)),
                       "headings": [heading for _, heading in columns], "rows": rows})
     return views
+
+
+def _breakdown_view(breakdown: Breakdown, level: str) -> dict[str, Any]:
+    """A breakdown's table, each row with the geometry of its pass-rate bar (and interval) in a 100 x 10 box."""
+    rows = []
+    for found in breakdown.slices:
+        rate, ci = found.summary.pass_rate, found.summary.pass_rate_ci
+        rows.append({"cells": breakdowns.row(found), "width": round(100 * (rate or 0), 2),
+                     "ci": None if ci is None else (round(100 * ci[0], 2), round(100 * ci[1], 2))})
+    return {"field": breakdown.field, "headline": breakdowns.headline(breakdown),
+            "header": breakdowns.header(breakdown, level), "rows": rows}
 
 
 @lru_cache(maxsize=None)
@@ -275,45 +211,31 @@ def _page(run: RunInfo, results: Sequence[ExperimentResult]) -> tuple[str, str]:
     return head, tail
 
 
-_ROWS_PER_WRITE = 1000
-
-
-class _Rows:
-    """One experiment's rows of the data blob as items stream by, written to ``out``."""
-
-    def __init__(self, out: IO[str], scorer_ids: Sequence[str]):
-        self.out, self.scorer_ids = out, list(scorer_ids)
-        self.rows: list[list[Any]] = []
-        self.first = True
-
-    def item(self, result: ItemResult) -> None:
-        self.rows.append(_row(result, self.scorer_ids))
-        if len(self.rows) >= _ROWS_PER_WRITE:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.rows:
-            self.out.write(("" if self.first else ",") + script_json(self.rows)[1:-1])
-            self.rows, self.first = [], False
-
-
 class Writer:
     """Writes the page as items stream by: the header from the summaries first, then the
-    data blob one experiment at a time, so a large run is never held in memory."""
+    data blob one experiment at a time, so a large run is never held in memory.
+    ``max_mb`` (a format variant, ``html:10``): the size the page keeps within by cutting long texts."""
 
-    def __init__(self, out: IO[str], run: RunInfo, results: Sequence[ExperimentResult]):
+    def __init__(self, out: IO[str], run: RunInfo, results: Sequence[ExperimentResult], max_mb: str | None = None):
         self.out = out
         head, self.tail = _page(run, results)
         out.write(head)
         out.write('{"fields":' + script_json(ROW_FIELDS) + ',"experiments":[')
+        page = len(head.encode("utf-8")) + len(self.tail.encode("utf-8"))
+        self.max_mb = float(max_mb) if max_mb else MAX_MB
+        self.budget = Budget(self.max_mb * 1e6 - page - 1000 * len(results),
+                              sum(r.summary.completed for r in results))
+        self.texts = Texts()
         self.separator = ""
-        self.rows = _Rows(out, [])
+        self.rows = Rows(out, [], [], self.texts, self.budget)
 
     def begin(self, result: ExperimentResult) -> None:
         scorer_ids = list(result.summary.scorers)
-        self.out.write(self.separator + '{"scorers":' + script_json(scorer_ids) + ',"items":[')
+        self.out.write(self.separator + '{"scorers":' + script_json(scorer_ids) + ',"count":'
+                       + str(result.summary.completed) + ',"chunks":[')
         self.separator = ","
-        self.rows = _Rows(self.out, scorer_ids)
+        values = [(b.field, {x.value: n for n, x in enumerate(b.slices)}) for b in result.summary.breakdowns]
+        self.rows = Rows(self.out, scorer_ids, values, self.texts, self.budget)
 
     def item(self, result: ItemResult) -> None:
         self.rows.item(result)
@@ -323,7 +245,8 @@ class Writer:
         self.out.write("]}")
 
     def close(self) -> None:
-        self.out.write("]}" + self.tail)
+        cut = {"texts": self.texts.cut, "cap": self.texts.cap, "max_mb": self.max_mb, "budget": self.texts.cap < FIELD_CAP}
+        self.out.write('],"cut":' + script_json(cut) + "}" + self.tail)
 
 
 def render(run: RunInfo, results: Sequence[ExperimentResult]) -> str:

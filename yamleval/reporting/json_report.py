@@ -12,6 +12,7 @@ from typing import IO, Any, Sequence
 from yamleval.compare import changes_json
 from yamleval.records import encode, encode_record
 from yamleval.reporting import variants
+from yamleval.reporting import breakdowns
 from yamleval.reporting.text import criterion_name
 from yamleval.types import CriterionResult, ExperimentResult, ItemResult, RunInfo, Summary, Usage
 
@@ -81,7 +82,8 @@ def experiment_dict(result: ExperimentResult) -> dict[str, Any]:
             "started_at": result.started_at, "completed_at": result.completed_at,
             "description": result.description, "tags": list(result.tags), "runner": result.runner,
             "dataset": result.dataset, "scorers": list(result.scorers),
-            "warnings": list(result.warnings), "summary": summary_dict(result.summary)}
+            "warnings": list(result.warnings), "summary": summary_dict(result.summary),
+            "breakdowns": [breakdowns.as_dict(b) for b in result.summary.breakdowns]}
 
 
 def variant_dict(result: ExperimentResult, row: variants.VariantRow | None) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from typing import IO, Iterable, Sequence
 
 from yamleval import figures
 from yamleval.reporting import variants
+from yamleval.reporting import breakdowns
 from yamleval.reporting.text import (INCOMPLETE, as_text, clean_text, criterion_mark, criterion_name, criterion_outcome,
                                      item_message, limit_text, reveal_bidi, stop_notice, stopped_because,
                                      throttling_text, cache_text)
@@ -114,6 +115,18 @@ def _scorers(result: ExperimentResult, level: str) -> list[str]:
     return lines + [""]
 
 
+def _breakdowns(result: ExperimentResult) -> list[str]:
+    lines = []
+    level = figures.level(result.summary.confidence)
+    for found in result.summary.breakdowns:
+        head = breakdowns.header(found, level)
+        lines += [f"By {escape(found.field)}: {shorten(breakdowns.headline(found), 400)}.", "",
+                  "| " + " | ".join(escape(h) for h in head) + " |", "|---" + "|---:" * (len(head) - 1) + "|"]
+        lines += ["| " + " | ".join([shorten(cells[0])] + cells[1:]) + " |"
+                  for cells in map(breakdowns.row, found.slices)] + [""]
+    return lines
+
+
 def _criteria(result: ExperimentResult) -> list[str]:
     if not result.summary.criteria:
         return []
@@ -198,7 +211,7 @@ def _experiment(result: ExperimentResult, worst: list[ItemResult]) -> list[str]:
         lines += [f"{heading}: {shorten(text, 600)}", ""]
     if result.incomplete:
         lines += [f"Incomplete: {INCOMPLETE}.", ""]
-    lines += _statistics(result) + _criteria(result) + _items(result, worst)
+    lines += _statistics(result) + _breakdowns(result) + _criteria(result) + _items(result, worst)
     lines += [f"- warning: {shorten(w, 500)}" for w in result.warnings]
     return lines + ([""] if result.warnings else [])
 

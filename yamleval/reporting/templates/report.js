@@ -4,12 +4,36 @@
   var DATA = JSON.parse(document.getElementById("data").textContent);
   var F = {};
   DATA.fields.forEach(function (name, n) { F[name] = n; });
-  DATA.experiments.forEach(function (exp) {
-    // an output equal to the expected text comes as 0: share the expected string
-    for (var i = 0, items = exp.items; i < items.length; i++) {
-      if (items[i][F.output] === 0) items[i][F.output] = items[i][F.expected];
+
+  // Each experiment's rows come as chunks: gzip in base64, inflated by the browser's own
+  // DecompressionStream (nothing is fetched: a Blob is read in memory), one chunk at a time
+  // once its table is built, the page answering in between: the first rows show at once, the
+  // others join them when all are read.
+  function inflate(chunk) {
+    var text = atob(chunk), bytes = new Uint8Array(text.length);
+    for (var i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Response(stream).text().then(JSON.parse);
+  }
+  // Reads the experiment's chunks into exp.items, calling grew(false) after the first, grew(true) at the end.
+  function load(exp, grew) {
+    var chunks = exp.chunks, at = 0;
+    exp.items = [];
+    exp.chunks = null;
+    function next() {
+      if (at === chunks.length) { grew(true); return Promise.resolve(); }
+      return inflate(chunks[at++]).then(function (rows) {
+        // an output equal to the expected text comes as 0: share the expected string
+        for (var i = 0; i < rows.length; i++) {
+          if (rows[i][F.output] === 0) rows[i][F.output] = rows[i][F.expected];
+          exp.items.push(rows[i]);
+        }
+        if (at === 1 && at < chunks.length) grew(false);  // the first rows; the rest in one go, when all are read
+        return new Promise(function (resolve) { setTimeout(resolve, 0); }).then(next);
+      });
     }
-  });
+    return next();
+  }
   var STATUSES = ["passed", "failed", "error", "skipped"];
   var VERDICT = { passed: "pass", failed: "fail", error: "error", skipped: "skipped" };
   var RANK = { error: 0, failed: 1, skipped: 2, passed: 3 };
@@ -127,7 +151,11 @@
   // ---- one experiment's item table -----------------------------------------------------------
   function Table(section, exp) {
     this.section = section;
+    this.id = section.getAttribute("data-id");
     this.items = exp.items;
+    this.slice = null;       // [breakdown, value] whose items alone are shown, or null
+    this.count = exp.count;  // items in all, this.items holding those read so far
+    this.loading = true;
     this.scorers = exp.scorers;
     this.tbody = section.querySelector(".items-table tbody");
     // keep the three text columns readable however many scorer columns there are (scrolls sideways)
@@ -187,6 +215,75 @@
       if (row && !String(window.getSelection())) self.toggle(row);  // not when selecting text
     });
     this.tbody.addEventListener("keydown", function (event) { self.onKey(event); });
+    this.section.querySelectorAll(".breakdown button.slice").forEach(function (button) {
+      button.addEventListener("click", function () {
+        var k = +button.closest(".breakdown").getAttribute("data-breakdown"), j = +button.getAttribute("data-slice");
+        self.setSlice(self.slice && self.slice[0] === k && self.slice[1] === j ? null : [k, j], button);
+      });
+    });
+    this.section.querySelector(".slice-clear").addEventListener("click", function () { self.setSlice(null); });
+    this.section.querySelectorAll("button[data-export]").forEach(function (button) {
+      button.addEventListener("click", function () { self.download(button.getAttribute("data-export")); });
+    });
+  };
+
+  // Only the items with one value of a breakdown's field (null: all of them).
+  Table.prototype.setSlice = function (slice, button) {
+    this.slice = slice;
+    this.section.querySelectorAll(".breakdown button.slice").forEach(function (other) {
+      other.setAttribute("aria-pressed", other === button && slice ? "true" : "false");
+    });
+    var bar = this.section.querySelector(".slice-filter");
+    bar.hidden = !slice;
+    if (slice) {
+      var field = button.closest(".breakdown").querySelector(".section-title .mono").textContent;
+      bar.querySelector(".slice-name").textContent = field + " = " + button.textContent;
+    }
+    this.page = 0;
+    this.refresh();
+  };
+  function inSlice(it, slice) {
+    var values = it[F.slices];
+    return values !== null && values !== undefined && values[slice[0]].indexOf(slice[1]) >= 0;
+  }
+
+  // ---- exports: the items shown (filters, search, breakdown value) in dataset order ----------
+  // The columns and number forms of `yamleval export`, so that both give the same file.
+  Table.prototype.exportRows = function () {
+    var self = this, indices = this.view.slice().sort(function (a, b) { return a - b; });
+    return indices.map(function (i) {
+      var it = self.items[i], scores = {};
+      self.scorers.forEach(function (sid, k) { scores[sid] = it[F.scores][k] ? it[F.scores][k][0] : null; });
+      return { experiment: self.id, id: it[F.id], status: it[F.status], input: it[F.input], output: it[F.output],
+               expected: it[F.expected], error: it[F.error], latency_ms: it[F.latency_ms], tokens: it[F.tokens],
+               scores: scores };
+    });
+  };
+  function csvCell(value) {
+    if (value === null || value === undefined) return "";
+    var text = String(value);
+    return /[",\r\n]/.test(text) ? '"' + text.replace(/"/g, '""') + '"' : text;
+  }
+  Table.prototype.exportText = function (format) {
+    var rows = this.exportRows(), scorers = this.scorers;
+    if (format === "jsonl") return rows.map(function (row) { return JSON.stringify(row) + "\n"; }).join("");
+    var head = ["experiment", "id", "status", "input", "output", "expected", "error", "latency_ms", "tokens"];
+    var lines = [head.concat(scorers.map(function (sid) { return sid + " score"; })).map(csvCell).join(",")];
+    rows.forEach(function (row) {
+      lines.push(head.map(function (name) { return row[name]; })
+        .concat(scorers.map(function (sid) { return row.scores[sid]; })).map(csvCell).join(","));
+    });
+    return lines.join("\r\n") + "\r\n";
+  };
+  Table.prototype.download = function (format) {
+    var blob = new Blob([this.exportText(format)], { type: format === "csv" ? "text/csv" : "application/x-ndjson" });
+    var link = el("a");
+    link.href = URL.createObjectURL(blob);
+    link.download = this.id + "-items." + format;
+    document.body.appendChild(link);
+    link.click();
+    link.remove();
+    setTimeout(function () { URL.revokeObjectURL(link.href); }, 0);
   };
 
   Table.prototype.onKey = function (event) {
@@ -215,7 +312,21 @@
     if (query === this.query) return;
     this.query = query;
     this.page = 0;
-    if (!query) { this.mask = null; this.refresh(); return; }
+    this.match();
+    this.refresh();
+  };
+
+  // More items have been read (all of them once ``done``): the view takes them in.
+  Table.prototype.grew = function (done) {
+    this.loading = !done;
+    this.order = null;
+    this.match();
+    this.refresh();
+  };
+
+  Table.prototype.match = function () {
+    var query = this.query;
+    if (!query) { this.mask = null; return; }
     var pattern = new RegExp(query.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "i");
     var items = this.items, mask = new Uint8Array(items.length), f = F;
     for (var i = 0; i < items.length; i++) {
@@ -225,7 +336,6 @@
           || reasonsMatch(pattern, it[f.scores])) mask[i] = 1;
     }
     this.mask = mask;
-    this.refresh();
   };
   function matches(pattern, text) { return text !== null && text !== undefined && pattern.test(text); }
   function reasonsMatch(pattern, scores) {
@@ -280,18 +390,22 @@
 
   Table.prototype.refresh = function () {
     var order = this.sortedOrder(), items = this.items, mask = this.mask, shown = this.shown, f = F.status;
-    var view = [], counts = { passed: 0, failed: 0, error: 0, skipped: 0 };
+    var view = [], counts = { passed: 0, failed: 0, error: 0, skipped: 0 }, slice = this.slice;
     for (var k = 0; k < order.length; k++) {
       var i = order[k];
       if (mask !== null && !mask[i]) continue;
+      if (slice !== null && !inSlice(items[i], slice)) continue;
       var status = items[i][f];
       counts[status]++;
       if (shown[status]) view.push(i);
     }
     this.view = view;
-    this.section.querySelectorAll("[data-count]").forEach(function (node) {
-      node.textContent = fmt(counts[node.getAttribute("data-count")]);
-    });
+    // while the items are read, the counts of the whole run (in the page) stand unless a search or value narrows them
+    if (!this.loading || mask !== null || slice !== null) {
+      this.section.querySelectorAll("[data-count]").forEach(function (node) {
+        node.textContent = fmt(counts[node.getAttribute("data-count")]);
+      });
+    }
     this.render();
   };
 
@@ -324,9 +438,11 @@
     }
     this.tbody.replaceChildren(fragment);
     var filtered = view.length !== total;
+    filtered = filtered || this.slice !== null;
     this.showing.textContent = view.length
       ? "Showing " + fmt(from + 1) + "–" + fmt(to) + " of " + fmt(view.length) + (filtered ? " matching items (" + fmt(total) + " in total)" : " items")
       : "No matching items (" + fmt(total) + " in total)";
+    if (this.loading) this.showing.textContent += " · reading the items: " + fmt(total) + " of " + fmt(this.count);
     this.pageOf.textContent = "Page " + fmt(this.page + 1) + " of " + fmt(pages);
     var buttons = this.section.querySelectorAll(".pager button");
     buttons[0].disabled = buttons[1].disabled = this.page === 0;
@@ -677,7 +793,17 @@
     return tr;
   };
 
-  document.querySelectorAll("section.variants[data-variants]").forEach(function (section) { new SideBySide(section); });
+  // A side-by-side view is made once every variant's rows are read (their sections are built at once).
+  var sides = Array.prototype.map.call(document.querySelectorAll("section.variants[data-variants]"), function (section) {
+    return { section: section, numbers: section.getAttribute("data-variants").split(",").map(Number), made: false };
+  });
+  function variantsRead() {
+    sides.forEach(function (side) {
+      if (side.made || !side.numbers.every(function (n) { return DATA.experiments[n].read; })) return;
+      side.made = true;
+      new SideBySide(side.section);
+    });
+  }
 
   // ---- start ---------------------------------------------------------------------------------
   // Sections after the first few come as <template>s, each built when it nears the viewport
@@ -688,10 +814,38 @@
       section.replaceChildren(template.content);
       section.removeAttribute("data-lazy");
     }
-    tables.push(new Table(section, DATA.experiments[+section.getAttribute("data-experiment")]));
+    var exp = DATA.experiments[+section.getAttribute("data-experiment")], table = null;
+    return load(exp, function (done) {
+      if (done) exp.read = true;
+      if (table) table.grew(done);
+      else {
+        table = new Table(section, exp);
+        tables.push(table);
+        if (done) table.grew(true);
+      }
+      if (done) variantsRead();
+    }).catch(function (error) {  // a browser without DecompressionStream (before 2023)
+      section.querySelector(".showing").textContent = "This browser cannot read the items of this page;"
+        + " open it in a current one, or see results.json.";
+      console.error(error);
+    });
   }
-  document.querySelectorAll("section.experiment:not([data-lazy])").forEach(build);
-  var lazy = document.querySelectorAll("section.experiment[data-lazy]");
+  var cut = DATA.cut;
+  if (cut && cut.texts) {
+    var notice = document.getElementById("cut-notice");
+    notice.textContent = fmt(cut.texts) + " text" + (cut.texts === 1 ? " is" : "s are") + " cut in this page, to "
+      + fmt(cut.cap) + " characters" + (cut.budget ? ", so that it stays within " + cut.max_mb + " MB" : "")
+      + ": results.json and the results database keep them whole (yamleval export RUN writes them out).";
+    notice.hidden = false;
+  }
+  var eager = Array.prototype.map.call(document.querySelectorAll("section.experiment:not([data-lazy])"), build);
+  var sideBySide = new Set();
+  sides.forEach(function (side) { side.numbers.forEach(function (n) { sideBySide.add(n); }); });
+  var lazy = Array.prototype.filter.call(document.querySelectorAll("section.experiment[data-lazy]"), function (section) {
+    if (!sideBySide.has(+section.getAttribute("data-experiment"))) return true;
+    build(section);  // a variant's rows are wanted side by side now
+    return false;
+  });
   if (lazy.length) {
     var observer = new IntersectionObserver(function (entries) {
       entries.forEach(function (entry) {
@@ -714,5 +868,5 @@
     var table = tables.filter(function (t) { return t.section === section; })[0] || tables[0];
     if (table) { event.preventDefault(); table.search.focus(); }
   });
-  document.documentElement.setAttribute("data-ready", "true");
+  Promise.all(eager).then(function () { document.documentElement.setAttribute("data-ready", "true"); });
 })();
