@@ -62,11 +62,15 @@ def _shards(folder: Path, count: int, *extra: str) -> list[subprocess.CompletedP
 
 
 def _comparable(results: dict) -> list:
-    """results.json without what differs between two runs of the same items: times and ids."""
+    """results.json without what differs between two runs of the same items: times and ids (and
+    so which breakdown values are the slowest and the weakest, and the order of those that tie)."""
     def strip(value):
         if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items()
-                    if k not in ("latency_ms", "duration_ms", "started_at", "completed_at", "throttling")}
+            found = {k: strip(v) for k, v in value.items()
+                     if k not in ("latency_ms", "duration_ms", "started_at", "completed_at", "throttling", "slowest", "weakest")}
+            if "field" in found and "values" in found:
+                found["values"] = sorted(found["values"], key=lambda v: json.dumps(v, sort_keys=True))
+            return found
         if isinstance(value, list):
             return [strip(v) for v in value]
         return value
