@@ -89,75 +89,79 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     stop = stop or threading.Event()
     out = open_outputs(project, store, report_dir, formats, tags)
     db = out.store
-    if resume:
-        wanted = None if experiments is None else [e.id for e in experiments]
-        run_info = resumable(db, resume, project, wanted, force or shard is not None)  # a shard: its own process
-        experiments = experiments_of(db, run_info, project)
-        shard_runs.resumed_as(db, run_info.run_id, shard, force)
-    elif shard is not None and run_id is not None and db.has_run(run_id):  # a shard joins the others' run
-        run_info = shard_runs.joined(db, run_id, shard, project)
-        experiments = experiments_of(db, run_info, project)
-    else:
-        run_info = None
-        experiments = list(project.experiments if experiments is None else experiments)
-        git = git_state(project)
-    if run_info is not None and repeats is None:  # as the run was started: its --repeats, if any
-        repeats = fingerprint.repeats(db.run_detail(run_info.run_id, "fingerprint"))
-    if repeats is not None:
-        experiments = [dataclasses.replace(e, repeats=repeats) for e in experiments]
-    experiments = [dataclasses.replace(e, cache=cached(e.cache, cache, refresh_cache)) for e in experiments]
-    prepared = [plan.prepare(e) for e in experiments]
-    dataset_hashes = {e.id: provenance.dataset_hash(e) for e in experiments}
-    begun, rescore = {}, False
-    if run_info is not None:
-        run_id = run_info.run_id
-        texts = provenance.config_texts(project.files, project.sets)
-        config_hash = provenance.config_hash(texts)
-        changed = changes(db, run_info, texts, config_hash, dataset_hashes, project.environment, experiments, repeats)
-        if changed and not force:
-            raise UsageError(f"cannot resume run {run_id}: {'; '.join(changed)} since it started (use --force to"
-                             " resume anyway, its finished items scored again as the config now says, or run"
-                             " afresh without --resume)")
-        rescore = bool(changed)
-        if rescore or config_hash != run_info.config_hash:  # it goes on under today's config (budgets, maybe)
-            db.record_config(run_id, config_hash, texts, provenance.plugin_versions(experiments, __version__),
-                             fingerprint.fingerprint(project.environment, experiments, repeats=repeats))
-        begun = {stored.experiment_id: stored for stored in db.experiments(run_id)}
-        if shard is None:
-            db.reopen_run(run_id)
+    try:
+        if resume:
+            wanted = None if experiments is None else [e.id for e in experiments]
+            run_info = resumable(db, resume, project, wanted, force or shard is not None)  # a shard: its own process
+            experiments = experiments_of(db, run_info, project)
+            shard_runs.resumed_as(db, run_info.run_id, shard, force)
+        elif shard is not None and run_id is not None and db.has_run(run_id):  # a shard joins the others' run
+            run_info = shard_runs.joined(db, run_id, shard, project)
+            experiments = experiments_of(db, run_info, project)
         else:
-            shard_runs.start(db, run_id, shard, joining=not resume)
-    else:
-        if run_id is not None and shard is None and db.has_run(run_id):
-            raise UsageError(f"run {run_id} is in {display_path(db.path)} already: continue it with --resume {run_id},"
-                             " or give another --run-id")
-        run_id = new_run(db, project, experiments, git, repeats, run_id=run_id, shard=shard)
-        if shard is not None:
-            shard_runs.joined(db, run_id, shard, project)  # another shard may have made it meanwhile
-            shard_runs.start(db, run_id, shard, joining=True)
-    run_tags.add(db, run_id, out.tags)
-    watcher.run_started(run_id, bool(resume))
-    completed = set() if rescore else {eid for eid, stored in begun.items() if stored.status == "completed"}
-    stored_results = {r.experiment_id: r for r in db.results(run_id, completed)} if completed else {}
-    results = []
-    for position, ready in enumerate(prepared):
-        experiment_id = ready.experiment.id
-        ready = plan.with_baseline(ready, experiments, lambda stored_id: db.item_view(run_id, stored_id, 0).find)
-        if stop.is_set():
-            break
-        if experiment_id in stored_results:
-            result = stored_results[experiment_id]
+            run_info = None
+            experiments = list(project.experiments if experiments is None else experiments)
+            git = git_state(project)
+        if run_info is not None and repeats is None:  # as the run was started: its --repeats, if any
+            repeats = fingerprint.repeats(db.run_detail(run_info.run_id, "fingerprint"))
+        if repeats is not None:
+            experiments = [dataclasses.replace(e, repeats=repeats) for e in experiments]
+        experiments = [dataclasses.replace(e, cache=cached(e.cache, cache, refresh_cache)) for e in experiments]
+        prepared = [plan.prepare(e) for e in experiments]
+        dataset_hashes = {e.id: provenance.dataset_hash(e) for e in experiments}
+        begun, rescore = {}, False
+        if run_info is not None:
+            run_id = run_info.run_id
+            texts = provenance.config_texts(project.files, project.sets)
+            config_hash = provenance.config_hash(texts)
+            changed = changes(db, run_info, texts, config_hash, dataset_hashes, project.environment, experiments, repeats)
+            if changed and not force:
+                raise UsageError(f"cannot resume run {run_id}: {'; '.join(changed)} since it started (use --force to"
+                                 " resume anyway, its finished items scored again as the config now says, or run"
+                                 " afresh without --resume)")
+            rescore = bool(changed)
+            if rescore or config_hash != run_info.config_hash:  # it goes on under today's config (budgets, maybe)
+                db.record_config(run_id, config_hash, texts, provenance.plugin_versions(experiments, __version__),
+                                 fingerprint.fingerprint(project.environment, experiments, repeats=repeats))
+            begun = {stored.experiment_id: stored for stored in db.experiments(run_id)}
+            if shard is None:
+                db.reopen_run(run_id)
+            else:
+                shard_runs.start(db, run_id, shard, joining=not resume)
         else:
-            watcher.experiment_started(experiment_id)
-            result = _run_experiment(db, run_id, position, ready, experiment_id in begun, rescore,
-                                     dataset_hashes[experiment_id], limit, concurrency, stop, abandon, watcher,
-                                     _limits(project, ready.experiment, results, time.perf_counter() - began), shard)
-        results.append(result)
-        watcher.experiment_finished(result)
-        if result.could_not_evaluate:  # the endpoint is likely another experiment's too: the run stops here
-            break
-    return finish_run(out, run_id, results, len(prepared), stop, watcher, shard,
-                      {e.id: e.breakdowns for e in experiments})
+            if run_id is not None and shard is None and db.has_run(run_id):
+                raise UsageError(f"run {run_id} is in {display_path(db.path)} already: continue it with --resume {run_id},"
+                                 " or give another --run-id")
+            run_id = new_run(db, project, experiments, git, repeats, run_id=run_id, shard=shard)
+            if shard is not None:
+                shard_runs.joined(db, run_id, shard, project)  # another shard may have made it meanwhile
+                shard_runs.start(db, run_id, shard, joining=True)
+        run_tags.add(db, run_id, out.tags)
+        watcher.run_started(run_id, bool(resume))
+        completed = set() if rescore else {eid for eid, stored in begun.items() if stored.status == "completed"}
+        stored_results = {r.experiment_id: r for r in db.results(run_id, completed)} if completed else {}
+        results = []
+        for position, ready in enumerate(prepared):
+            experiment_id = ready.experiment.id
+            ready = plan.with_baseline(ready, experiments, lambda stored_id: db.item_view(run_id, stored_id, 0).find)
+            if stop.is_set():
+                break
+            if experiment_id in stored_results:
+                result = stored_results[experiment_id]
+            else:
+                watcher.experiment_started(experiment_id)
+                result = _run_experiment(db, run_id, position, ready, experiment_id in begun, rescore,
+                                         dataset_hashes[experiment_id], limit, concurrency, stop, abandon, watcher,
+                                         _limits(project, ready.experiment, results, time.perf_counter() - began), shard)
+            results.append(result)
+            watcher.experiment_finished(result)
+            if result.could_not_evaluate:  # the endpoint is likely another experiment's too: the run stops here
+                break
+        return finish_run(out, run_id, results, len(prepared), stop, watcher, shard,
+                          {e.id: e.breakdowns for e in experiments})
+    except BaseException:  # a failure stops the run: nothing more is written, the database is let go
+        db.abandon()
+        raise
 
 
 @dataclass(frozen=True)

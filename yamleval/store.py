@@ -158,6 +158,11 @@ class Store:
         self.flush()
         self.db.close()
 
+    def abandon(self) -> None:
+        """Let the database go without writing what is queued (the run has failed)."""
+        self._pending, self._repeats = [], []
+        self.db.close()
+
     # -- writing -------------------------------------------------------------------------
 
     def create_run(self, run: RunInfo, plugin_versions: dict[str, str], experiment_ids: Sequence[str],

@@ -77,4 +77,5 @@ class StoredItems(ItemResults):
 
     def find(self, item_id: str) -> ItemResult | None:
         """The stored item with this id, or None."""
-        return next((item_from_record(json.loads(text), text) for text, in self._select(_ITEM, (storable_text(item_id),))), None)
+        found = list(self._select(_ITEM, (storable_text(item_id),)))  # read to the end: the connection closes
+        return item_from_record(json.loads(found[0][0]), found[0][0]) if found else None
