@@ -58,6 +58,14 @@ class Caching:
         """The runner's answer as the cache keeps it: the arguments of a ``RunnerResult``."""
         return {name: kept.get(name) for name in ("output", "usage", "metadata", "trace")}
 
+    def flush(self) -> None:
+        """Write the answers kept so far (a worker process that may end at any time)."""
+        if self._cache is not None:
+            try:
+                self._cache.flush()
+            except (sqlite3.Error, UsageError):
+                pass
+
     def close(self) -> None:
         """Write what is kept, prune, close; a cache that cannot be written costs the next run
         its answers, never this run its results."""

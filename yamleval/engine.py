@@ -6,12 +6,14 @@ aggregator counts them, ``criteria`` gives the verdict.
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 import time
+import uuid
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from yamleval import budget, cache, criteria, endpoints, records, repeats, sharding, throttle
+from yamleval import budget, cache, criteria, endpoints, plan, records, repeats, sharding, throttle
 from yamleval.aggregate import Aggregator
 from yamleval.caching import Caching
 from yamleval.calls import ItemContext, close_thread_loop
@@ -59,9 +61,15 @@ def _usage(value: Any) -> Usage | None:
 
 
 class _ItemProcessor:
-    """Runs one item: runner, output checks, scorers, status."""
+    """Runs one item: runner, output checks, scorers, status.
+
+    Sent to another process (a Ray worker, ``ray_executor``), it travels as its experiment and
+    is prepared there once per process, in that process's folder: the copy of the config's
+    folder that Ray gives its workers."""
 
     def __init__(self, prepared: Prepared, caching: Caching | None = None):
+        self.prepared = prepared
+        self.token = uuid.uuid4().hex  # which processor it is, in every process it is sent to
         self.runner = prepared.runner
         self.scorers = prepared.scorers
         self.vars = prepared.experiment.vars
@@ -109,6 +117,9 @@ class _ItemProcessor:
         return self.scored(ItemResult(item=item, status="passed", output=output, latency_ms=latency_ms,
                                       usage=usage, metadata=metadata, trace=trace), use)
 
+    def __reduce__(self):
+        return _processor_for, (self.token, self.prepared.experiment, self.baseline, self.caching is not None)
+
     def scored(self, result: ItemResult, use: cache.Use | None = None) -> ItemResult:
         """``result`` with its output scored (again) by this experiment's scorers; ``use``: the
         cache its judges may use (what it did is kept on the result)."""
@@ -120,6 +131,28 @@ class _ItemProcessor:
         status, error = item_status(scores)
         return dataclasses.replace(result, status=status, error=error, scores=scores,
                                    cache=use.used() if use is not None else result.cache)
+
+
+_SENT: dict[str, _ItemProcessor] = {}  # in a process items are sent to: the processors it has made
+
+
+def _processor_for(token: str, experiment, baseline, cached: bool) -> _ItemProcessor:
+    """The processor ``token`` of another process, made in this one the first time it comes."""
+    found = _SENT.get(token)
+    if found is None:
+        experiment = dataclasses.replace(experiment, base_dir=os.getcwd())
+        with plan.importable(experiment):
+            prepared = dataclasses.replace(plan.prepare(experiment), baseline=baseline)
+        found = _SENT[token] = _ItemProcessor(prepared, _caching(prepared) if cached else None)
+        found.token = token
+    return found
+
+
+def flush_sent() -> None:
+    """Write the answers the processors sent to this process have kept in the cache so far."""
+    for processor in list(_SENT.values()):
+        if processor.caching is not None:
+            processor.caching.flush()
 
 
 def _caching(prepared: Prepared) -> Caching | None:
@@ -162,6 +195,15 @@ def _unfinished(items: Iterable[Item], done: set[str], experiment_id: str) -> It
         yield item
 
 
+def _executor(experiment, concurrency: int):
+    """Threads of this process, or tasks on a Ray cluster (``executor: {uses: ray}``)."""
+    if experiment.executor.uses == "ray":
+        from yamleval.ray_executor import RayExecutor
+
+        return RayExecutor(concurrency, experiment.timeout, experiment.executor, experiment.retries, experiment.base_dir)
+    return LocalExecutor(concurrency, experiment.timeout, close_thread_loop)
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -201,7 +243,7 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
                             experiment.confidence, experiment.breakdowns)
     results: list[ItemResult] = []
     warnings: list[str] = []
-    executor = LocalExecutor(concurrency or experiment.concurrency, experiment.timeout, close_thread_loop)
+    executor = _executor(experiment, concurrency or experiment.concurrency)
     first_calls = endpoints.first_calls(executor.concurrency)
     unusable: list[endpoints.Unusable] = []
     over_budget: list[str] = []

@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import difflib
+import importlib.util
+import json
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
@@ -17,7 +19,7 @@ from yamleval import calls, plugins
 from yamleval.config.model import DatasetSpec, Experiment, PluginSpec, ScorerSpec
 from yamleval.datasets import Dataset, open_dataset
 from yamleval.errors import ConfigError, raise_all
-from yamleval.redaction import Secrets
+from yamleval.redaction import Secrets, redact_text
 from yamleval.scoring import Scorer
 from yamleval.types import ItemResult
 
@@ -133,6 +135,31 @@ def _check_criteria(experiment: Experiment, unresolved: list[ScorerSpec]) -> lis
     return errors
 
 
+def _check_executor(experiment: Experiment) -> list[ConfigError]:
+    """``executor: {uses: ray}`` needs Ray installed, and a ``runtime_env`` without ``${VAR}``
+    values: Ray writes its runtime environment into its logs, and its files onto its workers."""
+    settings = experiment.executor
+    if settings.uses != "ray":
+        return []
+    if "executor" in experiment.raw:
+        path, where = experiment.path + ("executor",), ""
+    elif experiment.source.raw_value(("defaults", "executor"), None) is not None:  # in this file's defaults
+        path, where = ("defaults", "executor"), " (by `defaults`)"
+    else:
+        path, where = experiment.path + ("id",), " (by `defaults`)"
+    errors = []
+    if importlib.util.find_spec("ray") is None:
+        errors.append(experiment.source.error(path, f"this experiment runs on Ray{where}, which is not installed",
+                                              hint="pip install 'yamleval[ray]'", context=experiment.context()))
+    text = json.dumps(dict(settings.runtime_env), sort_keys=True, default=str)
+    if redact_text(text, experiment.secrets) != text:
+        errors.append(experiment.source.error(
+            path, f"the `runtime_env` of `executor`{where} holds a ${{VAR}} value, which Ray would write into its logs",
+            hint="leave secrets out of runtime_env: the runner's `with:` and the models get them, in memory",
+            context=experiment.context()))
+    return errors
+
+
 def _bind_all(experiment: Experiment, instantiate: bool):
     """The bound runner (None if it failed), the bound scorers, the models and every error met."""
     errors: list[ConfigError] = []
@@ -161,6 +188,7 @@ def _bind_all(experiment: Experiment, instantiate: bool):
         else:
             scorers.append(Scorer(scorer, bound))
     errors.extend(_check_criteria(experiment, unresolved))
+    errors.extend(_check_executor(experiment))
     return runner, scorers, models, errors
 
 

@@ -60,7 +60,7 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
                 stop: threading.Event | None = None, abandon: threading.Event | None = None,
                 watcher: RunWatcher | None = None, repeats: int | None = None, tags: Sequence[str] = (),
                 cache: bool | None = None, refresh_cache: bool = False, shard=None,
-                run_id: str | None = None) -> RunOutcome:
+                run_id: str | None = None, executor: str | None = None, ray_address: str | None = None) -> RunOutcome:
     """Run ``experiments`` (default: all) of a loaded ``project`` as one stored run.
 
     ``store``: the results database (default: the project's ``store:``, else
@@ -75,6 +75,9 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     shard's items, as its part of a run split over several jobs (``yamleval.shard_runs``); given
     with a ``run_id`` another shard has started in this store, it joins that run; with ``resume``
     it goes on with that shard. ``run_id``: the id of a new run (default: made from the time).
+    ``executor`` (``local`` or ``ray``) and ``ray_address`` (which implies ``ray``): where every
+    experiment's items run, whatever the experiments say; a run on Ray connects before it is
+    stored, and lets the cluster go at its end (``ray_executor``).
     The project's ``budget`` spans the run, the earlier sessions of a resumed one included (but
     for ``max_duration``, which counts this call's time); each experiment's spans the experiment.
     A config error raises ConfigError before anything is stored.
@@ -89,6 +92,7 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     stop = stop or threading.Event()
     out = open_outputs(project, store, report_dir, formats, tags)
     db = out.store
+    cluster = None
     try:
         if resume:
             wanted = None if experiments is None else [e.id for e in experiments]
@@ -106,8 +110,10 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
             repeats = fingerprint.repeats(db.run_detail(run_info.run_id, "fingerprint"))
         if repeats is not None:
             experiments = [dataclasses.replace(e, repeats=repeats) for e in experiments]
-        experiments = [dataclasses.replace(e, cache=cached(e.cache, cache, refresh_cache)) for e in experiments]
+        experiments = [dataclasses.replace(e, cache=cached(e.cache, cache, refresh_cache),
+                                           executor=placed(e.executor, executor, ray_address)) for e in experiments]
         prepared = [plan.prepare(e) for e in experiments]
+        cluster = clusters(experiments)
         dataset_hashes = {e.id: provenance.dataset_hash(e) for e in experiments}
         begun, rescore = {}, False
         if run_info is not None:
@@ -162,6 +168,32 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     except BaseException:  # a failure stops the run: nothing more is written, the database is let go
         db.abandon()
         raise
+    finally:
+        if cluster is not None:
+            cluster.close()
+
+
+def placed(settings, executor: str | None, ray_address: str | None):
+    """An experiment's ``executor:`` as ``--executor`` and ``--ray-address`` change it."""
+    if ray_address is not None or executor == "ray":
+        from yamleval import ray_executor
+
+        if not ray_executor.installed():
+            raise UsageError(f"--executor ray needs Ray, which is not installed: {ray_executor.INSTALL}")
+    if ray_address is not None:
+        return dataclasses.replace(settings, uses="ray", address=ray_address)
+    if executor is not None and executor != settings.uses:
+        return dataclasses.replace(settings, uses=executor)
+    return settings
+
+
+def clusters(experiments: Sequence):
+    """The run's connection to Ray when an experiment runs there (``ray_executor.start``), else None."""
+    if not any(e.executor.uses == "ray" for e in experiments):
+        return None
+    from yamleval import ray_executor
+
+    return ray_executor.start(experiments)
 
 
 @dataclass(frozen=True)

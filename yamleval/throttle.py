@@ -20,6 +20,9 @@ whichever experiment, judge or agent calls it. Every attempt passes through it:
 
 Counters (calls, refusals, seconds waited) are read as a snapshot of all endpoints; an
 experiment reports the difference between the snapshots at its start and its end.
+
+The processes of a cluster share one limiter per endpoint: ``share`` hands every endpoint's
+limiter to an object that keeps them for all of them (``ray_executor``).
 """
 from __future__ import annotations
 
@@ -176,10 +179,26 @@ class Limiter:
 
 _limiters: dict[Hashable, Limiter] = {}
 _lock = threading.Lock()
+_shared: Any = None  # the limiters of a cluster this process is part of: ``share``
+
+
+def share(limiters: Any) -> None:
+    """Take every endpoint's limiter from ``limiters`` from now on: an object with the
+    ``limiter`` and ``snapshot`` of this module, that the processes of a cluster share;
+    None: this process's own again."""
+    global _shared
+    _shared = limiters
+
+
+def shared() -> Any:
+    """The limiters this process shares with others (``share``), or None."""
+    return _shared
 
 
 def limiter(endpoint: Hashable, rate_limit: RateLimit | None, adaptive: bool = True) -> Limiter | None:
     """The process's limiter of ``endpoint`` with these settings; None when nothing is limited."""
+    if _shared is not None:
+        return _shared.limiter(endpoint, rate_limit, adaptive)
     with _lock:
         found = _limiters.get(endpoint)
         if found is None:
@@ -195,8 +214,13 @@ def snapshot() -> Throttling:
     """The counters of every endpoint, added up."""
     with _lock:
         limiters = list(_limiters.values())
-    return Throttling(sum(x.calls for x in limiters), sum(x.throttled for x in limiters),
-                      sum(x.waited for x in limiters))
+    own = Throttling(sum(x.calls for x in limiters), sum(x.throttled for x in limiters),
+                     sum(x.waited for x in limiters))
+    if _shared is None:
+        return own
+    theirs = _shared.snapshot()
+    return Throttling(own.calls + theirs.calls, own.throttled + theirs.throttled,
+                      own.waited_seconds + theirs.waited_seconds)
 
 
 def since(before: Throttling) -> Throttling:

@@ -71,10 +71,14 @@ class _Interrupts:
 @click.option("--shard", metavar="I/N", help="Run only shard I of N of every experiment's items (CI jobs split a run;"
               " `yamleval merge` joins their stores into one run and verdict).")
 @click.option("--run-id", metavar="ID", help="The new run's id (e.g. the CI run's, shared by its shards).")
+@click.option("--executor", type=click.Choice(["local", "ray"]),
+              help="Where items run: threads here, or tasks on a Ray cluster (overrides the config's `executor:`).")
+@click.option("--ray-address", metavar="ADDR", help="Run on the Ray cluster at ADDR (host:port, or `auto`: the one"
+              " started on this machine); implies --executor ray.")
 @JUNIT_FAMILY_OPTION
 @click.option("-q", "--quiet", is_flag=True, help="No progress; only the verdict per experiment.")
 def run(paths, experiment_ids, variant_ids, sets, limit, concurrency, repeats, report_dir, store_file, resume, force, tags, cache,
-        refresh_cache, shard, run_id, junit_family, quiet):
+        refresh_cache, shard, run_id, executor, ray_address, junit_family, quiet):
     """Run the experiments in PATHS (default: evals.yaml), store the results, write reports.
 
     Exit code: 0 every experiment passed, 1 one failed, 2 invalid config, 3 could not evaluate (an
@@ -94,7 +98,8 @@ def run(paths, experiment_ids, variant_ids, sets, limit, concurrency, repeats, r
         outcome = run_project(project, experiments, store=store_file, report_dir=report_dir, formats=formats,
                               resume=resume, force=force, limit=limit, concurrency=concurrency, stop=interrupts.stop,
                               abandon=interrupts.abandon, watcher=watcher, repeats=repeats, tags=tags, cache=cache,
-                              refresh_cache=refresh_cache, shard=shard, run_id=run_id)
+                              refresh_cache=refresh_cache, shard=shard, run_id=run_id, executor=executor,
+                              ray_address=ray_address)
     config = "".join(f"{shlex.quote(path)} " for path in paths)
     _finish(outcome, quiet, f"`yamleval run {config}--resume {outcome.run.run_id}`")
 

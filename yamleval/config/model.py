@@ -140,6 +140,18 @@ class CacheSettings:
 
 
 @dataclass(frozen=True)
+class ExecutorSettings:
+    """An experiment's ``executor:``: ``local`` (threads in this process) or ``ray`` (a task per
+    item on a Ray cluster: ``address`` None starts one for the run, ``auto`` or host:port joins
+    one; ``num_cpus`` per item; ``runtime_env`` as Ray takes it, the config's folder its working_dir)."""
+
+    uses: str = "local"
+    address: str | None = None
+    num_cpus: float = 1.0
+    runtime_env: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Experiment:
     """One experiment as written, with inherited defaults applied."""
 
@@ -166,6 +178,7 @@ class Experiment:
     cache: CacheSettings = CacheSettings()  # what of its answers the cache keeps (``yamleval.cache``)
     budget: Budget | None = None  # what it may spend (``yamleval.budget``)
     breakdowns: tuple[str, ...] | None = None  # item fields its figures are broken down by; None: the default
+    executor: ExecutorSettings = ExecutorSettings()  # where its items run
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     secrets: Secrets = field(default_factory=Secrets, repr=False, compare=False)  # of the project's whole load
     variant: Variant | None = None  # one of its ``variants:``: its id is then ``experiment/variant``
@@ -192,6 +205,11 @@ def cache_settings(data: Mapping[str, Any], base_dir: str) -> CacheSettings:
         ttl=seconds(data["ttl"]) if "ttl" in data else defaults.ttl,
         max_size=size_bytes(data["max_size"]) if "max_size" in data else defaults.max_size,
         path=os.path.join(base_dir, data["path"]) if "path" in data else defaults.path)
+
+
+def executor_settings(data: Mapping[str, Any]) -> ExecutorSettings:
+    return ExecutorSettings(uses=data.get("uses", "local"), address=data.get("address"),
+                            num_cpus=float(data.get("num_cpus", 1)), runtime_env=dict(data.get("runtime_env") or {}))
 
 
 def _plugin(value: Any, path: Path, source: SourceMap) -> PluginSpec:
@@ -273,5 +291,6 @@ def build_experiment(data: Mapping[str, Any], raw: Mapping[str, Any], path: Path
         # each limit of the experiment's budget: its own, else the one of ``defaults``
         budget=Budget.read({**(defaults.get("budget") or {}), **(data.get("budget") or {})}),
         breakdowns=tuple(data["breakdowns"]) if "breakdowns" in data else None,
+        executor=executor_settings(data.get("executor", defaults.get("executor")) or {}),
         raw=raw,
     )

@@ -1,0 +1,319 @@
+"""``executor: {uses: ray}``: items run as tasks on a real local Ray cluster (2 CPUs on 127.0.0.1,
+started for the session: ``servers.ray_cluster``), with the store, resume, reports and exit
+codes of the driver, as with local threads."""
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, assert_golden, cli_env, run_cli
+from servers.ray_cluster import ray_cluster  # noqa: F401  (fixture)
+from servers.throttled import ThrottledServer
+from test_cli import _wait_for_items
+
+GOLDEN = Path(__file__).parent / "data" / "ray"
+
+# the project's own plugins, next to its config: the workers import them from Ray's copy of the folder
+PLUGINS = '''
+import os
+import signal
+import time
+
+
+def slow(input, seconds=0.0):
+    time.sleep(float(seconds))
+    return input
+
+
+def stuck_on(input, which="stuck"):
+    if input == which:
+        time.sleep(120)
+    return input
+
+
+def dies_on(input, marker=None):
+    """Kill the worker's own process on the input "boom" (only the first time, given a marker file)."""
+    if input == "boom" and (marker is None or not os.path.exists(marker)):
+        if marker is not None:
+            open(marker, "w").close()
+        os.kill(os.getpid(), signal.SIGKILL)
+    return input
+
+
+def where(input):
+    return {"cwd": os.getcwd(), "module": __file__, "pid": os.getpid()}
+
+
+def with_token(input, token):
+    return f"{input}:{token}"
+'''
+
+
+def project(folder: Path, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "ray_plugins.py").write_text(PLUGINS, encoding="utf-8")
+    (folder / "evals.yaml").write_text(textwrap.dedent(text), encoding="utf-8")
+    return folder
+
+
+def results(folder: Path, reports: str = "reports") -> dict:
+    return json.loads((folder / reports / "results.json").read_text(encoding="utf-8"))
+
+
+def items_of(report: dict) -> dict:
+    return {e["id"]: {i["id"]: i for i in e["items"]} for e in report["experiments"]}
+
+
+def _same_result(experiment: dict) -> dict:
+    """What an experiment's result says whatever executes it: items, statuses, scores, counts
+    (of each of its variants, if it has some)."""
+    if "variants" in experiment:
+        return {"passed": experiment["passed"], "variants": [_same_result(v) for v in experiment["variants"]]}
+    items = [(i["id"], i["status"], i.get("output"), i.get("error"),
+              {sid: (s.get("score"), s.get("passed")) for sid, s in (i.get("scores") or {}).items()})
+             for i in experiment.get("items", [])]
+    summary = {k: v for k, v in experiment["summary"].items() if k in ("total", "completed", "passed", "failed", "errors",
+                                                                         "skipped", "mean_score", "pass_rate", "scorers")}
+    return {"passed": experiment["passed"], "items": items, "summary": summary,
+            "criteria": [(c.get("type"), c.get("passed"), c.get("actual")) for c in experiment.get("criteria", [])]}
+
+
+def test_the_demo_gives_the_same_results_on_ray_as_on_local_threads(tmp_path, ray_cluster):
+    for name in ("evals.yaml", "plugins", "datasets"):
+        source = ROOT / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, tmp_path / name)
+    local = run_cli("run", "--report-dir", "local", "--store", "local.db", cwd=tmp_path)
+    assert local.returncode == 0, local.stderr
+    on_ray = run_cli("run", "--report-dir", "ray", "--store", "ray.db", "--ray-address", ray_cluster.address,
+                     cwd=tmp_path, timeout=180, **ray_cluster.env)
+    assert on_ray.returncode == 0, on_ray.stderr
+    assert "Traceback" not in on_ray.stderr
+    mine, theirs = results(tmp_path, "ray"), results(tmp_path, "local")
+    assert [e["id"] for e in mine["experiments"]] == [e["id"] for e in theirs["experiments"]]
+    assert len(mine["experiments"]) >= 5
+    for a, b in zip(mine["experiments"], theirs["experiments"]):
+        assert _same_result(a) == _same_result(b), a["id"]
+    assert any(e.get("items") for e in mine["experiments"])
+
+
+def test_the_workers_import_the_project_from_rays_copy_of_its_folder(tmp_path, ray_cluster):
+    folder = project(tmp_path / "p", """
+        experiments:
+          - id: where
+            executor: {uses: ray, address: %s}
+            dataset: {items: [{id: a, input: a}, {id: b, input: b}]}
+            runner: ray_plugins:where
+        """ % ray_cluster.address)
+    done = run_cli("run", "-q", cwd=folder, timeout=120, **ray_cluster.env)
+    assert done.returncode == 0, done.stderr
+    import os
+
+    for item in items_of(results(folder))["where"].values():
+        output = item["output"]
+        assert output["pid"] != os.getpid()
+        assert Path(output["cwd"]).is_relative_to(ray_cluster.folder), output  # Ray's working_dir copy
+        assert Path(output["module"]).parent == Path(output["cwd"])
+
+
+def test_an_item_past_its_timeout_is_cancelled_and_an_error_the_others_pass(tmp_path, ray_cluster):
+    folder = project(tmp_path / "p", """
+        experiments:
+          - id: hangs
+            executor: {uses: ray}
+            timeout: 3
+            concurrency: 2
+            dataset: {items: [{id: a, input: a}, {id: stuck, input: stuck}, {id: b, input: b}, {id: c, input: c}]}
+            runner: ray_plugins:stuck_on
+        """)
+    began = time.monotonic()
+    done = run_cli("run", "-q", "--ray-address", ray_cluster.address, cwd=folder, timeout=120, **ray_cluster.env)
+    assert time.monotonic() - began < 60  # not the stuck call's 120 s
+    assert done.returncode == 1, done.stderr
+    found = items_of(results(folder))["hangs"]
+    assert found["stuck"]["status"] == "error"
+    assert found["stuck"]["error"] == "timed out after 3s (on its Ray worker, whose task was cancelled)"
+    assert [found[i]["status"] for i in "abc"] == ["passed"] * 3
+
+
+@pytest.mark.parametrize("retries", [0, 1])
+def test_a_killed_worker_leaves_its_item_an_error_or_runs_it_once_more(tmp_path, ray_cluster, retries):
+    marker = tmp_path / "killed-once"
+    folder = project(tmp_path / "p", """
+        experiments:
+          - id: dies
+            executor: {uses: ray}
+            retries: %d
+            concurrency: 2
+            dataset: {items: [{id: a, input: a}, {id: boom, input: boom}, {id: b, input: b}, {id: c, input: c}]}
+            runner: {uses: ray_plugins:dies_on, with: {marker: %s}}
+        """ % (retries, json.dumps(str(marker)) if retries else "null"))
+    done = run_cli("run", "-q", "--ray-address", ray_cluster.address, cwd=folder, timeout=120, **ray_cluster.env)
+    assert "Traceback" not in done.stderr
+    found = items_of(results(folder))["dies"]
+    assert [found[i]["status"] for i in "abc"] == ["passed"] * 3
+    if retries:
+        assert done.returncode == 0, done.stderr
+        assert found["boom"]["status"] == "passed" and marker.exists()
+    else:
+        assert done.returncode == 1, done.stderr
+        assert found["boom"]["status"] == "error"
+        assert found["boom"]["error"].startswith("the Ray worker running it died (")
+        assert found["boom"]["error"].endswith("; with `retries` above 0 it runs once more")
+
+
+def test_sigint_stops_submitting_stores_what_finished_and_resume_finishes_the_rest(tmp_path, ray_cluster):
+    folder = project(tmp_path / "p", """
+        experiments:
+          - id: slow
+            executor: {uses: ray, address: %s}
+            concurrency: 2
+            dataset: {items: [%s]}
+            runner: {uses: ray_plugins:slow, with: {seconds: 0.5}}
+        """ % (ray_cluster.address, ", ".join(f"{{id: s{i}, input: {i}}}" for i in range(40))))
+    child = subprocess.Popen([sys.executable, "-m", "yamleval", "run", "--report-dir", "out"], cwd=folder,
+                             env=cli_env(**ray_cluster.env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for_items(folder / ".yamleval" / "results.db", 2, timeout=120)
+        child.send_signal(signal.SIGINT)
+        stdout, stderr = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    report = results(folder, "out")
+    assert report["interrupted"] is True and report["status"] == "interrupted"
+    finished = report["experiments"][0]["items"]
+    assert 2 <= len(finished) < 40
+    assert all(item["status"] == "passed" for item in finished), "running items were let finish"
+    resumed = run_cli("run", "--resume", "--report-dir", "out", "-q", cwd=folder, timeout=120, **ray_cluster.env)
+    assert resumed.returncode == 0, resumed.stderr
+    again = results(folder, "out")
+    assert again["run_id"] == report["run_id"]
+    assert sorted(i["id"] for i in again["experiments"][0]["items"]) == sorted(f"s{i}" for i in range(40))
+
+
+def test_no_secret_reaches_rays_logs_or_its_copy_of_the_folder(tmp_path, ray_cluster):
+    secret = "correct-horse-battery-staple-7731"
+    folder = project(tmp_path / "p", """
+        experiments:
+          - id: tokens
+            executor: {uses: ray}
+            dataset: {items: [{id: a, input: a}, {id: b, input: b}]}
+            runner: {uses: ray_plugins:with_token, with: {token: "${RAY_TEST_TOKEN}"}}
+        """)
+    done = run_cli("run", "-q", "--ray-address", ray_cluster.address, cwd=folder, timeout=120,
+                   RAY_TEST_TOKEN=secret, **ray_cluster.env)
+    assert done.returncode == 0, done.stderr
+    assert [i["output"] for i in items_of(results(folder))["tokens"].values()] == ["a:${RAY_TEST_TOKEN}",
+                                                                                 "b:${RAY_TEST_TOKEN}"]
+    files = list(ray_cluster.files())
+    assert any("working_dir_files" in str(path) for path in files)  # the folder was copied, and is searched
+    assert any(path.suffix in (".log", ".out", ".err") for path in files)
+    leaked = [str(path) for path in files if secret.encode() in path.read_bytes()]
+    assert leaked == []
+
+
+def test_a_rate_limit_holds_across_the_cluster_and_its_counts_reach_the_summary(tmp_path, ray_cluster):
+    with ThrottledServer(rate=20, burst=2, delay=0.05) as server:
+        folder = project(tmp_path / "p", """
+            experiments:
+              - id: limited
+                executor: {uses: ray, num_cpus: 0.5}
+                concurrency: 4
+                dataset: {items: [%s]}
+                runner:
+                  uses: http
+                  with: {url: "%s", body: {input: "{{ input }}"}, output: output,
+                         rate_limit: {requests_per_minute: 900}}
+            """ % (", ".join(f"{{id: q{i}, input: q{i}}}" for i in range(30)), server.url))
+        done = run_cli("run", "-q", "--ray-address", ray_cluster.address, cwd=folder, timeout=120, **ray_cluster.env)
+        refused = server.refused
+    assert done.returncode == 0, done.stderr
+    assert refused == 0  # 15/s from four workers at once: one limiter, not one per worker
+    [experiment] = results(folder)["experiments"]
+    assert experiment["summary"]["passed"] == 30
+    assert experiment["summary"]["throttling"]["calls"] == 30
+
+
+def test_a_run_without_an_address_starts_ray_for_itself_and_ends_it(tmp_path):
+    folder = project(tmp_path / "p", """
+        experiments:
+          - id: alone
+            executor: {uses: ray, num_cpus: 1}
+            dataset: {items: [{id: a, input: a}, {id: b, input: b}]}
+            runner: ray_plugins:where
+        """)
+    before = _ray_processes()
+    done = run_cli("run", "-q", cwd=folder, timeout=180, RAY_ADDRESS="", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
+    assert done.returncode == 0, done.stderr
+    outputs = [i["output"] for i in items_of(results(folder))["alone"].values()]
+    assert all("working_dir_files" in output["cwd"] for output in outputs)
+    deadline = time.monotonic() + 30
+    while _ray_processes() - before and time.monotonic() < deadline:  # its instance's processes end with it
+        time.sleep(0.2)
+    assert _ray_processes() - before == set()
+
+
+def _ray_processes() -> set[int]:
+    """The pids of Ray's own servers (gcs_server, raylet) on this machine."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                command = (entry / "cmdline").read_bytes().split(b"\0")[0]
+            except OSError:
+                continue
+            if command.endswith((b"/gcs_server", b"/raylet")):
+                found.add(int(entry.name))
+    return found
+
+
+def test_without_ray_installed_naming_it_is_a_config_error_saying_how_to_install_it(tmp_path):
+    folder = project(tmp_path / "p", """
+        experiments:
+          - id: needs-ray
+            executor: {uses: ray}
+            dataset: {items: [{id: a, input: a}]}
+            runner: echo
+        """)
+    hide_ray = "import sys; sys.modules['ray'] = None; from yamleval.cli import main; sys.argv[0] = 'yamleval'; main()"
+    outputs = []
+    for args in (["validate"], ["run"]):
+        done = subprocess.run([sys.executable, "-c", hide_ray, *args], cwd=folder, env=cli_env(), capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 2, done.stderr
+        outputs.append(done.stderr)
+    (folder / "evals.yaml").write_text("experiments:\n  - {id: plain, dataset: {items: [{input: a}]}, runner: echo}\n")
+    done = subprocess.run([sys.executable, "-c", hide_ray, "run", "--executor", "ray"], cwd=folder, env=cli_env(),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    outputs.append(done.stderr)
+    assert_golden(GOLDEN / "not_installed.txt", "\n".join(outputs))
+    import sqlite3
+
+    with sqlite3.connect(folder / ".yamleval" / "results.db") as db:
+        assert db.execute("SELECT count(*) FROM runs").fetchone() == (0,)  # nothing ran
+
+
+def test_a_secret_in_the_runtime_env_is_a_config_error(tmp_path):
+    folder = project(tmp_path / "p", """
+        defaults:
+          executor: {uses: ray, runtime_env: {env_vars: {KEY: "${RAY_TEST_TOKEN}"}}}
+        experiments:
+          - id: leaky
+            dataset: {items: [{id: a, input: a}]}
+            runner: echo
+        """)
+    done = run_cli("validate", cwd=folder, RAY_TEST_TOKEN="hunter2-hunter2")
+    assert done.returncode == 2
+    assert "hunter2" not in done.stderr + done.stdout
+    assert_golden(GOLDEN / "secret_in_runtime_env.txt", done.stderr)

@@ -1,0 +1,342 @@
+"""Run items on a Ray cluster (``executor: {uses: ray}``): each item, runner and scorers, is a
+task on a worker; everything else stays with this process, the driver.
+
+The driver reads the dataset, keeps at most ``concurrency`` tasks in flight (Ray starts as
+many at once as the cluster's CPUs hold, ``num_cpus`` each), gives up on a task past its timeout (cancelled: the item is an error
+saying so), and records each result as it finishes: the store, resume, reports and exit codes
+are the run's, as with local threads. An item's timeout counts from when its task starts on a
+worker (``_Starts``), not from when it was sent: a worker that is still starting, or preparing
+the experiment, costs the item none of its time.
+
+A worker gets the experiment as a task argument held in Ray's object store (with the values of
+its ``${VAR}``, which never go into the runtime environment or a log), prepares it once per
+worker process (``engine._processor_for``), in Ray's copy of the config's folder (its
+``working_dir``), so that the project's plugins import there.
+
+The rate limits of every endpoint hold across the cluster: its limiter lives in one actor
+(``_Limiters``) that every worker's calls ask, not one per worker.
+"""
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import logging
+import threading
+import time
+from typing import Any, Callable, Iterator
+
+from yamleval import throttle
+from yamleval.errors import UsageError, describe_exception
+from yamleval.executor import POLL_SECONDS, LostResult, Slot, Unit
+
+INSTALL = "pip install 'yamleval[ray]'"
+EXCLUDED = [".git", ".yamleval", ".venv", "venv", "node_modules", "__pycache__"]  # never sent to workers
+
+
+def installed() -> bool:
+    return importlib.util.find_spec("ray") is not None
+
+
+def _ray():
+    if not installed():
+        raise UsageError(f"the ray executor needs Ray, which is not installed: {INSTALL}")
+    import ray
+
+    return ray
+
+
+# -- the connection to the cluster, for a run ---------------------------------------------------
+
+class Session:
+    """This process's connection to a Ray cluster for a run: started (a local instance, without
+    an address) or joined (``auto`` or host:port); ``close`` ends what it started and leaves
+    a joined cluster running."""
+
+    def __init__(self, settings, config_dir: str):
+        ray = _ray()
+        self.address = settings.address
+        env = dict(settings.runtime_env)
+        env.setdefault("working_dir", config_dir)
+        env["excludes"] = [*EXCLUDED, *env.get("excludes", [])]
+        try:
+            ray.init(address=settings.address, runtime_env=env, include_dashboard=False, log_to_driver=False,
+                     logging_level=logging.WARNING, configure_logging=False)
+        except (ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
+            where = f"join the Ray cluster at {settings.address}" if settings.address else "start a local Ray instance"
+            raise UsageError(f"cannot {where}: {describe_exception(exc)}; start one with `ray start --head`"
+                             " and give its address (`executor.address`, `--ray-address`), or leave the address"
+                             " out to run on this machine") from None
+        self.limiters = SharedLimiters(_limiters_actor(ray).remote())
+        self.starts = ray.remote(num_cpus=0)(_Starts).remote()
+        throttle.share(self.limiters)
+        self._closed = False
+
+    def close(self) -> None:
+        global _current
+        if self._closed:
+            return
+        self._closed = True
+        throttle.share(None)
+        if _current is self:
+            _current = None
+        import ray
+
+        ray.shutdown()  # a joined cluster goes on running: this only lets it go
+
+
+_current: Session | None = None  # Ray's connection is one per process, as ``ray.init`` makes it
+_opening = threading.Lock()
+
+
+def start(experiments) -> Session | None:
+    """The run's connection to Ray, when one of ``experiments`` runs there; they must agree on
+    the cluster and its runtime environment (set them in ``defaults``)."""
+    global _current
+    on_ray = [e for e in experiments if e.executor.uses == "ray"]
+    if not on_ray:
+        return None
+    first = on_ray[0].executor
+    for other in on_ray[1:]:
+        if (other.executor.address, other.executor.runtime_env) != (first.address, first.runtime_env):
+            raise UsageError(f"experiments '{on_ray[0].id}' and '{other.id}' run on Ray with different `address`"
+                             " or `runtime_env`: a run joins one cluster; set `executor:` once, in `defaults`")
+    with _opening:
+        if _current is None:
+            _current = Session(first, on_ray[0].base_dir)
+            return _current
+    return None  # another caller's: it ends it
+
+
+def current(settings, config_dir: str) -> Session:
+    """The connection of the run under way, or one made now that ends with the process (an
+    experiment run by itself through ``yamleval.api.run_experiment``)."""
+    global _current
+    with _opening:
+        if _current is None:
+            _current = Session(settings, config_dir)
+            atexit.register(_current.close)
+        return _current
+
+
+# -- rate limits shared by the cluster ----------------------------------------------------------
+
+class _LimitersActor:
+    """Every endpoint's limiter (``throttle``), in one process that the cluster's workers ask.
+    A threaded actor: a call waiting for its turn does not hold up the others."""
+
+    def acquire(self, endpoint, rate_limit, adaptive) -> float:
+        return throttle.limiter(endpoint, rate_limit, adaptive).acquire()
+
+    def release(self, endpoint, rate_limit, adaptive, started: float, status, retry_after) -> None:
+        throttle.limiter(endpoint, rate_limit, adaptive).release(started, status, retry_after)
+
+    def charge(self, endpoint, rate_limit, adaptive, tokens: int) -> None:
+        throttle.limiter(endpoint, rate_limit, adaptive).charge(tokens)
+
+    def snapshot(self):
+        return throttle.snapshot()
+
+
+def _limiters_actor(ray):
+    return ray.remote(num_cpus=0, max_concurrency=1000)(_LimitersActor)
+
+
+class SharedLimiters:
+    """``throttle.share``'s object for a process of the cluster: limiters kept by the actor."""
+
+    def __init__(self, actor):
+        self.actor = actor
+
+    def limiter(self, endpoint, rate_limit, adaptive: bool) -> "_SharedLimiter | None":
+        if rate_limit is None and not adaptive:
+            return None  # as throttle.limiter: nothing is limited
+        return _SharedLimiter(self.actor, (endpoint, rate_limit, adaptive))
+
+    def snapshot(self):
+        import ray
+
+        return ray.get(self.actor.snapshot.remote())
+
+
+class _SharedLimiter:
+    """One endpoint's limiter, as ``throttle.Limiter`` is used, asking the actor."""
+
+    def __init__(self, actor, key: tuple):
+        self.actor, self.key = actor, key
+
+    def acquire(self) -> float:
+        import ray
+
+        return ray.get(self.actor.acquire.remote(*self.key))
+
+    def release(self, started: float, status, retry_after=None) -> None:
+        import ray
+
+        ray.get(self.actor.release.remote(*self.key, started, status, retry_after))
+
+    def charge(self, tokens: int) -> None:
+        self.actor.charge.remote(*self.key, tokens)
+
+
+# -- the task a worker runs ---------------------------------------------------------------------
+
+class _Starts:
+    """The tasks that have started on a worker, told by each as it starts, taken by the driver."""
+
+    def __init__(self):
+        self._started: list[int] = []
+
+    def started(self, number: int) -> None:
+        self._started.append(number)
+
+    def take(self) -> list[int]:
+        taken, self._started = self._started, []
+        return taken
+
+
+def _run_unit(process: Callable, unit: Unit, limiters: SharedLimiters, starts, number: int):
+    """On a worker: one item (or one repeat of one) through the experiment's processor (made
+    in this process as Ray handed it over), its start told to ``starts``."""
+    from yamleval import engine
+
+    starts.started.remote(number)
+    if throttle.shared() is None:
+        throttle.share(limiters)
+    try:
+        return process(unit, Slot(unit))
+    finally:
+        engine.flush_sent()  # the worker may end at any time: what the cache keeps is written now
+
+
+class RayExecutor:
+    """``LocalExecutor``'s interface, items run as Ray tasks: ``run`` returns once every item is
+    recorded (``record`` is called in this thread, one at a time, in completion order).
+
+    A task whose worker dies (its process killed, out of memory) is run once more when the
+    experiment's ``retries`` allow, else its item is an error saying so. After a stop, a task
+    that ends that way is dropped, not recorded: a resumed run runs its item.
+    """
+
+    def __init__(self, concurrency: int, timeout: float | None, settings, retries: int, config_dir: str):
+        self.concurrency = max(1, int(concurrency))
+        self.config_dir = config_dir
+        self.timeout = timeout
+        self.settings = settings
+        self.retries = retries
+        self.failure: BaseException | None = None
+        self.recording = threading.Lock()
+        self._taking = True
+
+    def halt(self) -> None:
+        self._taking = False
+
+    def run(self, items: Iterator[Unit], process: Callable, record: Callable[[Any], None], lost: LostResult,
+            stop: threading.Event | None = None, abandon: threading.Event | None = None) -> None:
+        ray = _ray()
+        session = current(self.settings, self.config_dir)
+        task = ray.remote(_run_unit).options(num_cpus=self.settings.num_cpus, max_retries=0)
+        shipped = ray.put(process)
+        running: dict[Any, _Task] = {}
+        numbers = iter(range(1 << 62))
+
+        def send(unit: Unit, tries: int = 0) -> None:
+            number = next(numbers)
+            running[task.remote(shipped, unit, session.limiters, session.starts, number)] = _Task(unit, number, tries)
+
+        exhausted = False
+        with self.recording:
+            try:
+                while True:
+                    stopping = (stop is not None and stop.is_set()) or (abandon is not None and abandon.is_set())
+                    while self._taking and not stopping and not exhausted and len(running) < self.concurrency:
+                        try:
+                            unit = next(items)
+                        except StopIteration:
+                            exhausted = True
+                            break
+                        except Exception as exc:  # a broken dataset row or plugin: stop reading; what runs finishes
+                            self.failure, exhausted = exc, True
+                            break
+                        send(unit)
+                    if not running:
+                        return
+                    if abandon is not None and abandon.is_set():
+                        for ref in running:
+                            ray.cancel(ref, force=True)
+                        running.clear()  # their results are dropped: a resumed run runs them
+                        return
+                    done, rest = ray.wait(list(running), num_returns=1, timeout=POLL_SECONDS)
+                    if done and rest:  # and whatever else has finished meanwhile
+                        done += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
+                    self._note_starts(ray, session, running)
+                    for ref in done:
+                        self._finished(ray, running.pop(ref), ref, record, lost, stop, send)
+                    if self.timeout:
+                        self._give_up_late(ray, running, record, lost)
+            finally:
+                for ref in running:
+                    ray.cancel(ref, force=True)
+
+    @staticmethod
+    def _note_starts(ray, session: Session, running: dict) -> None:
+        started = set(ray.get(session.starts.take.remote()))
+        if started:
+            now = time.monotonic()
+            for task in running.values():
+                if task.number in started:
+                    task.started = now
+
+    def _finished(self, ray, task: "_Task", ref, record, lost, stop, send) -> None:
+        elapsed = time.monotonic() - (task.started or time.monotonic())
+        try:
+            result = ray.get(ref)
+        except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,
+                ray.exceptions.LocalRayletDiedError) as exc:
+            if stop is not None and stop.is_set():
+                return  # stopping: dropped, so a resumed run runs it
+            if task.tries < min(1, self.retries):
+                send(task.unit, task.tries + 1)
+                return
+            why = f"the Ray worker running it died ({_cause(exc)})" + (
+                ", and again when it ran once more" if task.tries else
+                "; with `retries` above 0 it runs once more" if not self.retries else "")
+            record(lost(task.unit, why, elapsed * 1000.0))
+            return
+        except ray.exceptions.TaskCancelledError:
+            return  # given up on: recorded already
+        except ray.exceptions.RayError as exc:
+            record(lost(task.unit, f"on its Ray worker: {_cause(exc)}", elapsed * 1000.0))
+            return
+        if self.timeout and elapsed >= self.timeout:  # late, though not seen late yet
+            result = lost(task.unit, self._timed_out(), elapsed * 1000.0)
+        record(result)
+
+    def _give_up_late(self, ray, running: dict, record, lost) -> None:
+        now = time.monotonic()
+        for ref, task in list(running.items()):
+            if task.started is not None and now - task.started >= self.timeout:
+                del running[ref]
+                ray.cancel(ref, force=True)
+                record(lost(task.unit, self._timed_out(), (now - task.started) * 1000.0))
+
+    def _timed_out(self) -> str:
+        return f"timed out after {self.timeout:g}s (on its Ray worker, whose task was cancelled)"
+
+
+class _Task:
+    """An item sent to the cluster: its unit, its number (``_Starts``), the tries before it, and
+    when it started on a worker (``time.monotonic``; None: not yet)."""
+
+    __slots__ = ("unit", "number", "tries", "started")
+
+    def __init__(self, unit: Unit, number: int, tries: int):
+        self.unit, self.number, self.tries, self.started = unit, number, tries, None
+
+
+def _cause(exc: BaseException) -> str:
+    """The first line of what Ray says of a failed task, without its boilerplate."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, BaseException) and not isinstance(cause, type(exc)):
+        return describe_exception(cause)
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
