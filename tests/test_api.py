@@ -81,3 +81,13 @@ def test_run_experiment_repeats_each_item_as_told(tmp_path):
     assert all(len(item.repeats) == 3 for item in result.items)
     once = yamleval.run_experiment(experiment, limit=4)
     assert all(item.repeats == () for item in once.items)
+
+
+def test_load_project_takes_one_path_as_well_as_a_list(tmp_path):
+    from yamleval.api import load_project
+
+    config = _demo(tmp_path)
+    ids = [e.id for e in load_project([config]).experiments]
+    assert [e.id for e in load_project(str(config)).experiments] == ids
+    assert [e.id for e in load_project(config).experiments] == ids
+    assert "support-answers" in ids

@@ -213,10 +213,12 @@ def with_html_budget(formats: Sequence[str], max_mb: float | None) -> tuple[str,
     return tuple(f"html:{max_mb:g}" if max_mb and f.partition(":")[0] == "html" else f for f in formats)
 
 
-def load_project(paths: list[str] | tuple[str, ...], environ: Mapping[str, str] | None = None,
+def load_project(paths: str | os.PathLike | list[str] | tuple[str, ...], environ: Mapping[str, str] | None = None,
                  sets: Sequence[str] = ()) -> Project:
-    """Load every file named, with what they include; raise all config errors found at once.
-    ``sets``: ``--set [ID:]PATH=VALUE`` overrides (``config.overrides``)."""
+    """Load every file named (or the one file ``paths``), with what they include; raise all
+    config errors found at once. ``sets``: ``--set [ID:]PATH=VALUE`` overrides (``config.overrides``)."""
+    if isinstance(paths, (str, os.PathLike)):  # one file, not the letters of its name
+        paths = [paths]
     loader = _Loader(os.environ if environ is None else environ, sets)
     for path in paths:
         loader.load(os.fspath(path), {}, {}, {}, ())
