@@ -31,6 +31,12 @@ V   100,000 items with ``--repeats 3`` against ``--repeats 1`` (peak memory <= 1
 M   Variants: 100,000 items x 4 variants of an instant runner (all four reports) against the same
     run with 1 variant (peak memory <= 1.3x: flat in items x variants), and 1,000 items x 4
     variants over W2's 50 ms server at concurrency 50 against the ideal 4 s (wall <= 1.15x).
+D   Distributed: a runner that burns 50 ms of CPU in Python per item, 200 items, concurrency 2,
+    on a local Ray cluster of 2 CPUs started here (``executor: ray``) against the local pool
+    (one interpreter: its lock lets one item burn at a time); Ray keeps 4 tasks in flight, two
+    per worker. Targets: Ray >= 1.6x faster, whole processes (joining the cluster and starting
+    its workers included); and for 200 items more (the 400-item runs' walls less the 200-item
+    runs'), which leaves out what a run costs once.
 C   The answer cache. 1,000 items judged by a model (temperature 0) at a local OpenAI-compatible
     server that answers after 50 ms, one at a time: a run answered wholly from the cache against
     the uncached run (>= 20x faster). And W2 with ``cache: {runner: true}`` on an empty cache
@@ -877,6 +883,87 @@ experiments:
 
 
 P_ITEMS, P_RATIO = 100_000, 1.5  # W1 into PostgreSQL: wall <= 1.5x the same run into SQLite
+D_ITEMS, D_BURN, D_SPEEDUP = 200, 0.05, 1.6  # items burning 50 ms of CPU each: Ray >= 1.6x faster than the pool
+
+D_PLUGIN = '''\
+import time
+
+
+def burn(input, seconds=%(burn)r):
+    """Burn ``seconds`` of this thread's CPU in Python, then answer."""
+    until = time.thread_time() + seconds
+    total = 0
+    while time.thread_time() < until:
+        total += sum(range(200))
+    return input
+'''
+
+D_CONFIG = '''\
+version: 1
+reports: {formats: [json]}
+experiments:
+  - id: burn
+    concurrency: 2
+    dataset: {file: items.jsonl}
+    runner: cpu_plugin:burn
+    scorers: [exact_match]
+'''
+
+
+def workload_d(suite: Suite) -> None:
+    """Items bound by the CPU: on a 2-CPU Ray cluster against the local pool at concurrency 2."""
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        raise Failed("D needs Ray: pip install '.[ray]'")
+    sys.path.insert(0, os.path.join(REPO_DIR, "tests"))
+    from servers.ray_cluster import local_cluster
+
+    size = 40 if suite.quick else D_ITEMS
+    folder = suite.path("d")  # its own folder: Ray sends the config's folder to its workers
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "cpu_plugin.py"), "w", encoding="utf-8") as out:
+        out.write(D_PLUGIN % {"burn": D_BURN})
+    with open(os.path.join(folder, "items.jsonl"), "w", encoding="utf-8") as out:
+        for index in range(2 * size):
+            out.write(json.dumps({"id": f"i{index}", "input": f"n{index}", "expected": f"n{index}"}) + "\n")
+    config = os.path.join(folder, "evals.yaml")
+    with open(config, "w", encoding="utf-8") as out:
+        out.write(D_CONFIG)
+    base = yamleval_command() + ["run", config, "--quiet", "--report-dir", os.path.join(folder, "reports")]
+    walls = {(name, n): [] for name in ("local", "ray") for n in (size, 2 * size)}
+    with local_cluster(2) as cluster:
+        saved = dict(CHILD_ENV)
+        CHILD_ENV.update(cluster.env)
+        # on Ray, two tasks in flight per worker: one runs while the next is on its way to it
+        ways = (("local", ()), ("ray", ("--ray-address", cluster.address, "--concurrency", "4")))
+        try:
+            for index in range(suite.repeat):
+                for n in (size, 2 * size):
+                    progress(f"D {n} items of {D_BURN * 1000:.0f} ms CPU: local pool, then Ray, run {index + 1} of {suite.repeat}")
+                    for name, extra in ways:
+                        store = os.path.join(folder, f"{name}.db")
+                        forget_store(store)
+                        walls[name, n].append(measure(base + ["--store", store, "--limit", str(n), *extra], folder,
+                                                      suite.path(f"d-{name}.log")))
+                        done = counts(os.path.join(folder, "reports", "results.json"), "yamleval")
+                        if (done["total"], done["passed"]) != (n, n):
+                            raise Failed(f"D: the {name} run passed {done['passed']} of {n} items")
+        finally:
+            CHILD_ENV.clear()
+            CHILD_ENV.update(saved)
+    local, ray = med(walls["local", size], 0), med(walls["ray", size], 0)
+    suite.target(f"D {size} CPU-bound items on Ray, wall", ray, local, ray / local, f">= {D_SPEEDUP:g}x faster",
+                 local / ray >= D_SPEEDUP, note=f"{local / ray:.2f}x faster")
+    more_local = med(walls["local", 2 * size], 0) - local
+    more_ray = med(walls["ray", 2 * size], 0) - ray
+    suite.target(f"D {size} more items ({2 * size} - {size}), wall", more_ray, more_local, more_ray / more_local,
+                 f">= {D_SPEEDUP:g}x faster", more_local / more_ray >= D_SPEEDUP, note=f"{more_local / more_ray:.2f}x faster")
+    suite.say(f"D   {size} items x {D_BURN * 1000:.0f} ms CPU: local pool (concurrency 2) {seconds(walls['local', size])},"
+              f" 2 Ray workers (4 in flight) {seconds(walls['ray', size])}: {local / ray:.2f}x faster; "
+              f"{2 * size} items: {seconds(walls['local', 2 * size])} and {seconds(walls['ray', 2 * size])}; "
+              f"the {size} more items: {more_local:.2f} s and {more_ray:.2f} s, {more_local / more_ray:.2f}x faster")
+    suite.details["D"] = {f"{name} {n}": runs for (name, n), runs in walls.items()}
 
 
 def workload_p(suite: Suite) -> None:
@@ -1217,14 +1304,14 @@ def write_json(path: str, suite: Suite, machine: dict, total: float) -> None:
         out.write("\n")
 
 
-WORKLOADS = ("W1", "W2", "W3", "W4", "R", "S", "V", "C", "M", "P")
+WORKLOADS = ("W1", "W2", "W3", "W4", "R", "S", "V", "C", "M", "P", "D")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: W1 2,000, W3 20,000 vs 2,000, R 2,000 items, 1 run each")
-    parser.add_argument("--only", default=",".join(WORKLOADS), help="comma-separated: W1,W2,W3,W4,R,S,V,C,M,P")
+    parser.add_argument("--only", default=",".join(WORKLOADS), help="comma-separated: W1,W2,W3,W4,R,S,V,C,M,P,D")
     parser.add_argument("--repeat", type=int, help="runs of each measurement, median shown (default 3; W3 1)")
     parser.add_argument("--json", default="bench-results.json", help="where the figures go (default: %(default)s)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder and print its path")
@@ -1249,7 +1336,7 @@ def main(argv=None) -> int:
                "command": " ".join(["python", "bench/run_bench.py", *(argv if argv is not None else sys.argv[1:])])}
     workloads = {"W1": workload_w1, "W2": workload_w2, "W3": lambda s: workload_w3(s, w3_repeat),
                  "W4": workload_w4, "R": workload_r, "S": workload_s, "V": workload_v,
-                 "C": workload_c, "M": workload_m, "P": workload_p}
+                 "C": workload_c, "M": workload_m, "P": workload_p, "D": workload_d}
     try:
         with open(suite.path("bench_plugins.py"), "w", encoding="utf-8") as out:
             out.write(PLUGIN % {"answers": dict(QUESTIONS)})

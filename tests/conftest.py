@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from servers.postgres import postgres_server, store_at  # noqa: F401  (fixtures: one server for the whole session)
+from servers.ray_cluster import ray_cluster  # noqa: F401  (a fixture: one local Ray cluster for the whole session)
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).parent.parent

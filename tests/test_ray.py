@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, assert_golden, cli_env, run_cli
-from servers.ray_cluster import ray_cluster  # noqa: F401  (fixture)
 from servers.throttled import ThrottledServer
 from test_cli import _wait_for_items
 
@@ -104,71 +103,6 @@ def test_the_demo_gives_the_same_results_on_ray_as_on_local_threads(tmp_path, ra
     assert any(e.get("items") for e in mine["experiments"])
 
 
-def test_the_workers_import_the_project_from_rays_copy_of_its_folder(tmp_path, ray_cluster):
-    folder = project(tmp_path / "p", """
-        experiments:
-          - id: where
-            executor: {uses: ray, address: %s}
-            dataset: {items: [{id: a, input: a}, {id: b, input: b}]}
-            runner: ray_plugins:where
-        """ % ray_cluster.address)
-    done = run_cli("run", "-q", cwd=folder, timeout=120, **ray_cluster.env)
-    assert done.returncode == 0, done.stderr
-    import os
-
-    for item in items_of(results(folder))["where"].values():
-        output = item["output"]
-        assert output["pid"] != os.getpid()
-        assert Path(output["cwd"]).is_relative_to(ray_cluster.folder), output  # Ray's working_dir copy
-        assert Path(output["module"]).parent == Path(output["cwd"])
-
-
-def test_an_item_past_its_timeout_is_cancelled_and_an_error_the_others_pass(tmp_path, ray_cluster):
-    folder = project(tmp_path / "p", """
-        experiments:
-          - id: hangs
-            executor: {uses: ray}
-            timeout: 3
-            concurrency: 2
-            dataset: {items: [{id: a, input: a}, {id: stuck, input: stuck}, {id: b, input: b}, {id: c, input: c}]}
-            runner: ray_plugins:stuck_on
-        """)
-    began = time.monotonic()
-    done = run_cli("run", "-q", "--ray-address", ray_cluster.address, cwd=folder, timeout=120, **ray_cluster.env)
-    assert time.monotonic() - began < 60  # not the stuck call's 120 s
-    assert done.returncode == 1, done.stderr
-    found = items_of(results(folder))["hangs"]
-    assert found["stuck"]["status"] == "error"
-    assert found["stuck"]["error"] == "timed out after 3s (on its Ray worker, whose task was cancelled)"
-    assert [found[i]["status"] for i in "abc"] == ["passed"] * 3
-
-
-@pytest.mark.parametrize("retries", [0, 1])
-def test_a_killed_worker_leaves_its_item_an_error_or_runs_it_once_more(tmp_path, ray_cluster, retries):
-    marker = tmp_path / "killed-once"
-    folder = project(tmp_path / "p", """
-        experiments:
-          - id: dies
-            executor: {uses: ray}
-            retries: %d
-            concurrency: 2
-            dataset: {items: [{id: a, input: a}, {id: boom, input: boom}, {id: b, input: b}, {id: c, input: c}]}
-            runner: {uses: ray_plugins:dies_on, with: {marker: %s}}
-        """ % (retries, json.dumps(str(marker)) if retries else "null"))
-    done = run_cli("run", "-q", "--ray-address", ray_cluster.address, cwd=folder, timeout=120, **ray_cluster.env)
-    assert "Traceback" not in done.stderr
-    found = items_of(results(folder))["dies"]
-    assert [found[i]["status"] for i in "abc"] == ["passed"] * 3
-    if retries:
-        assert done.returncode == 0, done.stderr
-        assert found["boom"]["status"] == "passed" and marker.exists()
-    else:
-        assert done.returncode == 1, done.stderr
-        assert found["boom"]["status"] == "error"
-        assert found["boom"]["error"].startswith("the Ray worker running it died (")
-        assert found["boom"]["error"].endswith("; with `retries` above 0 it runs once more")
-
-
 def test_sigint_stops_submitting_stores_what_finished_and_resume_finishes_the_rest(tmp_path, ray_cluster):
     folder = project(tmp_path / "p", """
         experiments:
@@ -177,7 +111,7 @@ def test_sigint_stops_submitting_stores_what_finished_and_resume_finishes_the_re
             concurrency: 2
             dataset: {items: [%s]}
             runner: {uses: ray_plugins:slow, with: {seconds: 0.5}}
-        """ % (ray_cluster.address, ", ".join(f"{{id: s{i}, input: {i}}}" for i in range(40))))
+        """ % (ray_cluster.address, ", ".join(f"{{id: s{i}, input: {i}}}" for i in range(16))))
     child = subprocess.Popen([sys.executable, "-m", "yamleval", "run", "--report-dir", "out"], cwd=folder,
                              env=cli_env(**ray_cluster.env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -192,54 +126,108 @@ def test_sigint_stops_submitting_stores_what_finished_and_resume_finishes_the_re
     report = results(folder, "out")
     assert report["interrupted"] is True and report["status"] == "interrupted"
     finished = report["experiments"][0]["items"]
-    assert 2 <= len(finished) < 40
+    assert 2 <= len(finished) < 16
     assert all(item["status"] == "passed" for item in finished), "running items were let finish"
     resumed = run_cli("run", "--resume", "--report-dir", "out", "-q", cwd=folder, timeout=120, **ray_cluster.env)
     assert resumed.returncode == 0, resumed.stderr
     again = results(folder, "out")
     assert again["run_id"] == report["run_id"]
-    assert sorted(i["id"] for i in again["experiments"][0]["items"]) == sorted(f"s{i}" for i in range(40))
+    assert sorted(i["id"] for i in again["experiments"][0]["items"]) == sorted(f"s{i}" for i in range(16))
 
 
-def test_no_secret_reaches_rays_logs_or_its_copy_of_the_folder(tmp_path, ray_cluster):
-    secret = "correct-horse-battery-staple-7731"
-    folder = project(tmp_path / "p", """
-        experiments:
-          - id: tokens
-            executor: {uses: ray}
-            dataset: {items: [{id: a, input: a}, {id: b, input: b}]}
-            runner: {uses: ray_plugins:with_token, with: {token: "${RAY_TEST_TOKEN}"}}
-        """)
-    done = run_cli("run", "-q", "--ray-address", ray_cluster.address, cwd=folder, timeout=120,
-                   RAY_TEST_TOKEN=secret, **ray_cluster.env)
-    assert done.returncode == 0, done.stderr
-    assert [i["output"] for i in items_of(results(folder))["tokens"].values()] == ["a:${RAY_TEST_TOKEN}",
-                                                                                 "b:${RAY_TEST_TOKEN}"]
-    files = list(ray_cluster.files())
-    assert any("working_dir_files" in str(path) for path in files)  # the folder was copied, and is searched
-    assert any(path.suffix in (".log", ".out", ".err") for path in files)
-    leaked = [str(path) for path in files if secret.encode() in path.read_bytes()]
-    assert leaked == []
+SECRET = "correct-horse-battery-staple-7731"
 
 
-def test_a_rate_limit_holds_across_the_cluster_and_its_counts_reach_the_summary(tmp_path, ray_cluster):
+@pytest.fixture(scope="module")
+def one_run(tmp_path_factory, ray_cluster):
+    """One run of experiments that each show one behaviour (a Ray run costs seconds to start):
+    where plugins import from, a timeout, a worker killed with and without retries, a secret,
+    a rate limit; its results, the server's refusals and the run's stderr."""
+    folder = tmp_path_factory.mktemp("one-run")
+    marker = folder / "killed-once"
+    items = ", ".join(f"{{id: q{i}, input: q{i}}}" for i in range(30))
     with ThrottledServer(rate=20, burst=2, delay=0.05) as server:
-        folder = project(tmp_path / "p", """
+        project(folder / "p", """
+            defaults: {executor: {uses: ray}, concurrency: 2}
             experiments:
+              - id: where
+                dataset: {items: [{id: a, input: a}, {id: b, input: b}]}
+                runner: ray_plugins:where
+              - id: hangs
+                timeout: 3
+                dataset: {items: [{id: a, input: a}, {id: stuck, input: stuck}, {id: b, input: b}, {id: c, input: c}]}
+                runner: ray_plugins:stuck_on
+              - id: dies
+                retries: 0
+                dataset: {items: [{id: a, input: a}, {id: boom, input: boom}, {id: b, input: b}, {id: c, input: c}]}
+                runner: ray_plugins:dies_on
+              - id: dies-once
+                retries: 1
+                dataset: {items: [{id: a, input: a}, {id: boom, input: boom}, {id: b, input: b}, {id: c, input: c}]}
+                runner: {uses: ray_plugins:dies_on, with: {marker: %s}}
+              - id: tokens
+                dataset: {items: [{id: a, input: a}, {id: b, input: b}]}
+                runner: {uses: ray_plugins:with_token, with: {token: "${RAY_TEST_TOKEN}"}}
               - id: limited
-                executor: {uses: ray, num_cpus: 0.5}
                 concurrency: 4
+                executor: {uses: ray, num_cpus: 0.5}
                 dataset: {items: [%s]}
                 runner:
                   uses: http
                   with: {url: "%s", body: {input: "{{ input }}"}, output: output,
                          rate_limit: {requests_per_minute: 900}}
-            """ % (", ".join(f"{{id: q{i}, input: q{i}}}" for i in range(30)), server.url))
-        done = run_cli("run", "-q", "--ray-address", ray_cluster.address, cwd=folder, timeout=120, **ray_cluster.env)
+            """ % (json.dumps(str(marker)), items, server.url))
+        began = time.monotonic()
+        done = run_cli("run", "-q", "--ray-address", ray_cluster.address, cwd=folder / "p", timeout=240,
+                       RAY_TEST_TOKEN=SECRET, **ray_cluster.env)
+        seconds = time.monotonic() - began
         refused = server.refused
-    assert done.returncode == 0, done.stderr
-    assert refused == 0  # 15/s from four workers at once: one limiter, not one per worker
-    [experiment] = results(folder)["experiments"]
+    assert done.returncode == 1, done.stderr  # hangs and dies fail
+    assert "Traceback" not in done.stderr
+    return {"results": results(folder / "p"), "refused": refused, "seconds": seconds, "marker": marker}
+
+
+def test_the_workers_import_the_project_from_rays_copy_of_its_folder(one_run, ray_cluster):
+    import os
+
+    for item in items_of(one_run["results"])["where"].values():
+        output = item["output"]
+        assert output["pid"] != os.getpid()
+        assert Path(output["cwd"]).is_relative_to(ray_cluster.folder), output  # Ray's working_dir copy
+        assert Path(output["module"]).parent == Path(output["cwd"])
+
+
+def test_an_item_past_its_timeout_is_cancelled_and_an_error_the_others_pass(one_run):
+    assert one_run["seconds"] < 100  # not the stuck call's 120 s
+    found = items_of(one_run["results"])["hangs"]
+    assert found["stuck"]["status"] == "error"
+    assert found["stuck"]["error"] == "timed out after 3s (on its Ray worker, whose task was cancelled)"
+    assert [found[i]["status"] for i in "abc"] == ["passed"] * 3
+
+
+def test_a_killed_worker_leaves_its_item_an_error_or_with_retries_runs_it_once_more(one_run):
+    found = items_of(one_run["results"])
+    assert [found["dies"][i]["status"] for i in "abc"] == ["passed"] * 3
+    assert found["dies"]["boom"]["status"] == "error"
+    assert found["dies"]["boom"]["error"].startswith("the Ray worker running it died (")
+    assert found["dies"]["boom"]["error"].endswith("; with `retries` above 0 it runs once more")
+    assert [found["dies-once"][i]["status"] for i in ("a", "boom", "b", "c")] == ["passed"] * 4
+    assert one_run["marker"].exists()  # it was killed once
+
+
+def test_no_secret_reaches_rays_logs_or_its_copy_of_the_folder(one_run, ray_cluster):
+    outputs = [i["output"] for i in items_of(one_run["results"])["tokens"].values()]
+    assert outputs == ["a:${RAY_TEST_TOKEN}", "b:${RAY_TEST_TOKEN}"]
+    files = list(ray_cluster.files())
+    assert any("working_dir_files" in str(path) for path in files)  # the folder was copied, and is searched
+    assert any(path.suffix in (".log", ".out", ".err") for path in files)
+    leaked = [str(path) for path in files if SECRET.encode() in path.read_bytes()]
+    assert leaked == []
+
+
+def test_a_rate_limit_holds_across_the_cluster_and_its_counts_reach_the_summary(one_run):
+    assert one_run["refused"] == 0  # 15/s from four workers at once: one limiter, not one per worker
+    [experiment] = [e for e in one_run["results"]["experiments"] if e["id"] == "limited"]
     assert experiment["summary"]["passed"] == 30
     assert experiment["summary"]["throttling"]["calls"] == 30
 

@@ -226,6 +226,7 @@ class RayExecutor:
         self.failure: BaseException | None = None
         self.recording = threading.Lock()
         self._taking = True
+        self._next_look = 0.0  # when the tasks' starts are looked at next
 
     def halt(self) -> None:
         self._taking = False
@@ -277,8 +278,13 @@ class RayExecutor:
                 for ref in running:
                     ray.cancel(ref, force=True)
 
-    @staticmethod
-    def _note_starts(ray, session: Session, running: dict) -> None:
+    def _note_starts(self, ray, session: Session, running: dict) -> None:
+        """Learn which tasks have started, as often as the timeouts need (a tenth of one, at
+        most every second): each look is a call to the actor that keeps them."""
+        now = time.monotonic()
+        if now < self._next_look or all(task.started is not None for task in running.values()):
+            return
+        self._next_look = now + min(1.0, (self.timeout or 10.0) / 10)
         started = set(ray.get(session.starts.take.remote()))
         if started:
             now = time.monotonic()

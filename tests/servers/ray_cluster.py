@@ -9,6 +9,7 @@ other Ray process of the machine is touched. Runs join it by its address.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -24,7 +25,7 @@ import pytest
 START = """
 import json, sys
 import ray
-ray.init(num_cpus=2, include_dashboard=False, _temp_dir=sys.argv[1], configure_logging=False)
+ray.init(num_cpus=int(sys.argv[2]), include_dashboard=False, _temp_dir=sys.argv[1], configure_logging=False)
 print(json.dumps({"address": ray.get_runtime_context().gcs_address}), flush=True)
 sys.stdin.read()
 ray.shutdown()
@@ -44,14 +45,15 @@ class RayCluster:
                 yield path
 
 
-@pytest.fixture(scope="session")
-def ray_cluster():
+@contextlib.contextmanager
+def local_cluster(cpus: int = 2):
+    """A cluster of ``cpus`` CPUs while inside (a ``RayCluster``), ended at the way out."""
     folder = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))  # short: Ray's sockets live under it
     token = folder / "token"
     token.write_text(secrets.token_hex(32))
     env = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",  # Ray's "local only" mode: 127.0.0.1, not the host's address
            "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}
-    starter = subprocess.Popen([sys.executable, "-c", START, str(folder)], stdin=subprocess.PIPE,
+    starter = subprocess.Popen([sys.executable, "-c", START, str(folder), str(cpus)], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, text=True, env={**os.environ, **env})
     try:
         line = starter.stdout.readline()
@@ -65,4 +67,11 @@ def ray_cluster():
         except subprocess.TimeoutExpired:
             starter.kill()
             starter.wait()
+        starter.stdout.close()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    with local_cluster() as cluster:
+        yield cluster
