@@ -305,3 +305,25 @@ def test_a_secret_in_the_runtime_env_is_a_config_error(tmp_path):
     assert done.returncode == 2
     assert "hunter2" not in done.stderr + done.stdout
     assert_golden(GOLDEN / "secret_in_runtime_env.txt", done.stderr)
+
+
+def test_an_address_where_nothing_answers_is_one_line_and_exit_2_at_once(tmp_path):
+    import socket
+
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]  # closed again: nothing listens there
+    folder = project(tmp_path / "p", """
+        experiments:
+          - id: a
+            dataset: {items: [{id: a, input: a}]}
+            runner: echo
+        """)
+    began = time.monotonic()
+    done = run_cli("run", "-q", "--ray-address", f"127.0.0.1:{port}", cwd=folder, timeout=60)
+    assert time.monotonic() - began < 30  # not Ray's minutes of retrying
+    assert done.returncode == 2
+    assert done.stderr.replace(str(port), "PORT") == (
+        "error: cannot join the Ray cluster at 127.0.0.1:PORT: ConnectionError: nothing answers at 127.0.0.1:PORT"
+        " (Connection refused); start one with `ray start --head` and give its address (`executor.address`,"
+        " `--ray-address`), or leave the address out to run on this machine\n")

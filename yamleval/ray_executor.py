@@ -2,9 +2,9 @@
 task on a worker; everything else stays with this process, the driver.
 
 The driver reads the dataset, keeps at most ``concurrency`` tasks in flight (Ray starts as
-many at once as the cluster's CPUs hold, ``num_cpus`` each), gives up on a task past its timeout (cancelled: the item is an error
-saying so), and records each result as it finishes: the store, resume, reports and exit codes
-are the run's, as with local threads. An item's timeout counts from when its task starts on a
+many at once as the cluster's CPUs hold, ``num_cpus`` each), gives up on a task past its
+timeout (cancelled: the item is an error saying so), and records each result as it finishes:
+the store, resume, reports and exit codes are the run's, as with local threads. An item's timeout counts from when its task starts on a
 worker (``_Starts``), not from when it was sent: a worker that is still starting, or preparing
 the experiment, costs the item none of its time.
 
@@ -14,13 +14,14 @@ worker process (``engine._processor_for``), in Ray's copy of the config's folder
 ``working_dir``), so that the project's plugins import there.
 
 The rate limits of every endpoint hold across the cluster: its limiter lives in one actor
-(``_Limiters``) that every worker's calls ask, not one per worker.
+(``_LimitersActor``) that every worker's calls ask, not one per worker.
 """
 from __future__ import annotations
 
 import atexit
 import importlib.util
 import logging
+import socket
 import threading
 import time
 from typing import Any, Callable, Iterator
@@ -30,6 +31,7 @@ from yamleval.errors import UsageError, describe_exception
 from yamleval.executor import POLL_SECONDS, LostResult, Slot, Unit
 
 INSTALL = "pip install 'yamleval[ray]'"
+CONNECT_SECONDS = 5.0  # how long a cluster's address may take to answer
 EXCLUDED = [".git", ".yamleval", ".venv", "venv", "node_modules", "__pycache__"]  # never sent to workers
 
 
@@ -55,17 +57,20 @@ class Session:
     def __init__(self, settings, config_dir: str):
         ray = _ray()
         self.address = settings.address
+        self.owned = not ray.is_initialized()  # else the caller's own connection: it stays theirs
         env = dict(settings.runtime_env)
         env.setdefault("working_dir", config_dir)
         env["excludes"] = [*EXCLUDED, *env.get("excludes", [])]
         try:
-            ray.init(address=settings.address, runtime_env=env, include_dashboard=False, log_to_driver=False,
-                     logging_level=logging.WARNING, configure_logging=False)
-        except (ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
-            where = f"join the Ray cluster at {settings.address}" if settings.address else "start a local Ray instance"
-            raise UsageError(f"cannot {where}: {describe_exception(exc)}; start one with `ray start --head`"
-                             " and give its address (`executor.address`, `--ray-address`), or leave the address"
-                             " out to run on this machine") from None
+            if self.owned:
+                _reachable(settings.address)
+                ray.init(address=settings.address, runtime_env=env, include_dashboard=False, log_to_driver=False,
+                         logging_level=logging.WARNING, configure_logging=False)
+        except (ConnectionError, RuntimeError, ValueError, TimeoutError, OSError) as exc:
+            why = describe_exception(exc).rstrip(".")
+            raise UsageError(f"cannot {_joining(settings.address)}: {why}; start one with `ray start --head`"
+                             " and give its address (`executor.address`, `--ray-address`), or"
+                             " leave the address out to run on this machine") from None
         self.limiters = SharedLimiters(_limiters_actor(ray).remote())
         self.starts = ray.remote(num_cpus=0)(_Starts).remote()
         throttle.share(self.limiters)
@@ -79,9 +84,26 @@ class Session:
         throttle.share(None)
         if _current is self:
             _current = None
-        import ray
+        if self.owned:
+            import ray
 
-        ray.shutdown()  # a joined cluster goes on running: this only lets it go
+            ray.shutdown()  # a joined cluster goes on running: this only lets it go
+
+
+def _joining(address: str | None) -> str:
+    return f"join the Ray cluster at {address}" if address else "start a local Ray instance"
+
+
+def _reachable(address: str | None) -> None:
+    """Fail at once when a host:port address does not answer (Ray itself would retry it for
+    minutes); ``auto``, none or a ``ray://`` one are Ray's to find."""
+    host, colon, port = (address or "").rpartition(":")
+    if not colon or not port.isdigit() or "://" in address or not host:
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_SECONDS).close()
+    except OSError as exc:
+        raise ConnectionError(f"nothing answers at {address} ({exc.strerror or exc})") from None
 
 
 _current: Session | None = None  # Ray's connection is one per process, as ``ray.init`` makes it
