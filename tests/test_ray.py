@@ -176,15 +176,34 @@ def one_run(tmp_path_factory, ray_cluster):
                   uses: http
                   with: {url: "%s", body: {input: "{{ input }}"}, output: output,
                          rate_limit: {requests_per_minute: 900}}
-            """ % (json.dumps(str(marker)), items, server.url))
+              - id: unreachable
+                retries: 0
+                dataset: {items: [%s]}
+                runner: {uses: http, with: {url: "http://127.0.0.1:%d/", body: {input: "{{ input }}"}}}
+            """ % (json.dumps(str(marker)), items, server.url, items, _closed_port()))
         began = time.monotonic()
         done = run_cli("run", "-q", "--ray-address", ray_cluster.address, cwd=folder / "p", timeout=240,
                        RAY_TEST_TOKEN=SECRET, **ray_cluster.env)
         seconds = time.monotonic() - began
         refused = server.refused
-    assert done.returncode == 1, done.stderr  # hangs and dies fail
+    assert done.returncode == 3, done.stderr  # hangs and dies fail; the last could not be evaluated
     assert "Traceback" not in done.stderr
     return {"results": results(folder / "p"), "refused": refused, "seconds": seconds, "marker": marker}
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        return unused.getsockname()[1]  # closed again: nothing listens there
+
+
+def test_an_endpoint_that_cannot_be_used_stops_the_run_as_on_local_threads(one_run):
+    [experiment] = [e for e in one_run["results"]["experiments"] if e["id"] == "unreachable"]
+    assert experiment["aborted"].startswith("could not evaluate: the http runner's ")
+    assert "all failed (connection refused)" in experiment["aborted"]
+    assert experiment["summary"]["completed"] < 30  # it stopped early
 
 
 def test_the_workers_import_the_project_from_rays_copy_of_its_folder(one_run, ray_cluster):
@@ -308,11 +327,7 @@ def test_a_secret_in_the_runtime_env_is_a_config_error(tmp_path):
 
 
 def test_an_address_where_nothing_answers_is_one_line_and_exit_2_at_once(tmp_path):
-    import socket
-
-    with socket.socket() as unused:
-        unused.bind(("127.0.0.1", 0))
-        port = unused.getsockname()[1]  # closed again: nothing listens there
+    port = _closed_port()
     folder = project(tmp_path / "p", """
         experiments:
           - id: a

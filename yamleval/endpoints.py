@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Hashable, Mapping
+from typing import Any, Hashable, Mapping
 
 FIRST_CALLS = (3, 5)  # the fewest and the most first requests that must all fail
 
@@ -60,12 +60,23 @@ class Endpoint:
 
 _endpoints: dict[Hashable, Endpoint] = {}
 _lock = threading.Lock()
+_shared: Any = None  # the records of a cluster this process is part of: ``share``
+
+
+def share(records: Any) -> None:
+    """Keep every endpoint's record in ``records`` from now on: an object with the ``endpoint``,
+    ``snapshot`` and ``unusable`` of this module, that the processes of a cluster share (its
+    workers send the requests, its driver stops the run); None: this process's own again."""
+    global _shared
+    _shared = records
 
 
 def endpoint(key: Hashable, shown: str, *, address: str, credentials: str, missing: str) -> Endpoint:
     """The process's record of ``key``, shown as ``shown``. The advice names the settings to
     check: ``address`` (where it is), ``credentials`` (what it is sent to let the call in);
     ``missing`` is what to do about a 404."""
+    if _shared is not None:
+        return _shared.endpoint(key, shown, address=address, credentials=credentials, missing=missing)
     with _lock:
         found = _endpoints.get(key)
         if found is None:
@@ -84,6 +95,8 @@ Counts = Mapping[Hashable, "tuple[int, int]"]
 
 def snapshot() -> Counts:
     """The requests ended and those failed for a lasting reason, per endpoint, so far."""
+    if _shared is not None:
+        return _shared.snapshot()
     with _lock:
         return {key: (record.calls, record.lasting) for key, record in _endpoints.items()}
 
@@ -91,6 +104,8 @@ def snapshot() -> Counts:
 def unusable(before: Counts, first: int) -> Unusable | None:
     """An endpoint whose requests since ``before`` are at least ``first``, every one of them
     failed for a lasting reason; None when there is none."""
+    if _shared is not None:
+        return _shared.unusable(before, first)
     with _lock:
         for key, record in _endpoints.items():
             calls, lasting = before.get(key, (0, 0))

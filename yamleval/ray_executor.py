@@ -4,17 +4,19 @@ task on a worker; everything else stays with this process, the driver.
 The driver reads the dataset, keeps at most ``concurrency`` tasks in flight (Ray starts as
 many at once as the cluster's CPUs hold, ``num_cpus`` each), gives up on a task past its
 timeout (cancelled: the item is an error saying so), and records each result as it finishes:
-the store, resume, reports and exit codes are the run's, as with local threads. An item's timeout counts from when its task starts on a
-worker (``_Starts``), not from when it was sent: a worker that is still starting, or preparing
-the experiment, costs the item none of its time.
+the store, resume, reports and exit codes are the run's, as with local threads. An item's
+timeout counts from when its task starts on a worker (told to ``ray_shared.RunState``), not
+from when it was sent: a worker still starting, or preparing the experiment, costs the item
+none of its time.
 
 A worker gets the experiment as a task argument held in Ray's object store (with the values of
 its ``${VAR}``, which never go into the runtime environment or a log), prepares it once per
 worker process (``engine._processor_for``), in Ray's copy of the config's folder (its
 ``working_dir``), so that the project's plugins import there.
 
-The rate limits of every endpoint hold across the cluster: its limiter lives in one actor
-(``_LimitersActor``) that every worker's calls ask, not one per worker.
+The rate limits of every endpoint hold across the cluster, and an endpoint that cannot be
+used stops the run as it does on local threads: the driver and the workers share them
+through one actor (``ray_shared``).
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ import threading
 import time
 from typing import Any, Callable, Iterator
 
-from yamleval import throttle
+from yamleval import endpoints, ray_shared, throttle
 from yamleval.errors import UsageError, describe_exception
 from yamleval.executor import POLL_SECONDS, LostResult, Slot, Unit
 
@@ -71,9 +73,9 @@ class Session:
             raise UsageError(f"cannot {_joining(settings.address)}: {why}; start one with `ray start --head`"
                              " and give its address (`executor.address`, `--ray-address`), or"
                              " leave the address out to run on this machine") from None
-        self.limiters = SharedLimiters(_limiters_actor(ray).remote())
-        self.starts = ray.remote(num_cpus=0)(_Starts).remote()
-        throttle.share(self.limiters)
+        self.state = ray_shared.start(ray)
+        throttle.share(ray_shared.SharedLimiters(self.state))  # the experiments' figures are the cluster's
+        endpoints.share(ray_shared.SharedEndpoints(self.state))
         self._closed = False
 
     def close(self) -> None:
@@ -82,6 +84,7 @@ class Session:
             return
         self._closed = True
         throttle.share(None)
+        endpoints.share(None)
         if _current is self:
             _current = None
         if self.owned:
@@ -140,90 +143,17 @@ def current(settings, config_dir: str) -> Session:
         return _current
 
 
-# -- rate limits shared by the cluster ----------------------------------------------------------
-
-class _LimitersActor:
-    """Every endpoint's limiter (``throttle``), in one process that the cluster's workers ask.
-    A threaded actor: a call waiting for its turn does not hold up the others."""
-
-    def acquire(self, endpoint, rate_limit, adaptive) -> float:
-        return throttle.limiter(endpoint, rate_limit, adaptive).acquire()
-
-    def release(self, endpoint, rate_limit, adaptive, started: float, status, retry_after) -> None:
-        throttle.limiter(endpoint, rate_limit, adaptive).release(started, status, retry_after)
-
-    def charge(self, endpoint, rate_limit, adaptive, tokens: int) -> None:
-        throttle.limiter(endpoint, rate_limit, adaptive).charge(tokens)
-
-    def snapshot(self):
-        return throttle.snapshot()
-
-
-def _limiters_actor(ray):
-    return ray.remote(num_cpus=0, max_concurrency=1000)(_LimitersActor)
-
-
-class SharedLimiters:
-    """``throttle.share``'s object for a process of the cluster: limiters kept by the actor."""
-
-    def __init__(self, actor):
-        self.actor = actor
-
-    def limiter(self, endpoint, rate_limit, adaptive: bool) -> "_SharedLimiter | None":
-        if rate_limit is None and not adaptive:
-            return None  # as throttle.limiter: nothing is limited
-        return _SharedLimiter(self.actor, (endpoint, rate_limit, adaptive))
-
-    def snapshot(self):
-        import ray
-
-        return ray.get(self.actor.snapshot.remote())
-
-
-class _SharedLimiter:
-    """One endpoint's limiter, as ``throttle.Limiter`` is used, asking the actor."""
-
-    def __init__(self, actor, key: tuple):
-        self.actor, self.key = actor, key
-
-    def acquire(self) -> float:
-        import ray
-
-        return ray.get(self.actor.acquire.remote(*self.key))
-
-    def release(self, started: float, status, retry_after=None) -> None:
-        import ray
-
-        ray.get(self.actor.release.remote(*self.key, started, status, retry_after))
-
-    def charge(self, tokens: int) -> None:
-        self.actor.charge.remote(*self.key, tokens)
-
-
 # -- the task a worker runs ---------------------------------------------------------------------
 
-class _Starts:
-    """The tasks that have started on a worker, told by each as it starts, taken by the driver."""
-
-    def __init__(self):
-        self._started: list[int] = []
-
-    def started(self, number: int) -> None:
-        self._started.append(number)
-
-    def take(self) -> list[int]:
-        taken, self._started = self._started, []
-        return taken
-
-
-def _run_unit(process: Callable, unit: Unit, limiters: SharedLimiters, starts, number: int):
-    """On a worker: one item (or one repeat of one) through the experiment's processor (made
-    in this process as Ray handed it over), its start told to ``starts``."""
+def _run_unit(process: Callable, unit: Unit, state, number: int):
+    """On a worker: one item (or one repeat of one) through the experiment's processor (made in
+    this process as Ray handed it over), its start told to the run's shared state."""
     from yamleval import engine
 
-    starts.started.remote(number)
+    state.started.remote(number)
     if throttle.shared() is None:
-        throttle.share(limiters)
+        throttle.share(ray_shared.SharedLimiters(state))
+        endpoints.share(ray_shared.SharedEndpoints(state))
     try:
         return process(unit, Slot(unit))
     finally:
@@ -264,7 +194,7 @@ class RayExecutor:
 
         def send(unit: Unit, tries: int = 0) -> None:
             number = next(numbers)
-            running[task.remote(shipped, unit, session.limiters, session.starts, number)] = _Task(unit, number, tries)
+            running[task.remote(shipped, unit, session.state, number)] = _Task(unit, number, tries)
 
         exhausted = False
         with self.recording:
@@ -307,7 +237,7 @@ class RayExecutor:
         if now < self._next_look or all(task.started is not None for task in running.values()):
             return
         self._next_look = now + min(1.0, (self.timeout or 10.0) / 10)
-        started = set(ray.get(session.starts.take.remote()))
+        started = set(ray.get(session.state.take_started.remote()))
         if started:
             now = time.monotonic()
             for task in running.values():
@@ -352,7 +282,7 @@ class RayExecutor:
 
 
 class _Task:
-    """An item sent to the cluster: its unit, its number (``_Starts``), the tries before it, and
+    """An item sent to the cluster: its unit, its number (its start is told by it), the tries before it, and
     when it started on a worker (``time.monotonic``; None: not yet)."""
 
     __slots__ = ("unit", "number", "tries", "started")

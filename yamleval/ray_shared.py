@@ -1,0 +1,135 @@
+"""What the processes of a run on Ray share, kept in one actor (``RunState``) that they ask:
+
+- every endpoint's rate limiter (``throttle``): one limiter per endpoint for the whole cluster,
+  not one per worker;
+- how the requests to each endpoint ended (``endpoints``): an endpoint that cannot be used stops
+  the run early, as on local threads;
+- which tasks have started on a worker (``ray_executor``'s timeouts count from then).
+
+The driver and every worker hand ``SharedLimiters`` to ``throttle.share`` and
+``SharedEndpoints`` to ``endpoints.share``; both ask the actor.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+from yamleval import endpoints, throttle
+
+ASK_EVERY = 0.25  # seconds between the driver's questions whether an endpoint is unusable, past the first
+ALWAYS_ASKED = 20  # questions always asked: the first requests decide
+
+
+class RunState:
+    """The actor. Threaded: a call waiting for its turn at a rate limit holds up no other."""
+
+    def __init__(self):
+        self._started: list[int] = []
+        self._lock = threading.Lock()
+
+    # throttle
+    def acquire(self, key: tuple) -> float:
+        return throttle.limiter(*key).acquire()
+
+    def release(self, key: tuple, started: float, status, retry_after) -> None:
+        throttle.limiter(*key).release(started, status, retry_after)
+
+    def charge(self, key: tuple, tokens: int) -> None:
+        throttle.limiter(*key).charge(tokens)
+
+    def throttling(self):
+        return throttle.snapshot()
+
+    # endpoints
+    def ended(self, key, shown: str, where: dict, lasting: str | None) -> None:
+        endpoints.endpoint(key, shown, **where).ended(lasting)
+
+    def endpoint_counts(self):
+        return endpoints.snapshot()
+
+    def unusable(self, before, first: int):
+        return endpoints.unusable(before, first)
+
+    # the tasks' starts
+    def started(self, number: int) -> None:
+        with self._lock:
+            self._started.append(number)
+
+    def take_started(self) -> list[int]:
+        with self._lock:
+            taken, self._started = self._started, []
+        return taken
+
+
+def start(ray):
+    """The actor of a run, started on the cluster."""
+    return ray.remote(num_cpus=0, max_concurrency=1000)(RunState).remote()
+
+
+def _get(ref):
+    import ray
+
+    return ray.get(ref)
+
+
+class SharedLimiters:
+    """``throttle.share``'s object: the limiters the actor keeps."""
+
+    def __init__(self, actor):
+        self.actor = actor
+
+    def limiter(self, endpoint, rate_limit, adaptive: bool) -> "_SharedLimiter | None":
+        if rate_limit is None and not adaptive:
+            return None  # as throttle.limiter: nothing is limited
+        return _SharedLimiter(self.actor, (endpoint, rate_limit, adaptive))
+
+    def snapshot(self):
+        return _get(self.actor.throttling.remote())
+
+
+class _SharedLimiter:
+    """One endpoint's limiter, used as a ``throttle.Limiter`` is."""
+
+    def __init__(self, actor, key: tuple):
+        self.actor, self.key = actor, key
+
+    def acquire(self) -> float:
+        return _get(self.actor.acquire.remote(self.key))
+
+    def release(self, started: float, status, retry_after=None) -> None:
+        _get(self.actor.release.remote(self.key, started, status, retry_after))
+
+    def charge(self, tokens: int) -> None:
+        self.actor.charge.remote(self.key, tokens)
+
+
+class SharedEndpoints:
+    """``endpoints.share``'s object: the records of the endpoints the actor keeps. Whether one is
+    unusable is asked for the first ``ALWAYS_ASKED`` times, then every ``ASK_EVERY`` seconds."""
+
+    def __init__(self, actor):
+        self.actor = actor
+        self._asked, self._next = 0, 0.0
+
+    def endpoint(self, key, shown: str, **where) -> "_SharedEndpoint":
+        return _SharedEndpoint(self.actor, key, shown, where)
+
+    def snapshot(self):
+        return _get(self.actor.endpoint_counts.remote())
+
+    def unusable(self, before, first: int):
+        now = time.monotonic()
+        if self._asked >= ALWAYS_ASKED and now < self._next:
+            return None
+        self._asked, self._next = self._asked + 1, now + ASK_EVERY
+        return _get(self.actor.unusable.remote(before, first))
+
+
+class _SharedEndpoint:
+    """One endpoint's record, used as an ``endpoints.Endpoint`` is."""
+
+    def __init__(self, actor, key, shown: str, where: dict):
+        self.actor, self.key, self.shown, self.where = actor, key, shown, where
+
+    def ended(self, lasting: str | None) -> None:
+        self.actor.ended.remote(self.key, self.shown, self.where, lasting)
