@@ -259,28 +259,34 @@ def test_a_run_without_an_address_starts_ray_for_itself_and_ends_it(tmp_path):
             dataset: {items: [{id: a, input: a}, {id: b, input: b}]}
             runner: ray_plugins:where
         """)
-    before = _ray_processes()
-    done = run_cli("run", "-q", cwd=folder, timeout=180, RAY_ADDRESS="", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
-    assert done.returncode == 0, done.stderr
-    outputs = [i["output"] for i in items_of(results(folder))["alone"].values()]
-    assert all("working_dir_files" in output["cwd"] for output in outputs)
-    deadline = time.monotonic() + 30
-    while _ray_processes() - before and time.monotonic() < deadline:  # its instance's processes end with it
-        time.sleep(0.2)
-    assert _ray_processes() - before == set()
+    import tempfile
+
+    ray_tmp = tempfile.mkdtemp(prefix="rt-", dir="/tmp")  # short: Ray's sockets live under it
+    try:
+        done = run_cli("run", "-q", cwd=folder, timeout=180, RAY_ADDRESS="", RAY_TMPDIR=ray_tmp,
+                       RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
+        assert done.returncode == 0, done.stderr
+        outputs = [i["output"] for i in items_of(results(folder))["alone"].values()]
+        assert all(output["cwd"].startswith(ray_tmp) for output in outputs)  # its own instance's workers
+        deadline = time.monotonic() + 30
+        while _processes_of(ray_tmp) and time.monotonic() < deadline:  # its instance's processes end with it
+            time.sleep(0.2)
+        assert _processes_of(ray_tmp) == []
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
-def _ray_processes() -> set[int]:
-    """The pids of Ray's own servers (gcs_server, raylet) on this machine."""
-    found = set()
+def _processes_of(folder: str) -> list[str]:
+    """The command lines of the processes on this machine that name ``folder`` (a Ray instance's)."""
+    found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                command = (entry / "cmdline").read_bytes().split(b"\0")[0]
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
             except OSError:
                 continue
-            if command.endswith((b"/gcs_server", b"/raylet")):
-                found.add(int(entry.name))
+            if folder in command:
+                found.append(command)
     return found
 
 
