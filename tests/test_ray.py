@@ -103,7 +103,8 @@ def test_the_demo_gives_the_same_results_on_ray_as_on_local_threads(tmp_path, ra
     assert any(e.get("items") for e in mine["experiments"])
 
 
-def test_sigint_stops_submitting_stores_what_finished_and_resume_finishes_the_rest(tmp_path, ray_cluster):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_stops_submitting_stores_what_finished_and_resume_finishes_the_rest(tmp_path, ray_cluster, signum):
     folder = project(tmp_path / "p", """
         experiments:
           - id: slow
@@ -116,7 +117,7 @@ def test_sigint_stops_submitting_stores_what_finished_and_resume_finishes_the_re
                              env=cli_env(**ray_cluster.env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _wait_for_items(folder / ".yamleval" / "results.db", 2, timeout=120)
-        child.send_signal(signal.SIGINT)
+        child.send_signal(signum)  # Ray's own SIGTERM handler must not end the run at once
         stdout, stderr = child.communicate(timeout=60)
     finally:
         if child.poll() is None:
@@ -146,9 +147,24 @@ def one_run(tmp_path_factory, ray_cluster):
     folder = tmp_path_factory.mktemp("one-run")
     marker = folder / "killed-once"
     items = ", ".join(f"{{id: q{i}, input: q{i}}}" for i in range(30))
-    with ThrottledServer(rate=20, burst=2, delay=0.05) as server:
+    with ThrottledServer(rate=20, burst=4, delay=0.05) as server:
+        (folder / "p" / "suites").mkdir(parents=True)
+        (folder / "p" / "suites" / "subplug.py").write_text("def answer(input):\n    return input.upper()\n")
+        (folder / "p" / "suites" / "sub.yaml").write_text(textwrap.dedent("""
+            id: included
+            dataset: {items: [{id: a, input: a, expected: A}]}
+            runner: subplug:answer
+            scorers: [exact_match]
+            """))
+        (folder / "p" / "last.yaml").write_text(textwrap.dedent("""
+            id: unreachable
+            retries: 0
+            dataset: {items: [%s]}
+            runner: {uses: http, with: {url: "http://127.0.0.1:%d/", body: {input: "{{ input }}"}}}
+            """ % (items, _closed_port())))  # last: it stops the run
         project(folder / "p", """
             defaults: {executor: {uses: ray}, concurrency: 2}
+            include: [suites/sub.yaml, last.yaml]  # included after the experiments below, in this order
             experiments:
               - id: where
                 dataset: {items: [{id: a, input: a}, {id: b, input: b}]}
@@ -170,17 +186,13 @@ def one_run(tmp_path_factory, ray_cluster):
                 runner: {uses: ray_plugins:with_token, with: {token: "${RAY_TEST_TOKEN}"}}
               - id: limited
                 concurrency: 4
-                executor: {uses: ray, num_cpus: 0.5}
+                executor: {num_cpus: 0.5}  # merged with the defaults' executor
                 dataset: {items: [%s]}
                 runner:
                   uses: http
                   with: {url: "%s", body: {input: "{{ input }}"}, output: output,
-                         rate_limit: {requests_per_minute: 900}}
-              - id: unreachable
-                retries: 0
-                dataset: {items: [%s]}
-                runner: {uses: http, with: {url: "http://127.0.0.1:%d/", body: {input: "{{ input }}"}}}
-            """ % (json.dumps(str(marker)), items, server.url, items, _closed_port()))
+                         rate_limit: {requests_per_minute: 600}}
+            """ % (json.dumps(str(marker)), items, server.url))
         began = time.monotonic()
         done = run_cli("run", "-q", "--ray-address", ray_cluster.address, cwd=folder / "p", timeout=240,
                        RAY_TEST_TOKEN=SECRET, **ray_cluster.env)
@@ -208,6 +220,9 @@ def test_an_endpoint_that_cannot_be_used_stops_the_run_as_on_local_threads(one_r
 
 def test_the_workers_import_the_project_from_rays_copy_of_its_folder(one_run, ray_cluster):
     import os
+
+    [included] = items_of(one_run["results"])["included"].values()  # its plugin is next to its own file
+    assert included["status"] == "passed", included
 
     for item in items_of(one_run["results"])["where"].values():
         output = item["output"]
@@ -245,7 +260,7 @@ def test_no_secret_reaches_rays_logs_or_its_copy_of_the_folder(one_run, ray_clus
 
 
 def test_a_rate_limit_holds_across_the_cluster_and_its_counts_reach_the_summary(one_run):
-    assert one_run["refused"] == 0  # 15/s from four workers at once: one limiter, not one per worker
+    assert one_run["refused"] == 0  # 10/s from four workers at once: one limiter, not one per worker
     [experiment] = [e for e in one_run["results"]["experiments"] if e["id"] == "limited"]
     assert experiment["summary"]["passed"] == 30
     assert experiment["summary"]["throttling"]["calls"] == 30
@@ -330,6 +345,20 @@ def test_a_secret_in_the_runtime_env_is_a_config_error(tmp_path):
     assert done.returncode == 2
     assert "hunter2" not in done.stderr + done.stdout
     assert_golden(GOLDEN / "secret_in_runtime_env.txt", done.stderr)
+
+
+def test_more_cpus_per_item_than_a_node_has_is_refused_at_the_start(tmp_path, ray_cluster):
+    folder = project(tmp_path / "p", """
+        experiments:
+          - id: greedy
+            executor: {uses: ray, num_cpus: 3}
+            dataset: {items: [{id: a, input: a}]}
+            runner: echo
+        """)
+    done = run_cli("run", "-q", "--ray-address", ray_cluster.address, cwd=folder, timeout=120, **ray_cluster.env)
+    assert done.returncode == 2
+    assert done.stderr == ("error: `executor.num_cpus` is 3, but no node of the Ray cluster has more than 2 CPUs:"
+                           " an item would never start; ask for 2 or fewer\n")
 
 
 def test_an_address_where_nothing_answers_is_one_line_and_exit_2_at_once(tmp_path):

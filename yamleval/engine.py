@@ -6,7 +6,6 @@ aggregator counts them, ``criteria`` gives the verdict.
 from __future__ import annotations
 
 import dataclasses
-import os
 import threading
 import time
 import uuid
@@ -64,8 +63,8 @@ class _ItemProcessor:
     """Runs one item: runner, output checks, scorers, status.
 
     Sent to another process (a Ray worker, ``ray_executor``), it travels as its experiment and
-    is prepared there once per process, in that process's folder: the copy of the config's
-    folder that Ray gives its workers."""
+    is prepared there once per process, in the copy of the config's folder that Ray gives its
+    workers."""
 
     def __init__(self, prepared: Prepared, caching: Caching | None = None):
         self.prepared = prepared
@@ -140,9 +139,11 @@ def _processor_for(token: str, experiment, baseline, cached: bool) -> _ItemProce
     """The processor ``token`` of another process, made in this one the first time it comes."""
     found = _SENT.get(token)
     if found is None:
-        experiment = dataclasses.replace(experiment, base_dir=os.getcwd())
-        with plan.importable(experiment):
-            prepared = dataclasses.replace(plan.prepare(experiment), baseline=baseline)
+        from yamleval.ray_shared import worker_folder
+
+        experiment = dataclasses.replace(experiment, base_dir=worker_folder(experiment.base_dir))
+        with plan.importable(experiment):  # the dataset is the driver's to read
+            prepared = dataclasses.replace(plan.prepare(experiment, dataset=False), baseline=baseline)
         found = _SENT[token] = _ItemProcessor(prepared, _caching(prepared) if cached else None)
         found.token = token
     return found

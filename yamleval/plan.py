@@ -200,11 +200,13 @@ def check(experiment: Experiment, read_rows: bool = True) -> list[ConfigError]:
     return errors
 
 
-def prepare(experiment: Experiment) -> Prepared:
-    """Bind the runner and scorers; raise every config error found."""
+def prepare(experiment: Experiment, dataset: bool = True) -> Prepared:
+    """Bind the runner and scorers; raise every config error found. Without ``dataset``, its
+    dataset is not looked at (a worker that runs items read by another process)."""
     with importable(experiment):
         runner, scorers, models, errors = _bind_all(experiment, instantiate=True)
-        errors.extend(_check_dataset(experiment.dataset, experiment.context(), read_rows=False))
+        if dataset:
+            errors.extend(_check_dataset(experiment.dataset, experiment.context(), read_rows=False))
     raise_all(errors)
     return Prepared(experiment, runner, tuple(scorers), models if experiment.models else None)
 

@@ -23,16 +23,19 @@ from __future__ import annotations
 import atexit
 import importlib.util
 import logging
+import os
+import signal
 import socket
 import threading
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 from yamleval import endpoints, ray_shared, throttle
 from yamleval.errors import UsageError, describe_exception
 from yamleval.executor import POLL_SECONDS, LostResult, Slot, Unit
 
 INSTALL = "pip install 'yamleval[ray]'"
+START_SECONDS = 120.0  # how long a task may wait to start on a worker (a free CPU, a prepared experiment)
 CONNECT_SECONDS = 5.0  # how long a cluster's address may take to answer
 EXCLUDED = [".git", ".yamleval", ".venv", "venv", "node_modules", "__pycache__"]  # never sent to workers
 
@@ -56,18 +59,27 @@ class Session:
     an address) or joined (``auto`` or host:port); ``close`` ends what it started and leaves
     a joined cluster running."""
 
-    def __init__(self, settings, config_dir: str):
+    def __init__(self, settings, config_dirs: Sequence[str]):
+        """``config_dirs``: the folders of the experiments' files; their common folder is the
+        workers' ``working_dir`` unless ``runtime_env`` names one."""
         ray = _ray()
         self.address = settings.address
         self.owned = not ray.is_initialized()  # else the caller's own connection: it stays theirs
         env = dict(settings.runtime_env)
-        env.setdefault("working_dir", config_dir)
+        if "working_dir" not in env:
+            env["working_dir"] = os.path.commonpath([os.path.abspath(d) for d in config_dirs])
+            # where each experiment's folder is in the workers' copy of it (``engine._processor_for``)
+            env["env_vars"] = {**env.get("env_vars", {}), ray_shared.ROOT_VARIABLE: env["working_dir"]}
         env["excludes"] = [*EXCLUDED, *env.get("excludes", [])]
         try:
             if self.owned:
                 _reachable(settings.address)
+                handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
                 ray.init(address=settings.address, runtime_env=env, include_dashboard=False, log_to_driver=False,
                          logging_level=logging.WARNING, configure_logging=False)
+                if threading.current_thread() is threading.main_thread():
+                    for sig, handler in handlers.items():  # Ray's own SIGTERM handler would end the run at once
+                        signal.signal(sig, handler)
         except (ConnectionError, RuntimeError, ValueError, TimeoutError, OSError) as exc:
             why = describe_exception(exc).rstrip(".")
             raise UsageError(f"cannot {_joining(settings.address)}: {why}; start one with `ray start --head`"
@@ -87,10 +99,12 @@ class Session:
         endpoints.share(None)
         if _current is self:
             _current = None
-        if self.owned:
-            import ray
+        import ray
 
+        if self.owned:
             ray.shutdown()  # a joined cluster goes on running: this only lets it go
+        else:
+            ray.kill(self.state)  # the connection stays the caller's; this run's state goes
 
 
 def _joining(address: str | None) -> str:
@@ -126,10 +140,16 @@ def start(experiments) -> Session | None:
             raise UsageError(f"experiments '{on_ray[0].id}' and '{other.id}' run on Ray with different `address`"
                              " or `runtime_env`: a run joins one cluster; set `executor:` once, in `defaults`")
     with _opening:
-        if _current is None:
-            _current = Session(first, on_ray[0].base_dir)
-            return _current
-    return None  # another caller's: it ends it
+        if _current is not None:
+            return None  # another caller's: it ends it
+        _current = Session(first, [e.base_dir for e in on_ray])
+    try:
+        for experiment in on_ray:
+            _check_fits(_ray(), experiment.executor.num_cpus)
+    except UsageError:
+        _current.close()
+        raise
+    return _current
 
 
 def current(settings, config_dir: str) -> Session:
@@ -138,7 +158,7 @@ def current(settings, config_dir: str) -> Session:
     global _current
     with _opening:
         if _current is None:
-            _current = Session(settings, config_dir)
+            _current = Session(settings, [config_dir])
             atexit.register(_current.close)
         return _current
 
@@ -151,9 +171,11 @@ def _run_unit(process: Callable, unit: Unit, state, number: int):
     from yamleval import engine
 
     state.started.remote(number)
-    if throttle.shared() is None:
+    shared = throttle.shared()
+    if shared is None or shared.actor != state:  # this run's, not an earlier run's on the same connection
         throttle.share(ray_shared.SharedLimiters(state))
         endpoints.share(ray_shared.SharedEndpoints(state))
+    ray_shared.task_number = number  # the rate limits it takes are released for it if it is cancelled
     try:
         return process(unit, Slot(unit))
     finally:
@@ -194,7 +216,7 @@ class RayExecutor:
 
         def send(unit: Unit, tries: int = 0) -> None:
             number = next(numbers)
-            running[task.remote(shipped, unit, session.state, number)] = _Task(unit, number, tries)
+            running[task.remote(shipped, unit, session.state, number)] = _Task(unit, number, tries, time.monotonic())
 
         exhausted = False
         with self.recording:
@@ -214,8 +236,8 @@ class RayExecutor:
                     if not running:
                         return
                     if abandon is not None and abandon.is_set():
-                        for ref in running:
-                            ray.cancel(ref, force=True)
+                        for ref, cancelled in running.items():
+                            self._cancel(ray, session, ref, cancelled)
                         running.clear()  # their results are dropped: a resumed run runs them
                         return
                     done, rest = ray.wait(list(running), num_returns=1, timeout=POLL_SECONDS)
@@ -223,12 +245,17 @@ class RayExecutor:
                         done += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
                     self._note_starts(ray, session, running)
                     for ref in done:
-                        self._finished(ray, running.pop(ref), ref, record, lost, stop, send)
-                    if self.timeout:
-                        self._give_up_late(ray, running, record, lost)
+                        self._finished(ray, session, running.pop(ref), ref, record, lost, stop, send)
+                    self._give_up_late(ray, session, running, record, lost)
             finally:
-                for ref in running:
-                    ray.cancel(ref, force=True)
+                for ref, cancelled in running.items():
+                    self._cancel(ray, session, ref, cancelled)
+
+    @staticmethod
+    def _cancel(ray, session: Session, ref, task: "_Task") -> None:
+        """Cancel a task (its worker killed) and release the rate limits it held."""
+        ray.cancel(ref, force=True)
+        session.state.forget.remote(task.number)
 
     def _note_starts(self, ray, session: Session, running: dict) -> None:
         """Learn which tasks have started, as often as the timeouts need (a tenth of one, at
@@ -244,12 +271,14 @@ class RayExecutor:
                 if task.number in started:
                     task.started = now
 
-    def _finished(self, ray, task: "_Task", ref, record, lost, stop, send) -> None:
-        elapsed = time.monotonic() - (task.started or time.monotonic())
+    def _finished(self, ray, session: Session, task: "_Task", ref, record, lost, stop, send) -> None:
+        now = time.monotonic()
+        elapsed = now - (task.started or now)
         try:
             result = ray.get(ref)
-        except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,
-                ray.exceptions.LocalRayletDiedError) as exc:
+        except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError, ray.exceptions.LocalRayletDiedError,
+                ray.exceptions.OutOfMemoryError) as exc:
+            session.state.forget.remote(task.number)  # the rate limits it held
             if stop is not None and stop.is_set():
                 return  # stopping: dropped, so a resumed run runs it
             if task.tries < min(1, self.retries):
@@ -260,35 +289,49 @@ class RayExecutor:
                 "; with `retries` above 0 it runs once more" if not self.retries else "")
             record(lost(task.unit, why, elapsed * 1000.0))
             return
-        except ray.exceptions.TaskCancelledError:
-            return  # given up on: recorded already
-        except ray.exceptions.RayError as exc:
+        except ray.exceptions.RayError as exc:  # cancelled by someone else, its arguments unreadable, ...
+            session.state.forget.remote(task.number)
             record(lost(task.unit, f"on its Ray worker: {_cause(exc)}", elapsed * 1000.0))
             return
         if self.timeout and elapsed >= self.timeout:  # late, though not seen late yet
             result = lost(task.unit, self._timed_out(), elapsed * 1000.0)
         record(result)
 
-    def _give_up_late(self, ray, running: dict, record, lost) -> None:
+    def _give_up_late(self, ray, session: Session, running: dict, record, lost) -> None:
+        """Cancel the tasks past their timeout, and those that could not start for too long."""
         now = time.monotonic()
         for ref, task in list(running.items()):
-            if task.started is not None and now - task.started >= self.timeout:
-                del running[ref]
-                ray.cancel(ref, force=True)
-                record(lost(task.unit, self._timed_out(), (now - task.started) * 1000.0))
+            if task.started is not None and self.timeout and now - task.started >= self.timeout:
+                why, elapsed = self._timed_out(), now - task.started
+            elif task.started is None and now - task.sent >= START_SECONDS + (self.timeout or 0):
+                why, elapsed = (f"did not start on a Ray worker within {START_SECONDS + (self.timeout or 0):g}s"
+                                " (no free CPU for it, or a worker that cannot prepare the experiment)"), 0.0
+            else:
+                continue
+            del running[ref]
+            self._cancel(ray, session, ref, task)
+            record(lost(task.unit, why, elapsed * 1000.0))
 
     def _timed_out(self) -> str:
         return f"timed out after {self.timeout:g}s (on its Ray worker, whose task was cancelled)"
 
 
 class _Task:
-    """An item sent to the cluster: its unit, its number (its start is told by it), the tries before it, and
-    when it started on a worker (``time.monotonic``; None: not yet)."""
+    """An item sent to the cluster: its unit, its number (its start is told by it), the tries
+    before it, when it was sent and when it started on a worker (``time.monotonic``; None: not yet)."""
 
-    __slots__ = ("unit", "number", "tries", "started")
+    __slots__ = ("unit", "number", "tries", "sent", "started")
 
-    def __init__(self, unit: Unit, number: int, tries: int):
-        self.unit, self.number, self.tries, self.started = unit, number, tries, None
+    def __init__(self, unit: Unit, number: int, tries: int, sent: float):
+        self.unit, self.number, self.tries, self.sent, self.started = unit, number, tries, sent, None
+
+
+def _check_fits(ray, num_cpus: float) -> None:
+    """A task that needs more CPUs than any node of the cluster has would wait forever."""
+    most = max((node.get("Resources", {}).get("CPU", 0.0) for node in ray.nodes() if node.get("Alive")), default=0.0)
+    if num_cpus > most:
+        raise UsageError(f"`executor.num_cpus` is {num_cpus:g}, but no node of the Ray cluster has more than"
+                         f" {most:g} CPUs: an item would never start; ask for {most:g} or fewer")
 
 
 def _cause(exc: BaseException) -> str:

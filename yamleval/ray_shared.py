@@ -11,11 +11,14 @@ The driver and every worker hand ``SharedLimiters`` to ``throttle.share`` and
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 
 from yamleval import endpoints, throttle
 
+ROOT_VARIABLE = "YAMLEVAL_WORKING_DIR"  # the workers' working_dir as the driver knows it: a path, no secret
+task_number: int | None = None  # in a worker: the task it runs (``ray_executor._run_unit``)
 ASK_EVERY = 0.25  # seconds between the driver's questions whether an endpoint is unusable, past the first
 ALWAYS_ASKED = 20  # questions always asked: the first requests decide
 
@@ -25,14 +28,32 @@ class RunState:
 
     def __init__(self):
         self._started: list[int] = []
+        self._held: dict[int, list[tuple]] = {}  # task number -> the (limiter key, start) it holds
         self._lock = threading.Lock()
 
     # throttle
-    def acquire(self, key: tuple) -> float:
-        return throttle.limiter(*key).acquire()
+    def acquire(self, key: tuple, number: int | None) -> float:
+        started = throttle.limiter(*key).acquire()
+        with self._lock:
+            self._held.setdefault(number, []).append((key, started))
+        return started
 
-    def release(self, key: tuple, started: float, status, retry_after) -> None:
+    def release(self, key: tuple, started: float, status, retry_after, number: int | None) -> None:
+        with self._lock:
+            held = self._held.get(number, [])
+            if (key, started) not in held:
+                return  # released already: its task was cancelled
+            held.remove((key, started))
+            if not held:
+                self._held.pop(number, None)
         throttle.limiter(*key).release(started, status, retry_after)
+
+    def forget(self, number: int) -> None:
+        """Task ``number`` was cancelled or its worker died: release what it held (no reply)."""
+        with self._lock:
+            held = self._held.pop(number, [])
+        for key, started in held:
+            throttle.limiter(*key).release(started, None)
 
     def charge(self, key: tuple, tokens: int) -> None:
         throttle.limiter(*key).charge(tokens)
@@ -61,9 +82,22 @@ class RunState:
         return taken
 
 
+def worker_folder(base_dir: str) -> str:
+    """Where a folder of the driver's (an experiment's) is in this worker's copy of the working
+    dir: the same place relative to it; the copy itself when Ray was given a working_dir of
+    the user's own."""
+    root = os.environ.get(ROOT_VARIABLE)
+    if not root:
+        return os.getcwd()
+    return os.path.normpath(os.path.join(os.getcwd(), os.path.relpath(base_dir, root)))
+
+
 def start(ray):
-    """The actor of a run, started on the cluster."""
-    return ray.remote(num_cpus=0, max_concurrency=1000)(RunState).remote()
+    """The actor of a run, on the driver's node (it lives as long as the driver does)."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+    return ray.remote(RunState).options(num_cpus=0, max_concurrency=1000, scheduling_strategy=here).remote()
 
 
 def _get(ref):
@@ -94,10 +128,10 @@ class _SharedLimiter:
         self.actor, self.key = actor, key
 
     def acquire(self) -> float:
-        return _get(self.actor.acquire.remote(self.key))
+        return _get(self.actor.acquire.remote(self.key, task_number))
 
     def release(self, started: float, status, retry_after=None) -> None:
-        _get(self.actor.release.remote(self.key, started, status, retry_after))
+        _get(self.actor.release.remote(self.key, started, status, retry_after, task_number))
 
     def charge(self, tokens: int) -> None:
         self.actor.charge.remote(self.key, tokens)

@@ -291,6 +291,7 @@ def build_experiment(data: Mapping[str, Any], raw: Mapping[str, Any], path: Path
         # each limit of the experiment's budget: its own, else the one of ``defaults``
         budget=Budget.read({**(defaults.get("budget") or {}), **(data.get("budget") or {})}),
         breakdowns=tuple(data["breakdowns"]) if "breakdowns" in data else None,
-        executor=executor_settings(data.get("executor", defaults.get("executor")) or {}),
+        # each key of the experiment's executor: its own, else the one of ``defaults``
+        executor=executor_settings({**(defaults.get("executor") or {}), **(data.get("executor") or {})}),
         raw=raw,
     )
