@@ -54,7 +54,7 @@ def _ray():
 
 # -- the connection to the cluster, for a run ---------------------------------------------------
 
-class Session:
+class Connection:
     """This process's connection to a Ray cluster for a run: started (a local instance, without
     an address) or joined (``auto`` or host:port); ``close`` ends what it started and leaves
     a joined cluster running."""
@@ -123,11 +123,11 @@ def _reachable(address: str | None) -> None:
         raise ConnectionError(f"nothing answers at {address} ({exc.strerror or exc})") from None
 
 
-_current: Session | None = None  # Ray's connection is one per process, as ``ray.init`` makes it
+_current: Connection | None = None  # Ray's connection is one per process, as ``ray.init`` makes it
 _opening = threading.Lock()
 
 
-def start(experiments) -> Session | None:
+def start(experiments) -> Connection | None:
     """The run's connection to Ray, when one of ``experiments`` runs there; they must agree on
     the cluster and its runtime environment (set them in ``defaults``)."""
     global _current
@@ -142,7 +142,7 @@ def start(experiments) -> Session | None:
     with _opening:
         if _current is not None:
             return None  # another caller's: it ends it
-        _current = Session(first, [e.base_dir for e in on_ray])
+        _current = Connection(first, [e.base_dir for e in on_ray])
     try:
         for experiment in on_ray:
             _check_fits(_ray(), experiment.executor.num_cpus)
@@ -152,13 +152,13 @@ def start(experiments) -> Session | None:
     return _current
 
 
-def current(settings, config_dir: str) -> Session:
+def current(settings, config_dir: str) -> Connection:
     """The connection of the run under way, or one made now that ends with the process (an
     experiment run by itself through ``yamleval.api.run_experiment``)."""
     global _current
     with _opening:
         if _current is None:
-            _current = Session(settings, [config_dir])
+            _current = Connection(settings, [config_dir])
             atexit.register(_current.close)
         return _current
 
@@ -208,7 +208,7 @@ class RayExecutor:
     def run(self, items: Iterator[Unit], process: Callable, record: Callable[[Any], None], lost: LostResult,
             stop: threading.Event | None = None, abandon: threading.Event | None = None) -> None:
         ray = _ray()
-        session = current(self.settings, self.config_dir)
+        connection = current(self.settings, self.config_dir)
         task = ray.remote(_run_unit).options(num_cpus=self.settings.num_cpus, max_retries=0)
         shipped = ray.put(process)
         running: dict[Any, _Task] = {}
@@ -216,7 +216,7 @@ class RayExecutor:
 
         def send(unit: Unit, tries: int = 0) -> None:
             number = next(numbers)
-            running[task.remote(shipped, unit, session.state, number)] = _Task(unit, number, tries, time.monotonic())
+            running[task.remote(shipped, unit, connection.state, number)] = _Task(unit, number, tries, time.monotonic())
 
         exhausted = False
         with self.recording:
@@ -237,48 +237,48 @@ class RayExecutor:
                         return
                     if abandon is not None and abandon.is_set():
                         for ref, cancelled in running.items():
-                            self._cancel(ray, session, ref, cancelled)
+                            self._cancel(ray, connection, ref, cancelled)
                         running.clear()  # their results are dropped: a resumed run runs them
                         return
                     done, rest = ray.wait(list(running), num_returns=1, timeout=POLL_SECONDS)
                     if done and rest:  # and whatever else has finished meanwhile
                         done += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
-                    self._note_starts(ray, session, running)
+                    self._note_starts(ray, connection, running)
                     for ref in done:
-                        self._finished(ray, session, running.pop(ref), ref, record, lost, stop, send)
-                    self._give_up_late(ray, session, running, record, lost)
+                        self._finished(ray, connection, running.pop(ref), ref, record, lost, stop, send)
+                    self._give_up_late(ray, connection, running, record, lost)
             finally:
                 for ref, cancelled in running.items():
-                    self._cancel(ray, session, ref, cancelled)
+                    self._cancel(ray, connection, ref, cancelled)
 
     @staticmethod
-    def _cancel(ray, session: Session, ref, task: "_Task") -> None:
+    def _cancel(ray, connection: Connection, ref, task: "_Task") -> None:
         """Cancel a task (its worker killed) and release the rate limits it held."""
         ray.cancel(ref, force=True)
-        session.state.forget.remote(task.number)
+        connection.state.forget.remote(task.number)
 
-    def _note_starts(self, ray, session: Session, running: dict) -> None:
+    def _note_starts(self, ray, connection: Connection, running: dict) -> None:
         """Learn which tasks have started, as often as the timeouts need (a tenth of one, at
         most every second): each look is a call to the actor that keeps them."""
         now = time.monotonic()
         if now < self._next_look or all(task.started is not None for task in running.values()):
             return
         self._next_look = now + min(1.0, (self.timeout or 10.0) / 10)
-        started = set(ray.get(session.state.take_started.remote()))
+        started = set(ray.get(connection.state.take_started.remote()))
         if started:
             now = time.monotonic()
             for task in running.values():
                 if task.number in started:
                     task.started = now
 
-    def _finished(self, ray, session: Session, task: "_Task", ref, record, lost, stop, send) -> None:
+    def _finished(self, ray, connection: Connection, task: "_Task", ref, record, lost, stop, send) -> None:
         now = time.monotonic()
         elapsed = now - (task.started or now)
         try:
             result = ray.get(ref)
         except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError, ray.exceptions.LocalRayletDiedError,
                 ray.exceptions.OutOfMemoryError) as exc:
-            session.state.forget.remote(task.number)  # the rate limits it held
+            connection.state.forget.remote(task.number)  # the rate limits it held
             if stop is not None and stop.is_set():
                 return  # stopping: dropped, so a resumed run runs it
             if task.tries < min(1, self.retries):
@@ -290,14 +290,14 @@ class RayExecutor:
             record(lost(task.unit, why, elapsed * 1000.0))
             return
         except ray.exceptions.RayError as exc:  # cancelled by someone else, its arguments unreadable, ...
-            session.state.forget.remote(task.number)
+            connection.state.forget.remote(task.number)
             record(lost(task.unit, f"on its Ray worker: {_cause(exc)}", elapsed * 1000.0))
             return
         if self.timeout and elapsed >= self.timeout:  # late, though not seen late yet
             result = lost(task.unit, self._timed_out(), elapsed * 1000.0)
         record(result)
 
-    def _give_up_late(self, ray, session: Session, running: dict, record, lost) -> None:
+    def _give_up_late(self, ray, connection: Connection, running: dict, record, lost) -> None:
         """Cancel the tasks past their timeout, and those that could not start for too long."""
         now = time.monotonic()
         for ref, task in list(running.items()):
@@ -309,7 +309,7 @@ class RayExecutor:
             else:
                 continue
             del running[ref]
-            self._cancel(ray, session, ref, task)
+            self._cancel(ray, connection, ref, task)
             record(lost(task.unit, why, elapsed * 1000.0))
 
     def _timed_out(self) -> str:
