@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import difflib
-import importlib.util
 import json
 import sys
 from dataclasses import dataclass
@@ -148,9 +147,11 @@ def _check_executor(experiment: Experiment) -> list[ConfigError]:
     else:
         path, where = experiment.path + ("id",), " (by `defaults`)"
     errors = []
-    if importlib.util.find_spec("ray") is None:
+    from yamleval import ray_executor
+
+    if not ray_executor.installed():
         errors.append(experiment.source.error(path, f"this experiment runs on Ray{where}, which is not installed",
-                                              hint="pip install 'yamleval[ray]'", context=experiment.context()))
+                                              hint=ray_executor.INSTALL, context=experiment.context()))
     text = json.dumps(dict(settings.runtime_env), sort_keys=True, default=str)
     if redact_text(text, experiment.secrets) != text:
         errors.append(experiment.source.error(

@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 
 from yamleval import endpoints, throttle
 
 ROOT_VARIABLE = "YAMLEVAL_WORKING_DIR"  # the workers' working_dir as the driver knows it: a path, no secret
 task_number: int | None = None  # in a worker: the task it runs (``ray_executor._run_unit``)
-ASK_EVERY = 0.25  # seconds between the driver's questions whether an endpoint is unusable, past the first
-ALWAYS_ASKED = 20  # questions always asked: the first requests decide
 
 
 class RunState:
@@ -138,12 +135,10 @@ class _SharedLimiter:
 
 
 class SharedEndpoints:
-    """``endpoints.share``'s object: the records of the endpoints the actor keeps. Whether one is
-    unusable is asked for the first ``ALWAYS_ASKED`` times, then every ``ASK_EVERY`` seconds."""
+    """``endpoints.share``'s object: the records of the endpoints the actor keeps."""
 
     def __init__(self, actor):
         self.actor = actor
-        self._asked, self._next = 0, 0.0
 
     def endpoint(self, key, shown: str, **where) -> "_SharedEndpoint":
         return _SharedEndpoint(self.actor, key, shown, where)
@@ -152,10 +147,6 @@ class SharedEndpoints:
         return _get(self.actor.endpoint_counts.remote())
 
     def unusable(self, before, first: int):
-        now = time.monotonic()
-        if self._asked >= ALWAYS_ASKED and now < self._next:
-            return None
-        self._asked, self._next = self._asked + 1, now + ASK_EVERY
         return _get(self.actor.unusable.remote(before, first))
 
 
