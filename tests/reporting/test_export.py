@@ -76,6 +76,26 @@ def test_jsonl_filters_by_experiment_and_status(stored):
     assert list(row) == [*export.COLUMNS, "scores"]
 
 
+def test_no_text_becomes_a_spreadsheet_formula(tmp_path):
+    texts = ['=HYPERLINK("https://example.test","open")', "+1+1", "-2-2", "@SUM(A1)", "\tx", "\r=1", "-5", "+3.25",
+             "1e3", "- a list item", "plain", "a=b"]
+    config = {"store": "results.db", "reports": {"formats": ["json"]}, "experiments": [
+        {"id": "formulas", "dataset": {"items": [{"id": f"t{n}", "input": text, "expected": "-"}
+                                                 for n, text in enumerate(texts)]}, "runner": {"uses": "echo"}}]}
+    (tmp_path / "evals.yaml").write_text(json.dumps(config), encoding="utf-8")
+    assert run_cli("run", "evals.yaml", cwd=tmp_path).returncode == 0  # no scorers: every item passes
+    done = run_cli("export", "-o", "all.csv", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "all.csv").read_bytes().decode("utf-8"), newline="")))
+    assert [r["output"] for r in rows] == [
+        '\'=HYPERLINK("https://example.test","open")', "'+1+1", "'-2-2", "'@SUM(A1)", "'\tx", "'\r=1", "-5", "+3.25",
+        "1e3", "'- a list item", "plain", "a=b"]
+    assert {r["expected"] for r in rows} == {"'-"}
+    assert float(rows[0]["latency_ms"]) >= 0  # numbers stay numbers
+    lines = run_cli("export", "--format", "jsonl", cwd=tmp_path).stdout.splitlines()
+    assert [json.loads(line)["output"] for line in lines] == texts  # JSON lines keep every text as it is
+
+
 def test_an_unknown_experiment_is_a_usage_error(stored):
     done = run_cli("export", "--experiment", "nope", cwd=stored)
     assert done.returncode == 2 and done.stdout == ""

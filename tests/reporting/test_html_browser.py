@@ -574,6 +574,8 @@ def topic_rows() -> list[dict]:
         rows.append({"id": f"t{n:02d}", "input": f"question {n} about {topic}", "expected": expected, "reply": reply,
                      "metadata": {"topic": topic, "tags": ["long"] if n % 5 == 0 else []}})
     rows[0]["input"] = {"question": "a mapping", "n": 0}
+    rows[6]["reply"] = '=HYPERLINK("https://example.test","Wrong answer 6")'  # no formula in an exported CSV
+    rows[12]["reply"] = "-Wrong answer 12"
     return rows
 
 
@@ -630,6 +632,10 @@ def test_the_export_of_a_filtered_view_equals_yamleval_export(browser, topics_ru
     written = (topics_run / f"failed.{fmt}").read_bytes()
     assert exported == written
     assert written.count(b"Wrong answer") == 5 and b"a mapping" in written
+    if fmt == "csv":  # a reply that a spreadsheet would run shows as text
+        assert b"\"'=HYPERLINK(" in written and b",'-Wrong answer 12," in written
+    else:
+        assert b'"=HYPERLINK(' in written and b'"-Wrong answer 12"' in written
 
 
 def test_items_in_many_chunks_read_as_one_table(browser, report, tmp_path, monkeypatch):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from typing import IO, Any, Iterable, Sequence
 
 from yamleval.reporting.html_data import ms, score_value
@@ -37,8 +38,19 @@ def record(experiment_id: str, result: ItemResult, scorer_ids: Sequence[str]) ->
             "scores": {sid: None if sid not in scores else _number(score_value(scores[sid])) for sid in scorer_ids}}
 
 
+_FORMULA = re.compile(r"[=+\-@\t\r]")
+_NUMBER = re.compile(r"[+-]?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+
+
 def _cell(value: Any) -> Any:
-    return "" if value is None else value
+    """A CSV cell. A text that a spreadsheet would run as a formula (one beginning with =, +, -,
+    @, a tab or a carriage return, but for a plain number) gets a leading ' so that it shows as
+    the text it is: a model's output must not run on the reader's machine."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and _FORMULA.match(value) and not _NUMBER.fullmatch(value):
+        return "'" + value
+    return value
 
 
 def write(out: IO[str], results: Iterable[ExperimentResult], fmt: str, statuses: Sequence[str] = ()) -> int:

@@ -259,9 +259,12 @@
                scores: scores };
     });
   };
-  function csvCell(value) {
+  function csvCell(value) {  // as yamleval export writes a cell: no text runs as a spreadsheet formula
     if (value === null || value === undefined) return "";
     var text = String(value);
+    if (typeof value === "string" && /^[=+\-@\t\r]/.test(text) && !/^[+-]?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$/.test(text)) {
+      text = "'" + text;
+    }
     return /[",\r\n]/.test(text) ? '"' + text.replace(/"/g, '""') + '"' : text;
   }
   Table.prototype.exportText = function (format) {
