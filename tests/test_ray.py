@@ -53,6 +53,17 @@ def where(input):
 
 def with_token(input, token):
     return f"{input}:{token}"
+
+
+def ends_the_run_state(input):
+    """On the input "end", kill the run's own actor (the one its rate limits and task starts live in)."""
+    time.sleep(0.3)
+    if input == "end":
+        import ray
+        from yamleval import throttle
+
+        ray.kill(throttle.shared().actor, no_restart=True)
+    return input
 '''
 
 
@@ -264,6 +275,35 @@ def test_a_rate_limit_holds_across_the_cluster_and_its_counts_reach_the_summary(
     [experiment] = [e for e in one_run["results"]["experiments"] if e["id"] == "limited"]
     assert experiment["summary"]["passed"] == 30
     assert experiment["summary"]["throttling"]["calls"] == 30
+
+
+def test_when_the_runs_actor_dies_the_run_stops_keeping_what_finished_without_a_traceback(tmp_path, ray_cluster):
+    items = ", ".join(f"{{id: {name}, input: {name}, expected: {name}}}" for name in ("a", "b", "end", "c", "d", "e"))
+    folder = project(tmp_path / "p", """
+        experiments:
+          - id: lost
+            concurrency: 1
+            executor: {uses: ray}
+            dataset: {items: [%s]}
+            runner: ray_plugins:ends_the_run_state
+            scorers: [exact_match]
+          - id: after
+            dataset: {items: [{id: a, input: a}]}
+            runner: echo
+        """ % items)
+    done = run_cli("run", "--ray-address", ray_cluster.address, cwd=folder, timeout=180, **ray_cluster.env)
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr
+    message = ("could not evaluate: the run's state on the Ray cluster (its rate limits and the starts of its tasks)"
+               " was lost: ")
+    assert message in done.stderr
+    assert done.stderr.rstrip().endswith("The run stopped early: the items that finished are stored and reported;"
+                                         " run it again to evaluate the rest")
+    [experiment] = results(folder)["experiments"]  # the run stopped there
+    assert experiment["aborted"].startswith(message)
+    stored = [(i["id"], i["status"]) for i in experiment["items"]]
+    assert stored == [("a", "passed"), ("b", "passed"), ("end", "passed")]  # what finished, and no item an error
+    assert experiment["summary"]["completed"] == 3 and not experiment["passed"]
 
 
 def test_a_run_without_an_address_starts_ray_for_itself_and_ends_it(tmp_path):

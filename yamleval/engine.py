@@ -19,7 +19,7 @@ from yamleval.calls import ItemContext, close_thread_loop
 from yamleval.executor import LocalExecutor, Slot
 from yamleval.plan import Prepared
 from yamleval.redaction import redact_experiment, redact_item
-from yamleval.errors import UsageError, describe_exception
+from yamleval.errors import ExitCode, UsageError, describe_exception
 from yamleval.sharding import Shard
 from yamleval.scoring import as_usage, error_result, item_status, score_output
 from yamleval.types import ExperimentResult, Item, ItemList, ItemResult, RunnerResult, Usage
@@ -275,8 +275,6 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
         if keep_items:
             results.append(result)
         aggregator.add(result)
-        if halted():
-            executor.halt()
         if budgets and not over_budget:
             check_budgets()
         if on_item is not None:
@@ -289,6 +287,8 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
                 on_progress(aggregator.completed, total)
             except Exception as exc:
                 warn_callback("on_progress", exc)
+        if halted():  # last: when the endpoints' records are kept elsewhere (Ray), asking may fail
+            executor.halt()
 
     started_at, started, calls = _now(), time.perf_counter(), throttle.snapshot()
     endpoint_counts = endpoints.snapshot()
@@ -340,6 +340,7 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
     if executor.failure is not None:
         failure = executor.failure
         aborted = getattr(failure, "format_message", lambda: f"dataset: {describe_exception(failure)}")()
+        could_not_evaluate = getattr(failure, "exit_code", None) == ExitCode.COULD_NOT_EVALUATE  # not the dataset's
     elif unusable:
         aborted, could_not_evaluate = unusable[0].message(), True
     elif over_budget:

@@ -176,10 +176,14 @@ def _run_unit(process: Callable, unit: Unit, state, number: int):
         throttle.share(ray_shared.SharedLimiters(state))
         endpoints.share(ray_shared.SharedEndpoints(state))
     ray_shared.task_number = number  # the rate limits it takes are released for it if it is cancelled
+    ray_shared.lost = None
     try:
-        return process(unit, Slot(unit))
+        result = process(unit, Slot(unit))
     finally:
         engine.flush_sent()  # the worker may end at any time: what the cache keeps is written now
+    if ray_shared.lost is not None:  # the item's error (if it has one) would be the cluster's, not its own
+        raise ray_shared.lost
+    return result
 
 
 class RayExecutor:
@@ -218,38 +222,52 @@ class RayExecutor:
             number = next(numbers)
             running[task.remote(shipped, unit, connection.state, number)] = _Task(unit, number, tries, time.monotonic())
 
-        exhausted = False
         with self.recording:
             try:
-                while True:
-                    stopping = (stop is not None and stop.is_set()) or (abandon is not None and abandon.is_set())
-                    while self._taking and not stopping and not exhausted and len(running) < self.concurrency:
-                        try:
-                            unit = next(items)
-                        except StopIteration:
-                            exhausted = True
-                            break
-                        except Exception as exc:  # a broken dataset row or plugin: stop reading; what runs finishes
-                            self.failure, exhausted = exc, True
-                            break
-                        send(unit)
-                    if not running:
-                        return
-                    if abandon is not None and abandon.is_set():
-                        for ref, cancelled in running.items():
-                            self._cancel(ray, connection, ref, cancelled)
-                        running.clear()  # their results are dropped: a resumed run runs them
-                        return
-                    done, rest = ray.wait(list(running), num_returns=1, timeout=POLL_SECONDS)
-                    if done and rest:  # and whatever else has finished meanwhile
-                        done += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
-                    self._note_starts(ray, connection, running)
-                    for ref in done:
-                        self._finished(ray, connection, running.pop(ref), ref, record, lost, stop, send)
-                    self._give_up_late(ray, connection, running, record, lost)
+                self._go(ray, connection, items, record, lost, stop, abandon, running, send)
+            except ray_shared.StateLost as exc:  # the run cannot go on: what runs is dropped, what finished kept
+                self.failure = exc
             finally:
                 for ref, cancelled in running.items():
                     self._cancel(ray, connection, ref, cancelled)
+
+    def _go(self, ray, connection: Connection, items: Iterator[Unit], record, lost: LostResult, stop, abandon,
+            running: dict, send: Callable) -> None:
+        """Keep ``running`` full from ``items`` and record what finishes, until every item is
+        recorded, or the run stops or is abandoned."""
+        exhausted = False
+        while True:
+            stopping = (stop is not None and stop.is_set()) or (abandon is not None and abandon.is_set())
+            while self._taking and not stopping and not exhausted and len(running) < self.concurrency:
+                try:
+                    unit = next(items)
+                except StopIteration:
+                    exhausted = True
+                    break
+                except Exception as exc:  # a broken dataset row or plugin: stop reading; what runs finishes
+                    self.failure, exhausted = exc, True
+                    break
+                send(unit)
+            if not running:
+                return
+            if abandon is not None and abandon.is_set():
+                return  # what runs is cancelled, its results dropped: a resumed run runs them
+            done, rest = ray.wait(list(running), num_returns=1, timeout=POLL_SECONDS)
+            if done and rest:  # and whatever else has finished meanwhile
+                done += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
+            gone = None  # the run's actor, found gone: what has finished is recorded first
+            try:
+                self._note_starts(ray, connection, running)
+            except ray_shared.StateLost as exc:
+                gone = exc
+            for ref in done:
+                try:
+                    self._finished(ray, connection, running.pop(ref), ref, record, lost, stop, send)
+                except ray_shared.StateLost as exc:
+                    gone = gone or exc
+            if gone is not None:
+                raise gone
+            self._give_up_late(ray, connection, running, record, lost)
 
     @staticmethod
     def _cancel(ray, connection: Connection, ref, task: "_Task") -> None:
@@ -264,7 +282,7 @@ class RayExecutor:
         if now < self._next_look or all(task.started is not None for task in running.values()):
             return
         self._next_look = now + min(1.0, (self.timeout or 10.0) / 10)
-        started = set(ray.get(connection.state.take_started.remote()))
+        started = set(ray_shared.get(connection.state.take_started.remote()))
         if started:
             now = time.monotonic()
             for task in running.values():
@@ -290,6 +308,9 @@ class RayExecutor:
             record(lost(task.unit, why, elapsed * 1000.0))
             return
         except ray.exceptions.RayError as exc:  # cancelled by someone else, its arguments unreadable, ...
+            cause = getattr(exc, "cause", None)
+            if isinstance(cause, ray_shared.StateLost):  # not the item's failure: it is not recorded
+                raise ray_shared.StateLost(cause.message) from None
             connection.state.forget.remote(task.number)
             record(lost(task.unit, f"on its Ray worker: {_cause(exc)}", elapsed * 1000.0))
             return

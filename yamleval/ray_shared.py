@@ -15,6 +15,8 @@ import os
 import threading
 
 from yamleval import endpoints, throttle
+from yamleval.errors import YamlevalError, describe_exception
+from yamleval.types import Throttling
 
 ROOT_VARIABLE = "YAMLEVAL_WORKING_DIR"  # the workers' working_dir as the driver knows it: a path, no secret
 task_number: int | None = None  # in a worker: the task it runs (``ray_executor._run_unit``)
@@ -97,10 +99,33 @@ def start(ray):
     return ray.remote(RunState).options(num_cpus=0, max_concurrency=1000, scheduling_strategy=here).remote()
 
 
-def _get(ref):
+class StateLost(YamlevalError):
+    """The run's actor is gone (its process killed, its node lost), and with it the rate limits,
+    endpoint records and task starts it kept: the run cannot go on (exit 3). ``message``: Ray's
+    cause, the only argument, so that the error travels from a worker to the driver."""
+
+    def format_message(self) -> str:
+        return (f"could not evaluate: the run's state on the Ray cluster (its rate limits and the starts of its"
+                f" tasks) was lost: {self.message}. The run stopped early: the items that finished are stored"
+                " and reported; run it again to evaluate the rest")
+
+
+lost: StateLost | None = None  # set when this process finds the actor gone; ``ray_executor._run_unit`` asks
+
+
+def get(ref):
+    """``ray.get`` of a call to the run's actor; StateLost when the actor is gone."""
     import ray
 
-    return ray.get(ref)
+    global lost
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayActorError as exc:
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        why = lines[0].rstrip(".") if lines else describe_exception(exc)
+        lost = StateLost(why[:1].lower() + why[1:])
+        raise lost from None
+
 
 
 class SharedLimiters:
@@ -115,7 +140,10 @@ class SharedLimiters:
         return _SharedLimiter(self.actor, (endpoint, rate_limit, adaptive))
 
     def snapshot(self):
-        return _get(self.actor.throttling.remote())
+        try:
+            return get(self.actor.throttling.remote())
+        except StateLost:
+            return Throttling()  # the counts were the actor's: the run says it was lost
 
 
 class _SharedLimiter:
@@ -125,10 +153,10 @@ class _SharedLimiter:
         self.actor, self.key = actor, key
 
     def acquire(self) -> float:
-        return _get(self.actor.acquire.remote(self.key, task_number))
+        return get(self.actor.acquire.remote(self.key, task_number))
 
     def release(self, started: float, status, retry_after=None) -> None:
-        _get(self.actor.release.remote(self.key, started, status, retry_after, task_number))
+        get(self.actor.release.remote(self.key, started, status, retry_after, task_number))
 
     def charge(self, tokens: int) -> None:
         self.actor.charge.remote(self.key, tokens)
@@ -144,10 +172,13 @@ class SharedEndpoints:
         return _SharedEndpoint(self.actor, key, shown, where)
 
     def snapshot(self):
-        return _get(self.actor.endpoint_counts.remote())
+        try:
+            return get(self.actor.endpoint_counts.remote())
+        except StateLost:
+            return {}  # the records were the actor's: the run says it was lost
 
     def unusable(self, before, first: int):
-        return _get(self.actor.unusable.remote(before, first))
+        return get(self.actor.unusable.remote(before, first))
 
 
 class _SharedEndpoint:

@@ -226,5 +226,5 @@ def snapshot() -> Throttling:
 def since(before: Throttling) -> Throttling:
     """What happened on every endpoint since the snapshot ``before``."""
     now = snapshot()
-    return Throttling(now.calls - before.calls, now.throttled - before.throttled,
+    return Throttling(max(0, now.calls - before.calls), max(0, now.throttled - before.throttled),
                       round(max(0.0, now.waited_seconds - before.waited_seconds), 3))
