@@ -796,12 +796,20 @@ def workload_m(suite: Suite) -> None:
     ratio = med(runs[M_VARIANTS], 1) / med(runs[1], 1)
     suite.target(f"M {size:,} x {M_VARIANTS} memory", med(runs[M_VARIANTS], 1), med(runs[1], 1), ratio,
                  f"<= {M_MEMORY:g}x 1 variant", ratio <= M_MEMORY, unit="MiB")
-    http_data = suite.path("m-http.jsonl")
-    write_datasets([(http_data, W2_ITEMS)])
+    http_data, pool_data = suite.path("m-http.jsonl"), suite.path("m-pool.jsonl")
+    write_datasets([(http_data, W2_ITEMS), (pool_data, M_VARIANTS * W2_ITEMS)])
     server, port = start_server(suite)
     http: dict[int, list] = {1: [], M_VARIANTS: []}
     phases: dict[int, list] = {1: [], M_VARIANTS: []}
+    pool, pool_phases, pool_out = [], [], suite.path("m-pool.json")
     try:
+        # what this machine allows any client: the same calls from a bare thread pool
+        command = floor_command(suite, pool_data, pool_out, "http", W2_CONCURRENCY, f"http://127.0.0.1:{port}/")
+        measure(command, suite.folder, suite.path("m-pool.log"))  # warm-up, not counted
+        for index in range(suite.repeat):
+            progress(f"M {M_VARIANTS * W2_ITEMS:,} calls from ThreadPoolExecutor({W2_CONCURRENCY}), run {index + 1} of {suite.repeat}")
+            pool.append(measure(command, suite.folder, suite.path("m-pool.log")))
+            pool_phases.append(counts(pool_out, "floor")["duration_s"])
         for count in http:  # one variant too: what the machine gives one variant's 1,000 items just now
             name = f"m-http-{count}"
             config = variants_config(suite, name, http_data, HTTP_RUNNER % f"http://127.0.0.1:{port}/", count, ["json"])
@@ -819,15 +827,20 @@ def workload_m(suite: Suite) -> None:
     wall = med(http[M_VARIANTS], 0)
     suite.target(f"M http {M_VARIANTS} variants wall", wall, ideal, wall / ideal, f"<= {M_RATIO:g}x ideal",
                  wall / ideal <= M_RATIO)
+    suite.target(f"M {M_VARIANTS * W2_ITEMS:,} calls from ThreadPoolExecutor({W2_CONCURRENCY}) + requests (no yamleval), wall",
+                 med(pool, 0), ideal, med(pool, 0) / ideal, f"<= {M_RATIO:g}x ideal", med(pool, 0) / ideal <= M_RATIO)
     one = med(http[1], 0)
     suite.say(f"M   {size:,} items (all four reports): 1 variant {seconds(runs[1])} {med(runs[1], 1):.0f} MiB, "
               f"{M_VARIANTS} variants {seconds(runs[M_VARIANTS])} {med(runs[M_VARIANTS], 1):.0f} MiB")
     suite.say(f"    {W2_ITEMS:,} items x {M_VARIANTS} variants over HTTP (ideal {ideal:.2f} s): {seconds(http[M_VARIANTS])},"
               f" run phase {statistics.median(phases[M_VARIANTS]):.2f} s; 1 variant {seconds(http[1])}, run phase"
               f" {statistics.median(phases[1]):.2f} s ({M_VARIANTS} variants = {wall / one:.2f}x one)")
+    suite.say(f"    the same {M_VARIANTS * W2_ITEMS:,} calls from ThreadPoolExecutor({W2_CONCURRENCY}) + requests: "
+              f"{seconds(pool)}, run phase {statistics.median(pool_phases):.2f} s")
     suite.details["M"] = {"variants": {str(k): v for k, v in runs.items()}, "ideal_s": ideal,
                           "http": {str(k): v for k, v in http.items()},
-                          "http_run_phase_s": {str(k): v for k, v in phases.items()}}
+                          "http_run_phase_s": {str(k): v for k, v in phases.items()},
+                          "pool": pool, "pool_run_phase_s": pool_phases}
 
 
 C_ITEMS, C_CONCURRENCY, C_SPEEDUP, C_EMPTY = 1000, 1, 20.0, 1.05
@@ -909,6 +922,21 @@ experiments:
     scorers: [exact_match]
 '''
 
+D_PLAIN = '''
+# Plain Ray, no yamleval: the tasks of D on the cluster at argv[1], each burning as ``burn`` does;
+# with argv[3], that folder as the job's working_dir (as yamleval sends the config's folder).
+import sys
+
+import ray
+
+address, count = sys.argv[1], int(sys.argv[2])
+ray.init(address=address, runtime_env={"working_dir": sys.argv[3]} if len(sys.argv) > 3 else None,
+         logging_level="ERROR", log_to_driver=False)
+task = ray.remote(num_cpus=1, max_retries=0)(burn)
+assert ray.get([task.remote(f"n{index}") for index in range(count)]) == [f"n{index}" for index in range(count)]
+ray.shutdown()
+'''
+
 
 def workload_d(suite: Suite) -> None:
     """Items bound by the CPU: on a 2-CPU Ray cluster against the local pool at concurrency 2."""
@@ -924,6 +952,9 @@ def workload_d(suite: Suite) -> None:
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, "cpu_plugin.py"), "w", encoding="utf-8") as out:
         out.write(D_PLUGIN % {"burn": D_BURN})
+    plain = suite.path("d_plain.py")  # outside the folder Ray sends
+    with open(plain, "w", encoding="utf-8") as out:
+        out.write(D_PLUGIN % {"burn": D_BURN} + D_PLAIN)  # ``burn`` travels with its tasks
     with open(os.path.join(folder, "items.jsonl"), "w", encoding="utf-8") as out:
         for index in range(2 * size):
             out.write(json.dumps({"id": f"i{index}", "input": f"n{index}", "expected": f"n{index}"}) + "\n")
@@ -932,6 +963,7 @@ def workload_d(suite: Suite) -> None:
         out.write(D_CONFIG)
     base = yamleval_command() + ["run", config, "--quiet", "--report-dir", os.path.join(folder, "reports")]
     walls = {(name, n): [] for name in ("local", "ray") for n in (size, 2 * size)}
+    walls.update({("plain ray", size): [], ("plain ray, working_dir", size): []})
     with local_cluster(2) as cluster:
         saved = dict(CHILD_ENV)
         CHILD_ENV.update(cluster.env)
@@ -949,6 +981,10 @@ def workload_d(suite: Suite) -> None:
                         done = counts(os.path.join(folder, "reports", "results.json"), "yamleval")
                         if (done["total"], done["passed"]) != (n, n):
                             raise Failed(f"D: the {name} run passed {done['passed']} of {n} items")
+                # what this machine allows Ray at all: the same tasks without yamleval
+                for name, extra in (("plain ray", ()), ("plain ray, working_dir", (folder,))):
+                    walls[name, size].append(measure([sys.executable, plain, cluster.address, str(size), *extra],
+                                                     folder, suite.path("d-plain.log")))
         finally:
             CHILD_ENV.clear()
             CHILD_ENV.update(saved)
@@ -959,10 +995,16 @@ def workload_d(suite: Suite) -> None:
     more_ray = med(walls["ray", 2 * size], 0) - ray
     suite.target(f"D {size} more items ({2 * size} - {size}), wall", more_ray, more_local, more_ray / more_local,
                  f">= {D_SPEEDUP:g}x faster", more_local / more_ray >= D_SPEEDUP, note=f"{more_local / more_ray:.2f}x faster")
+    for name in ("plain ray", "plain ray, working_dir"):
+        wall = med(walls[name, size], 0)
+        suite.target(f"D {size} tasks on {name} (no yamleval), wall", wall, local, wall / local,
+                     f">= {D_SPEEDUP:g}x faster", local / wall >= D_SPEEDUP, note=f"{local / wall:.2f}x faster")
     suite.say(f"D   {size} items x {D_BURN * 1000:.0f} ms CPU: local pool (concurrency 2) {seconds(walls['local', size])},"
               f" 2 Ray workers (4 in flight) {seconds(walls['ray', size])}: {local / ray:.2f}x faster; "
               f"{2 * size} items: {seconds(walls['local', 2 * size])} and {seconds(walls['ray', 2 * size])}; "
               f"the {size} more items: {more_local:.2f} s and {more_ray:.2f} s, {more_local / more_ray:.2f}x faster")
+    suite.say(f"    the same {size} tasks in plain Ray (no yamleval): {seconds(walls['plain ray', size])}, with the "
+              f"folder as working_dir {seconds(walls['plain ray, working_dir', size])}")
     suite.details["D"] = {f"{name} {n}": runs for (name, n), runs in walls.items()}
 
 
