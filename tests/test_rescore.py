@@ -296,3 +296,30 @@ def test_what_cannot_be_rescored_is_an_error_that_says_why(write_config, tmp_pat
     assert done.returncode == 2 and done.stdout == ""
     check_golden(case, done.stderr, source)
     assert stored_runs(tmp_path) == [source], "no run was stored"
+
+
+def test_a_format_chosen_on_the_command_line_keeps_the_configs_settings_for_it(tmp_path):
+    """``--format html,junit`` writes them with the config's ``max_html_mb`` and JUnit family."""
+    import random
+    import string
+
+    texts = random.Random(7)  # 240 KB that do not compress away
+    (tmp_path / "items.jsonl").write_text("".join(
+        json.dumps({"id": f"i{n}", "input": "".join(texts.choices(string.ascii_letters, k=4000)), "expected": "y"})
+        + "\n" for n in range(60)), encoding="utf-8")
+    (tmp_path / "evals.yaml").write_text("""
+store: r.db
+reports: {formats: [json], max_html_mb: 0.2, junit: {family: xunit1}}
+experiments:
+  - id: e
+    dataset: {file: items.jsonl}
+    runner: echo
+    scorers: [exact_match]
+""", encoding="utf-8")
+    assert run_cli("run", cwd=tmp_path).returncode == 1
+    done = run_cli("rescore", "latest", "--format", "html,junit", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    page = (tmp_path / "reports" / "report.html").read_bytes()
+    assert len(page) <= 200_000 and b'"max_mb":0.2,"budget":true' in page  # the config's 0.2 MB: texts cut to fit
+    junit = (tmp_path / "reports" / "junit.xml").read_text(encoding="utf-8")
+    assert ' file="items.jsonl" line="1"' in junit  # xunit1: each test case says where its item is

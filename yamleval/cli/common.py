@@ -22,8 +22,9 @@ def load(paths: tuple[str, ...], sets: tuple[str, ...] = ()):
     return load_project(list(paths) or [DEFAULT_CONFIG], sets=sets)
 
 
-def report_formats(text: str) -> list[str]:
-    """The report formats a comma-separated ``--format`` names."""
+def report_formats(text: str, configured: Sequence[str] = ()) -> list[str]:
+    """The report formats a comma-separated ``--format`` names, each with the settings the config
+    gives it in ``configured`` (``html:10`` for ``max_html_mb: 10``, a JUnit family)."""
     from yamleval.errors import UsageError
     from yamleval.reporting import FORMATS
 
@@ -31,7 +32,8 @@ def report_formats(text: str) -> list[str]:
     unknown = [f for f in wanted if f not in FORMATS]
     if unknown:
         raise UsageError(f"unknown format {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
-    return wanted
+    settings = {f.partition(":")[0]: f for f in configured}
+    return [settings.get(f, f) for f in wanted]
 
 
 def store_path(given: str | None, config: str = DEFAULT_CONFIG) -> str:

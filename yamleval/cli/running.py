@@ -128,7 +128,7 @@ def rescore(run_ref, paths, experiment_ids, report_dir, formats, store_file, tag
     from yamleval.rescoring import rescore_run
 
     project = load(paths)
-    chosen = project.report_formats if formats is None else report_formats(formats)
+    chosen = project.report_formats if formats is None else report_formats(formats, project.report_settings)
     with _Interrupts() as interrupts:
         outcome = rescore_run(project, run_ref, experiment_ids, store=store_file, report_dir=report_dir,
                               formats=with_junit_family(chosen, junit_family), tags=tags, stop=interrupts.stop,

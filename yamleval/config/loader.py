@@ -30,6 +30,8 @@ class Project:
     store: str | None = None
     reports_dir: str | None = None
     report_formats: tuple[str, ...] = REPORT_FORMATS  # the JUnit one with its family: ``junit:xunit1``
+    # every built-in format with the settings the config gives it, for a choice made on the command line
+    report_settings: tuple[str, ...] = REPORT_FORMATS
     # every ${VAR} the files read, with its value: never stored, only a salted digest of it (fingerprint)
     environment: Mapping[str, str] = field(default_factory=dict, repr=False)
     budget: Budget | None = None  # over the whole run: every experiment's spending counts
@@ -213,6 +215,12 @@ def with_html_budget(formats: Sequence[str], max_mb: float | None) -> tuple[str,
     return tuple(f"html:{max_mb:g}" if max_mb and f.partition(":")[0] == "html" else f for f in formats)
 
 
+def _with_settings(formats: Sequence[str], reports: Mapping[str, Any]) -> tuple[str, ...]:
+    """``formats`` with what ``reports:`` says of them: the JUnit family, report.html's size."""
+    return with_html_budget(with_junit_family(formats, (reports.get("junit") or {}).get("family")),
+                            reports.get("max_html_mb"))
+
+
 def load_project(paths: str | os.PathLike | list[str] | tuple[str, ...], environ: Mapping[str, str] | None = None,
                  sets: Sequence[str] = ()) -> Project:
     """Load every file named (or the one file ``paths``), with what they include; raise all
@@ -237,9 +245,8 @@ def load_project(paths: str | os.PathLike | list[str] | tuple[str, ...], environ
         models=settings.get("models") or {},
         store=store_location(base, settings["store"]) if "store" in settings else None,
         reports_dir=os.path.join(base, reports["dir"]) if "dir" in reports else None,
-        report_formats=with_html_budget(with_junit_family(reports.get("formats") or REPORT_FORMATS,
-                                                          (reports.get("junit") or {}).get("family")),
-                                        reports.get("max_html_mb")),
+        report_formats=_with_settings(reports.get("formats") or REPORT_FORMATS, reports),
+        report_settings=_with_settings(REPORT_FORMATS, reports),
         environment=dict(loader.environ.read),
         budget=Budget.read(settings.get("budget")),
         sets=tuple(sets),
