@@ -520,6 +520,20 @@ def test_the_scorers_table_fits_its_card_at_1280_px(browser, report, tmp_path):
         opened.assert_quiet()
 
 
+@pytest.mark.parametrize("width", [1400, 1300, 1024, 390])
+def test_every_figure_fits_its_tile(browser, report, width):
+    """The widest figures (intervals such as 43.9–100.0%) stay inside their tiles: they ran into
+    the next tile at 1300 px."""
+    with open_report(browser, report[0], width=width) as opened:
+        tiles = opened.page.locator(".stat")
+        assert tiles.count() > 8
+        wider = tiles.evaluate_all("""tiles => tiles.filter(t => t.scrollWidth > t.clientWidth
+            || t.querySelector('.stat-value').getBoundingClientRect().right > t.getBoundingClientRect().right)
+            .map(t => t.textContent.trim())""")
+        assert wider == []
+        opened.assert_quiet()
+
+
 def test_a_flaky_row_is_marked_and_its_expanded_view_shows_each_repeat(browser, tmp_path):
     (tmp_path / "evals.yaml").write_text(textwrap.dedent("""
         experiments:
