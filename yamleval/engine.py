@@ -9,7 +9,6 @@ import dataclasses
 import threading
 import time
 import uuid
-from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from yamleval import budget, cache, criteria, endpoints, plan, records, repeats, sharding, throttle
@@ -22,7 +21,7 @@ from yamleval.redaction import redact_experiment, redact_item
 from yamleval.errors import ExitCode, UsageError, describe_exception
 from yamleval.sharding import Shard
 from yamleval.scoring import as_usage, error_result, item_status, score_output
-from yamleval.types import ExperimentResult, Item, ItemList, ItemResult, RunnerResult, Usage
+from yamleval.types import ExperimentResult, Item, ItemList, ItemResult, RunnerResult, Usage, now
 
 ItemCallback = Callable[[ItemResult], Any]
 RepeatCallback = Callable[[int, ItemResult], Any]  # the repeat's number (from 0) and its result
@@ -66,9 +65,9 @@ class _ItemProcessor:
     is prepared there once per process, in the copy of the config's folder that Ray gives its
     workers."""
 
-    def __init__(self, prepared: Prepared, caching: Caching | None = None):
+    def __init__(self, prepared: Prepared, caching: Caching | None = None, token: str | None = None):
         self.prepared = prepared
-        self.token = uuid.uuid4().hex  # which processor it is, in every process it is sent to
+        self.token = token or uuid.uuid4().hex  # which processor it is, in every process it is sent to
         self.runner = prepared.runner
         self.scorers = prepared.scorers
         self.vars = prepared.experiment.vars
@@ -144,8 +143,7 @@ def _processor_for(token: str, experiment, baseline, cached: bool) -> _ItemProce
         experiment = dataclasses.replace(experiment, base_dir=worker_folder(experiment.base_dir))
         with plan.importable(experiment):  # the dataset is the driver's to read
             prepared = dataclasses.replace(plan.prepare(experiment, dataset=False), baseline=baseline)
-        found = _SENT[token] = _ItemProcessor(prepared, _caching(prepared) if cached else None)
-        found.token = token
+        found = _SENT[token] = _ItemProcessor(prepared, _caching(prepared) if cached else None, token)
     return found
 
 
@@ -203,10 +201,6 @@ def _executor(experiment, concurrency: int):
 
         return RayExecutor(concurrency, experiment.timeout, experiment.executor, experiment.retries, experiment.base_dir)
     return LocalExecutor(concurrency, experiment.timeout, close_thread_loop)
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit: int | None = None,
@@ -290,7 +284,7 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
         if halted():  # last: when the endpoints' records are kept elsewhere (Ray), asking may fail
             executor.halt()
 
-    started_at, started, calls = _now(), time.perf_counter(), throttle.snapshot()
+    started_at, started, calls = now(), time.perf_counter(), throttle.snapshot()
     endpoint_counts = endpoints.snapshot()
     done = set()  # one pass over ``previous``, which may be read (and scored) from the store as it goes
     for result in previous:
@@ -348,7 +342,7 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
     return redact_experiment(ExperimentResult(
         experiment_id=experiment.id, label=experiment.label,
         passed=criteria.verdict(summary, bool(experiment.pass_criteria)) and not interrupted and aborted is None,
-        summary=summary, items=finished, started_at=started_at, completed_at=_now(),
+        summary=summary, items=finished, started_at=started_at, completed_at=now(),
         interrupted=interrupted, warnings=tuple(warnings), aborted=aborted, could_not_evaluate=could_not_evaluate,
         stopped_by_budget=stopped_by_budget, variant=experiment.variant,
         description=experiment.description, tags=experiment.tags, runner=experiment.runner.written(),

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 from yamleval import __version__
 from yamleval.errors import UsageError, display_path
 from yamleval.outcome import ReportsInterrupted, RunOutcome, RunWatcher  # noqa: F401  (the lifecycle's types)
-from yamleval.types import CacheUse, ExperimentResult, ItemResult, RunInfo
+from yamleval.types import CacheUse, ExperimentResult, ItemResult, RunInfo, now  # noqa: F401  (now: rescoring's too)
 
 DEFAULT_STORE = os.path.join(".yamleval", "results.db")
 
@@ -48,10 +48,6 @@ def select_experiments(project, wanted: Sequence[str], variants: Sequence[str] =
         if name not in known:
             raise _unknown("variant", name, list(dict.fromkeys(known)))
     return [e for e in chosen if e.variant is None or e.variant.id in variants]
-
-
-def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def run_project(project, experiments: Sequence | None = None, *, store: str | None = None,

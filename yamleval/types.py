@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 import itertools
 from typing import Any, Iterator, Literal, Mapping, Sequence
 
@@ -335,6 +336,11 @@ class ExperimentResult:
         passed or failed."""
         return ("stopped" if self.stopped_by_budget else "aborted" if self.aborted else "interrupted" if self.interrupted else "incomplete" if self.incomplete
                 else "passed" if self.passed else "failed")
+
+
+def now() -> str:
+    """The time now as every time of a run is kept: UTC, to the millisecond, ``...T12:00:00.000Z``."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass(frozen=True)
