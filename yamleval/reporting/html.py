@@ -173,7 +173,8 @@ def template(name: str = FILE_NAME):
         cache = jinja2.FileSystemBytecodeCache()
     except Exception:  # no private temporary folder could be made: compile every time
         cache = None
-    environment = jinja2.Environment(loader=jinja2.DictLoader({name: asset(name), "variants": asset("variants.html")}),
+    pages = {name: asset(name), "head": asset("head.html"), "variants": asset("variants.html")}
+    environment = jinja2.Environment(loader=jinja2.DictLoader(pages),
                                      autoescape=True, undefined=jinja2.StrictUndefined,
                                      trim_blocks=True, lstrip_blocks=True, bytecode_cache=cache)
     try:
