@@ -534,6 +534,35 @@ def test_every_figure_fits_its_tile(browser, report, width):
         opened.assert_quiet()
 
 
+def test_a_score_reads_on_its_side_of_the_threshold(browser, tmp_path):
+    """A score just under a threshold of 0.999 reads 0.998 beside its cross, not 1.00; the
+    threshold reads 0.999, not 1.00."""
+    from conftest import run_cli
+
+    write_project(tmp_path, "numbers.jsonl", [{"id": "close", "input": "9968", "expected": "10000"},
+                                              {"id": "exact", "input": "5", "expected": "5"},
+                                              {"id": "far", "input": "1", "expected": "2"}], """
+        reports: {formats: [html, json]}
+        experiments:
+          - id: numbers
+            dataset: {file: numbers.jsonl}
+            runner: echo
+            scorers: [{uses: numeric_diff, threshold: 0.999}]
+        """)
+    assert run_cli("run", cwd=tmp_path).returncode == 1
+    [experiment] = json.loads((tmp_path / "reports" / "results.json").read_text(encoding="utf-8"))["experiments"]
+    scores = [item["scores"]["numeric_diff"]["score"] for item in experiment["items"]]
+    assert 0.995 <= scores[0] < 0.999 and scores[1] == 1 and f"{scores[2]:.2f}" == "0.67"  # 1.00 in two decimals
+    with open_report(browser, str(tmp_path / "reports" / "report.html")) as opened:
+        section = opened.section()
+        assert section.locator(".panel-wide tbody td.num").first.inner_text() == "0.999"
+        pills = [opened.rows().nth(n).locator("td.score .pill").inner_text() for n in range(3)]
+        assert pills == ["0.998 ✗", "1.00 ✓", "0.67 ✗"]
+        opened.rows().first.click()
+        assert section.locator("table.scores .pill").first.inner_text() == "0.998 ✗"
+        opened.assert_quiet()
+
+
 def test_a_flaky_row_is_marked_and_its_expanded_view_shows_each_repeat(browser, tmp_path):
     (tmp_path / "evals.yaml").write_text(textwrap.dedent("""
         experiments:

@@ -93,7 +93,7 @@ def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
     summary = result.summary
     counts = {"passed": summary.passed, "failed": summary.failed, "error": summary.errored,
               "skipped": summary.skipped}
-    scorers = [{"id": sid, "name": s.name, "threshold": figures.number(s.threshold, 2) if s.threshold is not None else "—",
+    scorers = [{"id": sid, "name": s.name, "threshold": f"{s.threshold:g}" if s.threshold is not None else "—",
                 "mean": figures.number(s.mean), "min": figures.number(s.min), "max": figures.number(s.max),
                 "corpus": None if s.corpus is None else figures.number(s.corpus),
                 "pass_rate": figures.percent(s.pass_rate), "passed": s.passed, "failed": s.failed,
@@ -232,8 +232,9 @@ class Writer:
 
     def begin(self, result: ExperimentResult) -> None:
         scorer_ids = list(result.summary.scorers)
-        self.out.write(self.separator + '{"scorers":' + script_json(scorer_ids) + ',"count":'
-                       + str(result.summary.completed) + ',"chunks":[')
+        thresholds = [s.threshold for s in result.summary.scorers.values()]
+        self.out.write(self.separator + '{"scorers":' + script_json(scorer_ids) + ',"thresholds":'
+                       + script_json(thresholds) + ',"count":' + str(result.summary.completed) + ',"chunks":[')
         self.separator = ","
         values = [(b.field, {x.value: n for n, x in enumerate(b.slices)}) for b in result.summary.breakdowns]
         self.rows = Rows(self.out, scorer_ids, values, self.texts, self.budget)

@@ -49,7 +49,15 @@
   }
   function clip(text) { return text.length > CLIP ? text.slice(0, CLIP) + "…" : text; }
   function fmt(n) { return n.toLocaleString("en-US"); }
-  function fmtScore(v) { return v === null ? "—" : v.toFixed(2); }
+  // Two decimals, or as many more as it takes to fall on the score's side of its threshold:
+  // 0.9968 under 0.999 reads 0.997, not 1.00 (as the text reports' ``below``).
+  function fmtScore(v, threshold) {
+    if (v === null) return "—";
+    var text = v.toFixed(2);
+    for (var digits = 3; threshold !== null && threshold !== undefined && digits < 10
+         && (+text >= threshold) !== (v >= threshold); digits++) text = v.toFixed(digits);
+    return text;
+  }
   // a duration in milliseconds as yamleval.figures.ms writes it: 0.40 ms, 12.5 ms, 340 ms, 1.2 s
   function fmtDuration(v) {
     if (v === null) return "—";
@@ -157,6 +165,7 @@
     this.count = exp.count;  // items in all, this.items holding those read so far
     this.loading = true;
     this.scorers = exp.scorers;
+    this.thresholds = exp.thresholds;  // of each scorer, or null
     this.tbody = section.querySelector(".items-table tbody");
     // keep the three text columns readable however many scorer columns there are (scrolls sideways)
     section.querySelector(".items-table").style.minWidth = (920 + 124 * this.scorers.length) + "px";
@@ -481,25 +490,25 @@
     else tr.appendChild(textCell(it[F.output]));
     tr.appendChild(textCell(it[F.expected]));
     var scores = it[F.scores];
-    for (var k = 0; k < this.scorers.length; k++) tr.appendChild(scoreCell(scores[k]));
+    for (var k = 0; k < this.scorers.length; k++) tr.appendChild(scoreCell(scores[k], this.thresholds[k]));
     tr.appendChild(el("td", "num", fmtDuration(it[F.latency_ms])));
     tr.appendChild(it[F.tokens] === null ? textCell(null, "num") : el("td", "num", fmt(it[F.tokens])));
     return tr;
   };
 
-  function scorePill(score) {
+  function scorePill(score, threshold) {
     var verdict = score[1], cls = verdict === "" ? "none" : verdict === "skipped" ? "skipped" : verdict;
     var label = verdict === "error" ? "error" : verdict === "skipped" ? "skipped"
-      : fmtScore(score[0]) + (verdict === "pass" ? " ✓" : verdict === "fail" ? " ✗" : "");
+      : fmtScore(score[0], threshold) + (verdict === "pass" ? " ✓" : verdict === "fail" ? " ✗" : "");
     var pill = el("span", "pill pill-" + cls, label);
     if (verdict === "pass" || verdict === "fail") pill.title = verdict;
     return pill;
   }
 
-  function scoreCell(score) {
+  function scoreCell(score, threshold) {
     var td = el("td", "score");
     if (!score) { td.appendChild(el("span", "nil", "—")); return td; }
-    td.appendChild(scorePill(score));
+    td.appendChild(scorePill(score, threshold));
     if (score[2]) td.appendChild(el("span", "why", clip(score[2])));
     return td;
   }
@@ -613,7 +622,7 @@
 
   // Each run of a repeated item: [status, output, error, latency, score cells].
   Table.prototype.repeatTable = function (repeats) {
-    var box = el("section", "wide repeats"), table = el("table", "scores"), head = el("tr");
+    var box = el("section", "wide repeats"), table = el("table", "scores"), head = el("tr"), thresholds = this.thresholds;
     box.appendChild(el("h4", null, "Repeats · " + repeats.filter(function (r) { return r[0] === "passed"; }).length
       + " of " + repeats.length + " passed"));
     ["#", "Verdict", "Output"].concat(this.scorers, ["Latency"]).forEach(function (name) {
@@ -626,7 +635,7 @@
       verdict.appendChild(el("span", "pill pill-" + VERDICT[r[0]], VERDICT[r[0]]));
       tr.appendChild(verdict);
       tr.appendChild(r[1] === null && r[2] !== null ? textCell(r[2], "err") : textCell(r[1]));
-      r[4].forEach(function (score) { tr.appendChild(scoreCell(score)); });
+      r[4].forEach(function (score, k) { tr.appendChild(scoreCell(score, thresholds[k])); });
       tr.appendChild(el("td", "num", fmtDuration(r[3])));
       table.appendChild(tr);
     });
@@ -643,7 +652,7 @@
       var score = scores[k], tr = el("tr"), cell = el("td");
       tr.appendChild(el("td", "mono", this.scorers[k]));
       if (score) {
-        cell.appendChild(scorePill(score));
+        cell.appendChild(scorePill(score, this.thresholds[k]));
         if (score[1] === "pass" || score[1] === "fail") cell.appendChild(document.createTextNode(" " + score[1]));
       } else cell.textContent = "—";
       tr.appendChild(cell);
@@ -666,6 +675,7 @@
     this.names = Array.prototype.map.call(section.querySelectorAll(".variants-table tbody tr"),
       function (tr) { return tr.getAttribute("data-variant"); });
     this.scorers = numbers.map(function (n) { return DATA.experiments[n].scorers; });
+    this.thresholds = numbers.map(function (n) { return DATA.experiments[n].thresholds; });
     var byId = new Map(), order = [];
     numbers.forEach(function (number, v) {
       itemsOf(number).forEach(function (it) {
@@ -722,7 +732,7 @@
     thead.appendChild(sub);
   };
 
-  function scoreList(scorers, it) {
+  function scoreList(scorers, thresholds, it) {
     var td = el("td", "score");
     if (!it) { td.appendChild(el("span", "nil", "—")); return td; }
     scorers.forEach(function (sid, k) {
@@ -730,7 +740,7 @@
       if (!score) return;
       var line = el("div");
       line.appendChild(el("span", "mono", sid + " "));
-      line.appendChild(scorePill(score));
+      line.appendChild(scorePill(score, thresholds[k]));
       // a score without a verdict of its own says what it found in its reason (pairwise: which answer is better)
       if (score[1] === "" && score[2]) line.appendChild(el("span", "why", " " + clip(score[2])));
       td.appendChild(line);
@@ -757,7 +767,7 @@
         else verdict.appendChild(el("span", "nil", "not run"));
         tr.appendChild(verdict);
         tr.appendChild(textCell(it ? (it[F.output] === null ? it[F.error] : it[F.output]) : null, it && it[F.output] === null ? "err" : null));
-        tr.appendChild(scoreList(self.scorers[v], it));
+        tr.appendChild(scoreList(self.scorers[v], self.thresholds[v], it));
       });
       tbody.appendChild(tr);
       if (self.open.has(row.id)) tbody.appendChild(self.answers(row, width));
@@ -785,7 +795,7 @@
         if (!score) return;
         var line = el("p", "side-score");
         line.appendChild(el("span", "mono", sid + " "));
-        line.appendChild(scorePill(score));
+        line.appendChild(scorePill(score, self.thresholds[v][k]));
         if (score[2]) line.appendChild(el("span", "why", " " + score[2]));
         box.appendChild(line);
       });
