@@ -122,3 +122,20 @@ def test_history_of_an_empty_store_and_an_unwritable_page(tmp_path):
     done = run_cli("history", "--html", "blocked/history.html", cwd=tmp_path)
     assert done.returncode == 2 and done.stderr.startswith("error: cannot write blocked/history.html: ")
     assert "Traceback" not in done.stderr and not Path(tmp_path / "blocked" / "history.html").exists()
+
+
+def test_the_history_and_compare_pages_fit_a_phone_screen(browser, stored, tmp_path):  # noqa: F811
+    """At 390 px a wide table or chart scrolls inside its card: the page itself does not scroll sideways."""
+    folder, runs = stored
+    assert run_cli("history", "--html", str(tmp_path / "history.html"), cwd=folder).returncode == 0
+    done = run_cli("compare", runs[0], runs[-1], "--format", "html", cwd=folder)
+    assert done.returncode in (0, 1), done.stderr
+    (tmp_path / "compare.html").write_text(done.stdout, encoding="utf-8")
+    for name, table in (("history.html", "table.runs"), ("compare.html", "table.verdicts")):
+        with open_report(browser, str(tmp_path / name), width=390) as opened:
+            page = opened.page
+            assert page.locator(table).first.evaluate("t => t.scrollWidth") > 390, "the table is wider than the screen"
+            assert page.evaluate("document.documentElement.scrollWidth") <= 390, name
+            if name == "history.html":  # the chart keeps a width at which its labels can be read, and scrolls
+                assert page.locator("figure.history-chart svg").first.bounding_box()["width"] >= 480
+            opened.assert_quiet()
