@@ -64,3 +64,24 @@ def test_the_filters_show_where_the_variants_disagree(browser, demo):  # noqa: F
         section.locator("select.side-filter").select_option("regressed")  # the baseline never passed where others failed
         assert section.locator("tr.side-row").count() == 0
         opened.assert_quiet()
+
+
+def test_the_side_by_side_rows_work_from_the_keyboard(browser, demo):  # noqa: F811
+    with open_report(browser, str(demo)) as opened:
+        section, keyboard = opened.page.locator("section.variants"), opened.page.keyboard
+        assert section.locator("[data-side-page=prev]").is_disabled()  # one page: nowhere to go
+        assert section.locator("[data-side-page=next]").is_disabled()
+        first = section.locator("tr.side-row").first
+        first.focus()
+        keyboard.press("Enter")
+        assert section.locator(".side-detail").count() == 1
+        assert first.get_attribute("aria-expanded") == "true"
+        assert opened.page.evaluate("document.activeElement.getAttribute('data-id')") == first.get_attribute("data-id")
+        keyboard.press("ArrowDown")
+        second = section.locator("tr.side-row").nth(1)
+        assert opened.page.evaluate("document.activeElement.getAttribute('data-id')") == second.get_attribute("data-id")
+        keyboard.press(" ")
+        assert section.locator(".side-detail").count() == 2
+        keyboard.press("Escape")
+        assert section.locator(".side-detail").count() == 1 and second.get_attribute("aria-expanded") == "false"
+        opened.assert_quiet()

@@ -695,18 +695,36 @@
         self.render();
       });
     });
-    section.querySelector(".side-table tbody").addEventListener("click", function (event) {
+    var tbody = section.querySelector(".side-table tbody");
+    tbody.addEventListener("click", function (event) {
       var tr = event.target.closest("tr.side-row");
-      if (!tr) return;
-      var id = tr.getAttribute("data-id");
-      if (self.open.has(id)) self.open.delete(id); else self.open.add(id);
-      self.render();
+      if (tr && !String(window.getSelection())) self.toggle(tr);  // not when selecting text
+    });
+    tbody.addEventListener("keydown", function (event) {  // as in the item table
+      var tr = event.target, key = event.key;
+      if (!tr.classList || !tr.classList.contains("side-row")) return;
+      if (key === "Enter" || key === " " || (key === "Escape" && tr.getAttribute("aria-expanded") === "true")) self.toggle(tr);
+      else if (key === "ArrowDown" || key === "j" || key === "ArrowUp" || key === "k") {
+        var rows = Array.prototype.slice.call(tbody.querySelectorAll("tr.side-row")), at = rows.indexOf(tr);
+        var next = rows[at + (key === "ArrowDown" || key === "j" ? 1 : -1)];
+        if (next) next.focus();
+      } else return;
+      event.preventDefault();
     });
     this.head();
     this.render();
   }
 
   function statusOf(it) { return it ? it[F.status] : null; }
+
+  // Show or hide a row's answers; the row keeps the focus through the new view.
+  SideBySide.prototype.toggle = function (tr) {
+    var id = tr.getAttribute("data-id");
+    if (this.open.has(id)) this.open.delete(id); else this.open.add(id);
+    this.render();
+    var again = this.section.querySelector(".side-table tbody tr.side-row[data-id='" + CSS.escape(id) + "']");
+    if (again) again.focus();
+  };
 
   SideBySide.prototype.matches = function (row) {
     var wanted = this.filter.value, statuses = row.cells.map(statusOf);
@@ -774,6 +792,8 @@
     });
     this.section.querySelector(".side-showing").textContent = fmt(shown.length) + " of " + fmt(this.rows.length) + " items";
     this.section.querySelector(".side-page-of").textContent = "page " + (this.page + 1) + " of " + pages;
+    this.section.querySelector("[data-side-page=prev]").disabled = this.page === 0;
+    this.section.querySelector("[data-side-page=next]").disabled = this.page === pages - 1;
   };
 
   // The variants' full answers next to each other, each with its scores and their reasons.
