@@ -534,6 +534,21 @@ def test_every_figure_fits_its_tile(browser, report, width):
         opened.assert_quiet()
 
 
+@pytest.mark.parametrize("width", [1024, 390])
+def test_an_opened_item_stays_in_sight_in_a_table_wider_than_the_screen(browser, report, width):
+    with open_report(browser, report[0], width=width) as opened:
+        scroller = opened.section().locator(".table-scroll").last
+        assert scroller.evaluate("box => box.scrollWidth > box.clientWidth"), "the table scrolls sideways"
+        opened.rows().first.click()
+        grid = opened.section().locator("tr.detail .detail-grid")
+        for scrolled in ("box => box.scrollLeft = 0", "box => box.scrollLeft = box.scrollWidth"):
+            scroller.evaluate(scrolled)
+            seen, shown = scroller.bounding_box(), grid.bounding_box()
+            assert seen["x"] <= shown["x"] and shown["x"] + shown["width"] <= seen["x"] + seen["width"], scrolled
+            assert shown["width"] >= min(260, seen["width"] - 40)
+        opened.assert_quiet()
+
+
 def test_a_score_reads_on_its_side_of_the_threshold(browser, tmp_path):
     """A score just under a threshold of 0.999 reads 0.998 beside its cross, not 1.00; the
     threshold reads 0.999, not 1.00."""

@@ -168,7 +168,12 @@
     this.thresholds = exp.thresholds;  // of each scorer, or null
     this.tbody = section.querySelector(".items-table tbody");
     // keep the three text columns readable however many scorer columns there are (scrolls sideways)
-    section.querySelector(".items-table").style.minWidth = (920 + 124 * this.scorers.length) + "px";
+    var table = section.querySelector(".items-table"), scroller = table.parentNode;
+    table.style.minWidth = (920 + 124 * this.scorers.length) + "px";
+    // an opened item stays within the visible part of a table wider than its box (CSS: .detail-grid)
+    function fit() { section.style.setProperty("--detail-width", Math.max(260, scroller.clientWidth - 34) + "px"); }
+    fit();
+    window.addEventListener("resize", fit);
     this.columns = section.querySelectorAll(".items-table thead th").length;
     this.search = section.querySelector("input.search");
     this.showing = section.querySelector(".showing");
