@@ -483,6 +483,7 @@ class Target:
     passed: bool | None       # None: skipped
     unit: str = "s"
     note: str = ""
+    reference: bool = False   # what the machine allows without yamleval: shown, not counted
 
 
 @dataclass
@@ -500,8 +501,9 @@ class Suite:
     def path(self, name: str) -> str:
         return os.path.join(self.folder, name)
 
-    def target(self, id: str, measured, baseline, ratio, goal: str, passed, unit: str = "s", note: str = ""):
-        self.targets.append(Target(id, measured, baseline, ratio, goal, passed, unit, note))
+    def target(self, id: str, measured, baseline, ratio, goal: str, passed, unit: str = "s", note: str = "",
+               reference: bool = False):
+        self.targets.append(Target(id, measured, baseline, ratio, goal, passed, unit, note, reference))
 
     def say(self, line: str) -> None:
         self.lines.append(line)
@@ -828,7 +830,8 @@ def workload_m(suite: Suite) -> None:
     suite.target(f"M http {M_VARIANTS} variants wall", wall, ideal, wall / ideal, f"<= {M_RATIO:g}x ideal",
                  wall / ideal <= M_RATIO)
     suite.target(f"M {M_VARIANTS * W2_ITEMS:,} calls from ThreadPoolExecutor({W2_CONCURRENCY}) + requests (no yamleval), wall",
-                 med(pool, 0), ideal, med(pool, 0) / ideal, f"<= {M_RATIO:g}x ideal", med(pool, 0) / ideal <= M_RATIO)
+                 med(pool, 0), ideal, med(pool, 0) / ideal, f"<= {M_RATIO:g}x ideal", med(pool, 0) / ideal <= M_RATIO,
+                 reference=True)
     one = med(http[1], 0)
     suite.say(f"M   {size:,} items (all four reports): 1 variant {seconds(runs[1])} {med(runs[1], 1):.0f} MiB, "
               f"{M_VARIANTS} variants {seconds(runs[M_VARIANTS])} {med(runs[M_VARIANTS], 1):.0f} MiB")
@@ -998,7 +1001,8 @@ def workload_d(suite: Suite) -> None:
     for name in ("plain ray", "plain ray, working_dir"):
         wall = med(walls[name, size], 0)
         suite.target(f"D {size} tasks on {name} (no yamleval), wall", wall, local, wall / local,
-                     f">= {D_SPEEDUP:g}x faster", local / wall >= D_SPEEDUP, note=f"{local / wall:.2f}x faster")
+                     f">= {D_SPEEDUP:g}x faster", local / wall >= D_SPEEDUP, note=f"{local / wall:.2f}x faster",
+                     reference=True)
     suite.say(f"D   {size} items x {D_BURN * 1000:.0f} ms CPU: local pool (concurrency 2) {seconds(walls['local', size])},"
               f" 2 Ray workers (4 in flight) {seconds(walls['ray', size])}: {local / ray:.2f}x faster; "
               f"{2 * size} items: {seconds(walls['local', 2 * size])} and {seconds(walls['ray', 2 * size])}; "
@@ -1318,7 +1322,8 @@ def shown(value: float | None, unit: str) -> str:
 
 
 def verdict(target: Target) -> str:
-    return "SKIP" if target.passed is None else ("PASS" if target.passed else "FAIL")
+    verdict = "SKIP" if target.passed is None else ("PASS" if target.passed else "FAIL")
+    return f"({verdict})" if target.reference else verdict
 
 
 def print_table(targets: list[Target]) -> None:
@@ -1410,7 +1415,7 @@ def main(argv=None) -> int:
             print(f"files kept in {folder}")
         else:
             shutil.rmtree(folder, ignore_errors=True)
-    return 0 if suite.targets and all(t.passed is not False for t in suite.targets) else 1
+    return 0 if suite.targets and all(t.passed is not False or t.reference for t in suite.targets) else 1
 
 
 if __name__ == "__main__":

@@ -592,3 +592,25 @@ def test_every_item_past_its_timeout_is_an_error_whatever_the_load(write_config)
     assert result.summary.completed == 300
     assert result.summary.passed == 0 and result.summary.errored == 300
     assert {r.error for r in result.items} == {"timed out after 0.001s (in the runner)"}
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_a_recording_that_fails_stops_the_run_without_a_hang_and_keeps_the_failure(concurrency):
+    """``record`` raising (as when the state a run shares on Ray is gone): every finished result is
+    still offered to it, no new item starts, and the failure is kept for the run to report."""
+    from yamleval.errors import YamlevalError
+
+    executor = yamleval.executor.LocalExecutor(concurrency, timeout=None)
+    offered = []
+
+    def record(result):
+        offered.append(result)
+        raise YamlevalError("gone")
+
+    done = threading.Event()
+    worker = threading.Thread(target=lambda: (executor.run(iter(range(100)), lambda item, slot: item, record,
+                                                           lambda item, why, ms: item), done.set()), daemon=True)
+    worker.start()
+    assert done.wait(60), "the run hung"
+    assert str(executor.failure) == "gone"
+    assert 1 <= len(offered) <= 1 + 2 * concurrency  # it stopped taking items at the first failure

@@ -55,14 +55,30 @@ def with_token(input, token):
     return f"{input}:{token}"
 
 
-def ends_the_run_state(input):
-    """On the input "end", kill the run's own actor (the one its rate limits and task starts live in)."""
-    time.sleep(0.3)
-    if input == "end":
-        import ray
-        from yamleval import throttle
+def _wait_for(path, seconds=60):
+    until = time.monotonic() + seconds
+    while not os.path.exists(path) and time.monotonic() < until:
+        time.sleep(0.05)
 
+
+def ends_the_run_state(input, folder):
+    """Take a turn at a rate limit (the run's actor keeps it). "end" kills that actor once "c" is
+    running and the driver knows both have started; "c" asks for its turn after that."""
+    import ray
+    from yamleval import throttle
+
+    limiter = throttle.limiter(("test-endpoint",), throttle.RateLimit(6000), False)
+    if input == "end":
+        _wait_for(os.path.join(folder, "c-started"))
+        time.sleep(1.5)  # the driver looks at the tasks' starts at least once a second
         ray.kill(throttle.shared().actor, no_restart=True)
+        open(os.path.join(folder, "killed"), "w").close()
+        time.sleep(30)  # cancelled when the run stops
+        return input
+    if input == "c":
+        open(os.path.join(folder, "c-started"), "w").close()
+        _wait_for(os.path.join(folder, "killed"))
+    limiter.release(limiter.acquire(), 200)
     return input
 '''
 
@@ -282,15 +298,15 @@ def test_when_the_runs_actor_dies_the_run_stops_keeping_what_finished_without_a_
     folder = project(tmp_path / "p", """
         experiments:
           - id: lost
-            concurrency: 1
+            concurrency: 2
             executor: {uses: ray}
             dataset: {items: [%s]}
-            runner: ray_plugins:ends_the_run_state
+            runner: {uses: ray_plugins:ends_the_run_state, with: {folder: %s}}
             scorers: [exact_match]
           - id: after
             dataset: {items: [{id: a, input: a}]}
             runner: echo
-        """ % items)
+        """ % (items, json.dumps(str(tmp_path))))
     done = run_cli("run", "--ray-address", ray_cluster.address, cwd=folder, timeout=180, **ray_cluster.env)
     assert done.returncode == 3, done.stderr
     assert "Traceback" not in done.stderr
@@ -302,8 +318,9 @@ def test_when_the_runs_actor_dies_the_run_stops_keeping_what_finished_without_a_
     [experiment] = results(folder)["experiments"]  # the run stopped there
     assert experiment["aborted"].startswith(message)
     stored = [(i["id"], i["status"]) for i in experiment["items"]]
-    assert stored == [("a", "passed"), ("b", "passed"), ("end", "passed")]  # what finished, and no item an error
-    assert experiment["summary"]["completed"] == 3 and not experiment["passed"]
+    # what finished; "c" found the actor gone on its worker, and is not an error of its own
+    assert (tmp_path / "killed").exists() and stored == [("a", "passed"), ("b", "passed")]
+    assert experiment["summary"]["completed"] == 2 and not experiment["passed"]
 
 
 def test_a_run_without_an_address_starts_ray_for_itself_and_ends_it(tmp_path):

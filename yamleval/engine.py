@@ -18,7 +18,7 @@ from yamleval.calls import ItemContext, close_thread_loop
 from yamleval.executor import LocalExecutor, Slot
 from yamleval.plan import Prepared
 from yamleval.redaction import redact_experiment, redact_item
-from yamleval.errors import ExitCode, UsageError, describe_exception
+from yamleval.errors import ExitCode, UsageError, YamlevalError, describe_exception
 from yamleval.sharding import Shard
 from yamleval.scoring import as_usage, error_result, item_status, score_output
 from yamleval.types import ExperimentResult, Item, ItemList, ItemResult, RunnerResult, Usage, now
@@ -269,6 +269,12 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
         if keep_items:
             results.append(result)
         aggregator.add(result)
+        lost = None
+        try:
+            if halted():
+                executor.halt()
+        except YamlevalError as exc:  # the endpoints' records, kept elsewhere (Ray), are gone: after this item
+            lost = exc
         if budgets and not over_budget:
             check_budgets()
         if on_item is not None:
@@ -281,8 +287,8 @@ def run_experiment(prepared: Prepared, *, concurrency: int | None = None, limit:
                 on_progress(aggregator.completed, total)
             except Exception as exc:
                 warn_callback("on_progress", exc)
-        if halted():  # last: when the endpoints' records are kept elsewhere (Ray), asking may fail
-            executor.halt()
+        if lost is not None:
+            raise lost
 
     started_at, started, calls = now(), time.perf_counter(), throttle.snapshot()
     endpoint_counts = endpoints.snapshot()

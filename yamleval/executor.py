@@ -170,7 +170,12 @@ class LocalExecutor:
 
     def _record_finished(self) -> None:
         while self._finished and not self._closed:
-            self._record(self._finished.popleft())
+            try:
+                self._record(self._finished.popleft())
+            except Exception as exc:  # after it kept the result (a shared state that is gone): the run stops
+                if self.failure is None:
+                    self.failure = exc
+                self._taking = False
 
     def _watch(self, ended: threading.Event) -> None:
         """Until the run ends: give up on the items past their timeout."""

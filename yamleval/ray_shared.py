@@ -114,12 +114,16 @@ lost: StateLost | None = None  # set when this process finds the actor gone; ``r
 
 
 def get(ref):
-    """``ray.get`` of a call to the run's actor; StateLost when the actor is gone."""
+    """``ray.get`` of a call to the run's actor; StateLost when the actor is gone (or still out
+    of reach after a few seconds: Ray says an unavailable actor may come back)."""
     import ray
+    import tenacity
 
     global lost
+    waiting = tenacity.Retrying(stop=tenacity.stop_after_attempt(4), wait=tenacity.wait_fixed(1), reraise=True,
+                                retry=tenacity.retry_if_exception_type(ray.exceptions.ActorUnavailableError))
     try:
-        return ray.get(ref)
+        return waiting(ray.get, ref)
     except ray.exceptions.RayActorError as exc:
         lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
         why = lines[0].rstrip(".") if lines else describe_exception(exc)

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import assert_golden, run_cli
 from yamleval.aggregate import Aggregator
-from yamleval.reporting import export
+from yamleval.reporting import export, html_data
 from yamleval.types import ExperimentResult, Item, ItemResult, ItemResults, ScoreResult
 
 GOLDEN = Path(__file__).parent.parent / "data" / "export"
@@ -94,6 +94,15 @@ def test_no_text_becomes_a_spreadsheet_formula(tmp_path):
     assert float(rows[0]["latency_ms"]) >= 0  # numbers stay numbers
     lines = run_cli("export", "--format", "jsonl", cwd=tmp_path).stdout.splitlines()
     assert [json.loads(line)["output"] for line in lines] == texts  # JSON lines keep every text as it is
+
+
+@pytest.mark.parametrize("score, threshold, shown", [
+    (0.123456, None, 0.1235), (0.99896, 0.999, 0.99896), (0.9990004, 0.999, 0.999), (0.79999996, 0.8, 0.79999996),
+    (1.0, 0.999, 1), (0.5, 0.9, 0.5)])
+def test_a_score_is_written_on_its_side_of_the_threshold(score, threshold, shown):
+    """To 4 decimals, unless that would carry a failing score up to its threshold."""
+    value = html_data.score_value(ScoreResult("s", "success", score, score >= (threshold or 0), threshold))
+    assert value == shown and (threshold is None or (value >= threshold) == (score >= threshold))
 
 
 def test_an_unknown_experiment_is_a_usage_error(stored):

@@ -93,7 +93,7 @@ def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
     summary = result.summary
     counts = {"passed": summary.passed, "failed": summary.failed, "error": summary.errored,
               "skipped": summary.skipped}
-    scorers = [{"id": sid, "name": s.name, "threshold": f"{s.threshold:g}" if s.threshold is not None else "—",
+    scorers = [{"id": sid, "name": s.name, "threshold": format(s.threshold, ".15g") if s.threshold is not None else "—",
                 "mean": figures.number(s.mean), "min": figures.number(s.min), "max": figures.number(s.max),
                 "corpus": None if s.corpus is None else figures.number(s.corpus),
                 "pass_rate": figures.percent(s.pass_rate), "passed": s.passed, "failed": s.failed,

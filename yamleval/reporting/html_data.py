@@ -67,8 +67,15 @@ def _verdict(score: ScoreResult) -> str:
 
 
 def score_value(score: ScoreResult) -> float | None:
-    """A score as the page and exports show it: to 4 decimals."""
-    return None if score.score is None else round(score.score, 4)
+    """A score as the page and exports show it: to 4 decimals, or as many more as it takes to
+    stay on its side of the threshold (0.99996 under 0.9999 is not 0.9999)."""
+    if score.score is None:
+        return None
+    value, digits = round(score.score, 4), 4
+    while score.threshold is not None and (value >= score.threshold) != (score.score >= score.threshold) and digits < 17:
+        digits += 1
+        value = round(score.score, digits)
+    return value
 
 
 def _score_cell(score: ScoreResult | None, text: Texts) -> list[Any] | None:
