@@ -85,3 +85,34 @@ def test_the_side_by_side_rows_work_from_the_keyboard(browser, demo):  # noqa: F
         keyboard.press("Escape")
         assert section.locator(".side-detail").count() == 1 and second.get_attribute("aria-expanded") == "false"
         opened.assert_quiet()
+
+
+def test_the_side_by_side_pager_goes_as_far_as_there_are_pages(browser, tmp_path):  # noqa: F811
+    items = ", ".join(f"{{id: i{n:02d}, input: q{n}, expected: q{n}}}" for n in range(60))
+    (tmp_path / "evals.yaml").write_text(f"""
+reports: {{formats: [html]}}
+experiments:
+  - id: many
+    dataset: {{items: [{items}]}}
+    runner: {{uses: echo, with: {{output: "{{{{ vars.prefix }}}}{{{{ input }}}}"}}}}
+    vars: {{prefix: ""}}
+    variants:
+      - {{id: plain}}
+      - {{id: marked, vars: {{prefix: "x-"}}}}
+    scorers: [exact_match]
+""", encoding="utf-8")
+    done = run_cli("run", "-q", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    with open_report(browser, str(tmp_path / "reports" / "report.html")) as opened:
+        section = opened.page.locator("section.variants")
+        prev, next_ = section.locator("[data-side-page=prev]"), section.locator("[data-side-page=next]")
+        assert section.locator(".side-page-of").inner_text() == "page 1 of 2"
+        assert prev.is_disabled() and next_.is_enabled()
+        assert section.locator("tr.side-row").count() == 50
+        next_.click()
+        assert section.locator(".side-page-of").inner_text() == "page 2 of 2"
+        assert prev.is_enabled() and next_.is_disabled()
+        assert section.locator("tr.side-row").count() == 10
+        prev.click()
+        assert section.locator("tr.side-row").first.get_attribute("data-id") == "i00"
+        opened.assert_quiet()
