@@ -360,5 +360,4 @@ def _cause(exc: BaseException) -> str:
     cause = getattr(exc, "cause", None)
     if isinstance(cause, BaseException) and not isinstance(cause, type(exc)):
         return describe_exception(cause)
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__
+    return ray_shared.first_line(exc)

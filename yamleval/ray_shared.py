@@ -113,23 +113,24 @@ class StateLost(YamlevalError):
 lost: StateLost | None = None  # set when this process finds the actor gone; ``ray_executor._run_unit`` asks
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of what Ray says of a failure, without its boilerplate."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else describe_exception(exc)
+
+
 def get(ref):
-    """``ray.get`` of a call to the run's actor; StateLost when the actor is gone (or still out
-    of reach after a few seconds: Ray says an unavailable actor may come back)."""
+    """``ray.get`` of a call to the run's actor; StateLost when the actor is gone or out of reach
+    (the answer to a call is kept as it came: asking for it again gives the same)."""
     import ray
-    import tenacity
 
     global lost
-    waiting = tenacity.Retrying(stop=tenacity.stop_after_attempt(4), wait=tenacity.wait_fixed(1), reraise=True,
-                                retry=tenacity.retry_if_exception_type(ray.exceptions.ActorUnavailableError))
     try:
-        return waiting(ray.get, ref)
+        return ray.get(ref)
     except ray.exceptions.RayActorError as exc:
-        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-        why = lines[0].rstrip(".") if lines else describe_exception(exc)
+        why = first_line(exc).rstrip(".")
         lost = StateLost(why[:1].lower() + why[1:])
         raise lost from None
-
 
 
 class SharedLimiters:

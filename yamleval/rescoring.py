@@ -14,8 +14,8 @@ from typing import Iterable, Iterator, Sequence
 
 from yamleval.errors import UsageError, display_path
 from yamleval.runs import (DEFAULT_STORE, RunOutcome, RunWatcher, finish_run, finished_experiment, git_state, new_run,
-                           now, open_outputs)
-from yamleval.types import ExperimentResult, ItemResult, RunInfo
+                           open_outputs)
+from yamleval.types import ExperimentResult, ItemResult, RunInfo, now
 
 
 def rescore_run(project, source: str, wanted: Sequence[str] = (), *, store: str | None = None,

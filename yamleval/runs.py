@@ -20,7 +20,7 @@ from typing import Any, Sequence
 from yamleval import __version__
 from yamleval.errors import UsageError, display_path
 from yamleval.outcome import ReportsInterrupted, RunOutcome, RunWatcher  # noqa: F401  (the lifecycle's types)
-from yamleval.types import CacheUse, ExperimentResult, ItemResult, RunInfo, now  # noqa: F401  (now: rescoring's too)
+from yamleval.types import CacheUse, ExperimentResult, ItemResult, RunInfo, now
 
 DEFAULT_STORE = os.path.join(".yamleval", "results.db")
 

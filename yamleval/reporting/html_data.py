@@ -12,7 +12,7 @@ import math
 from typing import IO, Any, Sequence
 
 from yamleval.aggregate import field_values
-from yamleval.reporting.text import as_text
+from yamleval.reporting.text import as_text, side_digits
 from yamleval.reporting.trajectory import read_trajectory
 from yamleval.types import ItemResult, ScoreResult
 
@@ -71,11 +71,7 @@ def score_value(score: ScoreResult) -> float | None:
     stay on its side of the threshold (0.99996 under 0.9999 is not 0.9999)."""
     if score.score is None:
         return None
-    value, digits = round(score.score, 4), 4
-    while score.threshold is not None and (value >= score.threshold) != (score.score >= score.threshold) and digits < 17:
-        digits += 1
-        value = round(score.score, digits)
-    return value
+    return round(score.score, 4 if score.threshold is None else side_digits(score.score, score.threshold, 4, 17))
 
 
 def _score_cell(score: ScoreResult | None, text: Texts) -> list[Any] | None:

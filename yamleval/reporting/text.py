@@ -95,14 +95,20 @@ def score_text(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
+def side_digits(score: float, threshold: float, least: int, most: int) -> int:
+    """The fewest decimals from ``least`` (at most ``most``) at which ``score`` rounds to the
+    side of ``threshold`` that it is on: 0.0996 under 0.1 needs 4, not the 3 of ``0.100``."""
+    for digits in range(least, most):
+        if (round(score, digits) >= threshold) == (score >= threshold):
+            return digits
+    return most
+
+
 def below(score: float, threshold: float) -> str:
     """``score`` (below ``threshold``) with three decimals, or as many more as it takes not to
     read as the threshold itself: 0.0996 under 0.1 is ``0.0996``, not ``0.100``."""
-    for digits in range(3, 10):
-        text = f"{score:.{digits}f}"
-        if float(text) < threshold:
-            return text
-    return repr(score)
+    text = f"{score:.{side_digits(score, threshold, 3, 9)}f}"
+    return text if float(text) < threshold else repr(score)
 
 
 def item_message(result: ItemResult) -> str:

@@ -318,9 +318,9 @@
     else if (key === "ArrowUp" || key === "k") { focusRow(row, -1); event.preventDefault(); }
   };
 
-  function focusRow(row, step) {
+  function focusRow(row, step, cls) {  // the next (or previous) row of class ``cls`` (default: "row")
     var next = step > 0 ? row.nextElementSibling : row.previousElementSibling;
-    while (next && !next.classList.contains("row")) next = step > 0 ? next.nextElementSibling : next.previousElementSibling;
+    while (next && !next.classList.contains(cls || "row")) next = step > 0 ? next.nextElementSibling : next.previousElementSibling;
     if (next) next.focus();
   }
 
@@ -709,11 +709,9 @@
       var tr = event.target, key = event.key;
       if (!tr.classList || !tr.classList.contains("side-row")) return;
       if (key === "Enter" || key === " " || (key === "Escape" && tr.getAttribute("aria-expanded") === "true")) self.toggle(tr);
-      else if (key === "ArrowDown" || key === "j" || key === "ArrowUp" || key === "k") {
-        var rows = Array.prototype.slice.call(tbody.querySelectorAll("tr.side-row")), at = rows.indexOf(tr);
-        var next = rows[at + (key === "ArrowDown" || key === "j" ? 1 : -1)];
-        if (next) next.focus();
-      } else return;
+      else if (key === "ArrowDown" || key === "j") focusRow(tr, 1, "side-row");
+      else if (key === "ArrowUp" || key === "k") focusRow(tr, -1, "side-row");
+      else return;
       event.preventDefault();
     });
     this.head();
