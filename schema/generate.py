@@ -22,7 +22,8 @@ import sys
 import typing
 from pathlib import Path
 
-from yamleval import calls, plugins
+from yamleval.plugins import calls
+from yamleval.plugins import registry as plugins
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_FILES = (ROOT / "schema" / "yamleval.schema.json", ROOT / "yamleval" / "config" / "yamleval.schema.json")

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from yamleval import aggregate, stats
-from yamleval.aggregate import Aggregator
-from yamleval.types import Item, ItemResult, ScoreResult, Usage
+from yamleval.analysis import aggregate
+from yamleval.analysis import stats
+from yamleval.analysis.aggregate import Aggregator
+from yamleval.records.types import Item, ItemResult, ScoreResult, Usage
 
 
 def result(index, status, latency, scores=(), usage=None):
@@ -88,7 +89,8 @@ def test_large_runs_keep_exact_order_independent_means_and_percentiles():
     import math
     import random
 
-    from yamleval import aggregate, stats
+    from yamleval.analysis import aggregate
+    from yamleval.analysis import stats
 
     rng = random.Random(7)
     n = aggregate.RUN * 2 + 123
@@ -122,7 +124,7 @@ def test_large_runs_keep_exact_order_independent_means_and_percentiles():
 def test_exact_parts_keep_the_exact_sum():
     from fractions import Fraction
 
-    from yamleval.aggregate import exact_parts
+    from yamleval.analysis.aggregate import exact_parts
 
     values = [1e16, 1.0, -1e16, 3.5e-20, 0.1, 0.2, -0.3, 1e300, -1e300, 2.0 ** -1074]
     parts = exact_parts(values)

@@ -534,7 +534,7 @@ def _two_stored_runs(write_config, tmp_path, failing_before: int, failing_after:
         (tmp_path / name).write_text("".join(json.dumps(row) + "\n" for row in rows))
         write_config(config.replace("DATA", name))
         assert run_cli("run", "-q", cwd=tmp_path).returncode == (1 if failing else 0)
-    from yamleval.store import Store
+    from yamleval.store.writer import Store
 
     store = Store(str(tmp_path / "r.db"))
     candidate, base = (run.run_id for run in store.runs(2))

@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from yamleval import compare
-from yamleval.types import (ExperimentResult, Item, ItemList, ItemResult, LatencySummary, RunInfo, ScorerSummary,
+from yamleval.analysis import compare
+from yamleval.records.types import (ExperimentResult, Item, ItemList, ItemResult, LatencySummary, RunInfo, ScorerSummary,
                             ScoreResult, Summary, Usage)
 
 RUN = RunInfo("run", "completed", "2024-01-01T00:00:00Z")

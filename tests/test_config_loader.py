@@ -8,7 +8,7 @@ import pytest
 import yamleval
 from conftest import run_cli
 from yamleval.config.loader import load_project
-from yamleval.errors import ConfigError
+from yamleval.records.errors import ConfigError
 
 
 def test_defaults_are_inherited_and_overridden(write_config):

@@ -9,11 +9,12 @@ import pytest
 
 import yamleval
 from conftest import run_cli
-from yamleval import criteria, stats
-from yamleval.aggregate import Aggregator
+from yamleval.engine import criteria
+from yamleval.analysis import stats
+from yamleval.analysis.aggregate import Aggregator
 from yamleval.config.model import CriterionSpec
 from yamleval.reporting.text import criterion_message, criterion_name
-from yamleval.types import Item, ItemResult
+from yamleval.records.types import Item, ItemResult
 
 
 def run(write_config, runner: str, criterion: str, scorers: str = "[exact_match]"):

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from yamleval.config.loader import load_project
-from yamleval.errors import ConfigError
+from yamleval.records.errors import ConfigError
 
 
 def items_of(write_config, dataset_yaml: str, limit=None):
@@ -17,7 +17,7 @@ def items_of(write_config, dataset_yaml: str, limit=None):
             runner: echo
     """)
     [experiment] = load_project([path]).experiments
-    from yamleval.plan import prepare
+    from yamleval.engine.plan import prepare
 
     return list(prepare(experiment).open_dataset(limit))
 

@@ -11,8 +11,8 @@ import time
 import pytest
 
 import yamleval
-import yamleval.executor
-from yamleval.records import encode_record
+import yamleval.executors.local
+from yamleval.records.codec import encode_record
 
 
 def run(write_config, body: str, **options):
@@ -530,12 +530,12 @@ def test_judge_tokens_and_costs_are_summed_apart_from_the_runners(write_config):
 def test_a_template_of_one_name_renders_as_jinja_would(write_config):
     """``{{ input }}`` is rendered without Jinja; the text is what Jinja gives (str of the value),
     and a name that is not there is Jinja's error on that item."""
-    from yamleval.templating import compile_value
+    from yamleval.plugins.templating import compile_value
 
     for template in ("{{ input }}", "{{input}}", "{{  input\t}}"):
         render = compile_value({"q": template, "n": [template]})
         for value in ("text", 3, 2.5, None, True, {"a": [1]}, "{{ not rendered }}"):
-            jinja = __import__("yamleval.templating", fromlist=["_jinja"])._jinja(template)
+            jinja = __import__("yamleval.plugins.templating", fromlist=["_jinja"])._jinja(template)
             assert render({"input": value}) == {"q": jinja({"input": value}), "n": [jinja({"input": value})]}
     with pytest.raises(Exception, match="'missing' is undefined"):
         compile_value("{{ missing }}")({"input": "x"})
@@ -598,9 +598,9 @@ def test_every_item_past_its_timeout_is_an_error_whatever_the_load(write_config)
 def test_a_recording_that_fails_stops_the_run_without_a_hang_and_keeps_the_failure(concurrency):
     """``record`` raising (as when the state a run shares on Ray is gone): every finished result is
     still offered to it, no new item starts, and the failure is kept for the run to report."""
-    from yamleval.errors import YamlevalError
+    from yamleval.records.errors import YamlevalError
 
-    executor = yamleval.executor.LocalExecutor(concurrency, timeout=None)
+    executor = yamleval.executors.local.LocalExecutor(concurrency, timeout=None)
     offered = []
 
     def record(result):

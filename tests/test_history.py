@@ -114,7 +114,7 @@ def test_the_page_charts_every_run_with_intervals_and_links_the_reports_beside_i
 
 def test_history_of_an_empty_store_and_an_unwritable_page(tmp_path):
     (tmp_path / "evals.yaml").write_text("store: r.db\nexperiments: []\n")
-    from yamleval.store import Store
+    from yamleval.store.writer import Store
 
     Store(str(tmp_path / "r.db")).close()
     assert run_cli("history", cwd=tmp_path).stdout == "no runs yet\n"

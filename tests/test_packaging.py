@@ -13,8 +13,8 @@ import pytest
 
 import yamleval
 from conftest import ROOT, run_cli
-from yamleval import plugins
-from yamleval.store import Store
+from yamleval.plugins import registry as plugins
+from yamleval.store.writer import Store
 
 
 def test_shipped_schema_is_the_top_level_schema():
@@ -91,7 +91,7 @@ def test_an_unknown_name_gets_the_close_one(kind, name, meant):
 
 
 def test_only_the_plugins_used_are_imported():
-    code = ("import sys; from yamleval import plugins; from yamleval.tools import build_tools; "
+    code = ("import sys; from yamleval.plugins import registry as plugins; from yamleval.tools import build_tools; "
             "plugins.load('scorers', 'exact_match'); build_tools(['calculator'], '.'); "
             "print(','.join(m for m in ('yamleval.scorers.judges', 'yamleval.runners.http', "
             "'yamleval.tools.web', 'yamleval.reporting.html') if m in sys.modules))")

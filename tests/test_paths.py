@@ -1,9 +1,9 @@
-"""Dotted paths into JSON replies (yamleval.paths)."""
+"""Dotted paths into JSON replies (yamleval.records.paths)."""
 from __future__ import annotations
 
 import pytest
 
-from yamleval.paths import PathNotFound, lookup
+from yamleval.records.paths import PathNotFound, lookup
 
 REPLY = {"choices": [{"message": {"content": "hi", "role": "bot"}}], "data": {"answer": 42, "0": "zero"},
          "usage": None}

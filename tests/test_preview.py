@@ -17,7 +17,7 @@ import pytest
 from conftest import ROOT, run_cli
 from servers.fixtures import openai_server  # noqa: F401  (a fixture)
 from yamleval.config.loader import load_project
-from yamleval.preview import PLACEHOLDER, preview_experiment
+from yamleval.lifecycle.preview import PLACEHOLDER, preview_experiment
 
 GOLDEN = Path(__file__).parent / "data" / "preview" / "small.expected.txt"
 UPDATE = os.environ.get("YAMLEVAL_UPDATE_GOLDEN") == "1"

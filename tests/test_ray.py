@@ -65,7 +65,7 @@ def ends_the_run_state(input, folder):
     """Take a turn at a rate limit (the run's actor keeps it). "end" kills that actor once "c" is
     running and the driver knows both have started; "c" asks for its turn after that."""
     import ray
-    from yamleval import throttle
+    from yamleval.net import limits as throttle
 
     limiter = throttle.limiter(("test-endpoint",), throttle.RateLimit(6000), False)
     if input == "end":

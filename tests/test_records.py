@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from yamleval.records import encode_record, item_from_record, summary_from_json, summary_to_json
-from yamleval.types import (Breakdown, CriterionResult, Item, ItemResult, LatencySummary, ScoreResult, ScorerSummary,
+from yamleval.records.codec import encode_record, item_from_record, summary_from_json, summary_to_json
+from yamleval.records.types import (Breakdown, CriterionResult, Item, ItemResult, LatencySummary, ScoreResult, ScorerSummary,
                             Slice, Summary, Usage)
 
 CASES = [

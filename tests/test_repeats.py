@@ -9,7 +9,7 @@ import pytest
 
 import yamleval
 from conftest import run_cli
-from yamleval.records import encode_record, item_from_record
+from yamleval.records.codec import encode_record, item_from_record
 
 # CoinFlip answers right for these inputs this many times in 5 calls (fixed by its hash)
 RIGHT_OF_5 = {"q3": 4, "q4": 2, "q6": 3, "q13": 1}
@@ -134,7 +134,7 @@ def test_a_record_keeps_the_repeats_and_reads_back_the_same(write_config):
 
 def test_a_resumed_run_keeps_every_finished_repeat_and_runs_only_the_missing_ones(write_config, tmp_path):
     from yamleval.api import run as run_project
-    from yamleval.runs import RunWatcher
+    from yamleval.lifecycle.run import RunWatcher
 
     log = tmp_path / "calls.log"
     config = write_config(f"""
@@ -186,7 +186,8 @@ def test_acceptance_a_coin_flip_runner_repeated_is_flaky_gated_and_reported(writ
 
 
 def test_scoring_again_scores_each_repeat_and_reduces_them_anew(write_config):
-    from yamleval import engine, plan
+    from yamleval.engine import experiment as engine
+    from yamleval.engine import plan
 
     first = run(write_config, coin_config(reduce="all"))
     [again] = yamleval.load_experiments(write_config(coin_config(reduce="any"), name="again.yaml"))

@@ -16,7 +16,7 @@ import pytest
 from conftest import assert_golden, run_cli
 from servers.fixtures import openai_server  # noqa: F401
 from servers.openai_server import tool_reply
-from yamleval.store import Store
+from yamleval.store.writer import Store
 
 RUNNER = "fixture_plugins.behaviours:noted"
 GOLDEN = Path(__file__).parent / "data" / "rescore"

@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from conftest import DATA, ROOT, assert_golden, bash_step, run_cli
-from yamleval.sharding import Shard, parse
+from yamleval.engine.shards import Shard, parse
 
 GOLDEN = DATA / "sharding"
 

@@ -8,7 +8,7 @@ from scipy import stats as scipy_stats
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.proportion import proportion_confint
 
-from yamleval import stats
+from yamleval.analysis import stats
 
 CLOSE = dict(rel=1e-9, abs=1e-12)
 

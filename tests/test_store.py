@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ElementTree
 import pytest
 
 from conftest import cli_env, run_cli
-from yamleval.store import SCHEMA_VERSION, Store
+from yamleval.store.writer import SCHEMA_VERSION, Store
 
 BIG = """
     store: results.db
@@ -316,7 +316,7 @@ def test_a_newer_database_is_refused(tmp_path, store_at):
         store_at.query("new.db", "INSERT INTO yamleval_schema VALUES (?)", (SCHEMA_VERSION + 1,))
     else:
         store_at.query("new.db", f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
-    from yamleval.errors import UsageError
+    from yamleval.records.errors import UsageError
 
     with pytest.raises(UsageError, match="newer yamleval"):
         Store(store_at.absolute("new.db"))
@@ -575,7 +575,8 @@ def test_runs_are_tagged_when_run_and_afterwards_and_listed_with_their_tags(writ
 
 
 def test_the_api_tags_its_run(write_config, tmp_path, monkeypatch, store_at):
-    from yamleval import api, run_tags
+    from yamleval import api
+    from yamleval.store import tags as run_tags
 
     monkeypatch.chdir(tmp_path)
     outcome = api.run(write_config(store_at.config(TAGGED)), formats=(), tags=["nightly"])
@@ -605,7 +606,7 @@ def test_a_database_of_an_older_schema_opens_and_takes_tags(write_config, tmp_pa
 
 def test_what_compare_reads_of_stored_items_is_what_their_whole_records_say(write_config, tmp_path, store_at):
     from yamleval import api
-    from yamleval.types import ItemList
+    from yamleval.records.types import ItemList
 
     config = write_config(store_at.config(f"""
         store: r.db

@@ -7,9 +7,9 @@ import sqlite3
 import pytest
 
 from conftest import run_cli
-from yamleval.errors import UsageError
-from yamleval.store import Store
-from yamleval.store_errors import cannot
+from yamleval.records.errors import UsageError
+from yamleval.store.writer import Store
+from yamleval.store.errors import cannot
 
 CONFIG = """
     store: results.db

@@ -11,9 +11,9 @@ import pytest
 import yamleval
 from conftest import run_cli
 from servers.throttled import ThrottledServer
-from yamleval import throttle
-from yamleval.console import summary_text
-from yamleval.throttle import Limiter, RateLimit
+from yamleval.net import limits as throttle
+from yamleval.reporting.console import summary_text
+from yamleval.net.limits import Limiter, RateLimit
 
 CONFIG = """
     store: results.db

@@ -9,8 +9,8 @@ from conftest import run_cli
 from yamleval.reporting.text import trajectory_lines
 from yamleval.scorers.tools import tool_call_accuracy
 from yamleval.scorers.trajectory import trajectory
-from yamleval.trace import TraceStep, read_trace, tool_calls
-from yamleval.types import Usage
+from yamleval.records.trace import TraceStep, read_trace, tool_calls
+from yamleval.records.types import Usage
 
 AGENT = [  # what the agent runner records: a call, its result, the answer
     {"type": "model", "step": 1, "text": "", "latency_ms": 3.0, "tokens": {"prompt": 10, "completion": 5},

@@ -11,8 +11,8 @@ import pytest
 
 from servers.fixtures import openai_server  # noqa: F401
 from servers.openai_server import Reply
-from yamleval import transport
-from yamleval.transport import HttpFailure
+from yamleval.net import transport
+from yamleval.net.transport import HttpFailure
 
 SECRET = "s3cret-header-value"
 

@@ -9,9 +9,9 @@ import pytest
 
 from conftest import run_cli
 from yamleval.config.loader import load_project
-from yamleval.errors import UsageError
-from yamleval.runs import run_project, select_experiments
-from yamleval.store import Store
+from yamleval.records.errors import UsageError
+from yamleval.lifecycle.run import run_project, select_experiments
+from yamleval.store.writer import Store
 
 # echo answers its `output:`; `vars.suffix` makes the answer right or wrong
 MATRIX = """\

@@ -10,17 +10,17 @@ from typing import TYPE_CHECKING
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "ConfigError": "yamleval.errors",
-    "ExperimentResult": "yamleval.types",
-    "Item": "yamleval.types",
-    "ItemResult": "yamleval.types",
+    "ConfigError": "yamleval.records.errors",
+    "ExperimentResult": "yamleval.records.types",
+    "Item": "yamleval.records.types",
+    "ItemResult": "yamleval.records.types",
     "Project": "yamleval.config.loader",
-    "RunnerResult": "yamleval.types",
-    "RunOutcome": "yamleval.runs",
-    "RunWatcher": "yamleval.runs",
-    "Score": "yamleval.types",
-    "Usage": "yamleval.types",
-    "YamlevalError": "yamleval.errors",
+    "RunnerResult": "yamleval.records.types",
+    "RunOutcome": "yamleval.lifecycle.run",
+    "RunWatcher": "yamleval.lifecycle.run",
+    "Score": "yamleval.records.types",
+    "Usage": "yamleval.records.types",
+    "YamlevalError": "yamleval.records.errors",
     "load_experiments": "yamleval.api",
     "load_project": "yamleval.config.loader",
     "run": "yamleval.api",
@@ -32,9 +32,9 @@ __all__ = sorted(_EXPORTS) + ["__version__"]
 if TYPE_CHECKING:  # pragma: no cover
     from yamleval.api import load_experiments, run, run_experiment
     from yamleval.config.loader import Project, load_project
-    from yamleval.errors import ConfigError, YamlevalError
-    from yamleval.runs import RunOutcome, RunWatcher
-    from yamleval.types import ExperimentResult, Item, ItemResult, RunnerResult, Score, Usage
+    from yamleval.records.errors import ConfigError, YamlevalError
+    from yamleval.lifecycle.run import RunOutcome, RunWatcher
+    from yamleval.records.types import ExperimentResult, Item, ItemResult, RunnerResult, Score, Usage
 
 
 def __getattr__(name: str):

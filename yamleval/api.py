@@ -14,11 +14,12 @@ import os
 import threading
 from typing import Iterable, Sequence, Union
 
-from yamleval import engine, plan
+from yamleval.engine import experiment as engine
+from yamleval.engine import plan
 from yamleval.config.loader import Project, load_project
 from yamleval.config.model import Experiment
-from yamleval.runs import RunOutcome, RunWatcher, run_project, select_experiments
-from yamleval.types import ExperimentResult
+from yamleval.lifecycle.run import RunOutcome, RunWatcher, run_project, select_experiments
+from yamleval.records.types import ExperimentResult
 
 Paths = Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]]
 
@@ -46,7 +47,7 @@ def run(config: Union[Paths, Project], *, experiments: Sequence[str] | None = No
     (``resume``: a run id or ``latest``), reports written, the run tagged with ``tags``;
     ``shard="2/4"`` runs one shard of the items, as a run named ``run_id`` if given.
     See ``runs.run_project``."""
-    from yamleval import sharding
+    from yamleval.engine import shards as sharding
 
     project = config if isinstance(config, Project) else load_project(_paths(config))
     chosen = None if experiments is None else select_experiments(project, experiments)

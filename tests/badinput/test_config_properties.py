@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 
 import yamleval
 from conftest import ROOT, run_cli
-from yamleval import plan
+from yamleval.engine import plan
 from yamleval.config.loader import load_project
-from yamleval.errors import ConfigError
-from yamleval.records import encode_record
+from yamleval.records.errors import ConfigError
+from yamleval.records.codec import encode_record
 
 pytestmark = pytest.mark.badinput
 

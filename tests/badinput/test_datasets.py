@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import run_cli
-from yamleval import plan
+from yamleval.engine import plan
 from yamleval.config.loader import load_project
-from yamleval.errors import ConfigError
-from yamleval.records import encode
+from yamleval.records.errors import ConfigError
+from yamleval.records.codec import encode
 
 pytestmark = pytest.mark.badinput
 

@@ -17,7 +17,7 @@ import pytest
 
 import yamleval
 from conftest import run_cli
-from yamleval.errors import ConfigError
+from yamleval.records.errors import ConfigError
 
 pytestmark = pytest.mark.badinput
 
@@ -219,7 +219,7 @@ def test_a_score_that_is_not_a_number_from_0_to_1_is_the_items_error(project, va
 
 
 def test_score_metadata_json_cannot_hold_is_written_as_valid_json(project):
-    from yamleval.records import encode_record
+    from yamleval.records.codec import encode_record
 
     items = run(project(["s-meta"]))
     record = _strict_json(encode_record(items["s-meta"]))

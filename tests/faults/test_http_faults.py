@@ -23,7 +23,7 @@ from conftest import run_cli
 from servers.faulty import FaultyServer, answer_for
 from yamleval.models.client import ChatClient, ModelConfig, ModelError
 from yamleval.runners.http import http
-from yamleval.types import Item
+from yamleval.records.types import Item
 
 pytestmark = pytest.mark.faults
 

@@ -8,10 +8,10 @@ import pytest
 
 from servers.fixtures import openai_server  # noqa: F401
 from servers.openai_server import Reply, dropped, error_reply, malformed, text_reply, tool_reply
-from yamleval.errors import ConfigError
+from yamleval.records.errors import ConfigError
 from yamleval.models import ChatClient, ModelConfig, ModelError, Price, StructuredAnswerError, extract_json
-from yamleval.throttle import RateLimit
-from yamleval.types import Usage
+from yamleval.net.limits import RateLimit
+from yamleval.records.types import Usage
 
 KEY = "sk-test-secret-0123456789"
 VERDICT = {

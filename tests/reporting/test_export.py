@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from conftest import assert_golden, run_cli
-from yamleval.aggregate import Aggregator
+from yamleval.analysis.aggregate import Aggregator
 from yamleval.reporting import export, html_data
-from yamleval.types import ExperimentResult, Item, ItemResult, ItemResults, ScoreResult
+from yamleval.records.types import ExperimentResult, Item, ItemResult, ItemResults, ScoreResult
 
 GOLDEN = Path(__file__).parent.parent / "data" / "export"
 CONFIG = """

@@ -17,7 +17,7 @@ import pytest
 
 import yamleval
 from yamleval.reporting import html, html_data, write_reports
-from yamleval.types import RunInfo
+from yamleval.records.types import RunInfo
 
 RUN = RunInfo(run_id="run-42", status="completed", started_at="2026-01-01T00:00:00.000Z",
               completed_at="2026-01-01T00:00:05.000Z", yamleval_version="0.1.0", git_commit="0123abc",
@@ -331,7 +331,7 @@ def test_a_runners_trace_is_embedded_as_the_steps_its_scorers_count(write_config
 
 
 def test_a_step_latency_json_cannot_carry_is_left_out(write_config):
-    from yamleval.types import Item, ItemList, ItemResult
+    from yamleval.records.types import Item, ItemList, ItemResult
 
     [result] = run_all(write_config, MIXED)[1:]
     trace = [{"type": "model", "latency_ms": float("nan")}, {"type": "model", "latency_ms": float("inf")}]

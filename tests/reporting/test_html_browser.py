@@ -19,9 +19,9 @@ import pytest
 import yamleval
 from servers.fixtures import openai_server  # noqa: F401  (a fixture)
 from servers.openai_server import text_reply
-from yamleval import figures
+from yamleval.analysis import figures
 from yamleval.reporting import write_reports
-from yamleval.types import ItemList, RunInfo
+from yamleval.records.types import ItemList, RunInfo
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -16,9 +16,9 @@ from lxml import etree
 
 import yamleval
 from conftest import ROOT, cli_env, run_cli
-from yamleval.errors import UsageError
+from yamleval.records.errors import UsageError
 from yamleval.reporting import junit, text, write_reports
-from yamleval.types import RunInfo
+from yamleval.records.types import RunInfo
 
 XSD = Path(__file__).parents[1] / "data" / "junit" / "junit-10.xsd"  # from the JUnit project, see SOURCE.md
 RUN = RunInfo(run_id="r1", status="completed", started_at="2026-01-01T00:00:00Z", config_hash="c0ffee",

@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 
 import yamleval
-from yamleval.console import summary_text
+from yamleval.reporting.console import summary_text
 from yamleval.reporting import markdown, write_reports
-from yamleval.types import RunInfo
+from yamleval.records.types import RunInfo
 
 RUN = RunInfo(run_id="r1", status="completed", started_at="2026-01-01T00:00:00Z", git_commit="0123456789abcdef")
 

@@ -13,7 +13,7 @@ def test_clean_text_keeps_only_xml_characters_and_marks_cuts():
 
 def test_a_score_just_below_its_threshold_never_reads_as_the_threshold():
     from yamleval.reporting.text import item_message
-    from yamleval.types import Item, ItemResult, ScoreResult
+    from yamleval.records.types import Item, ItemResult, ScoreResult
 
     def message(score: float, threshold: float) -> str:
         return item_message(ItemResult(Item("i", 0, "q"), "failed", "a",

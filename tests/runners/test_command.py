@@ -15,9 +15,9 @@ import pytest
 
 import yamleval
 from conftest import run_cli
-from yamleval.errors import ConfigError
+from yamleval.records.errors import ConfigError
 from yamleval.runners.command import command
-from yamleval.types import Item, RunnerResult
+from yamleval.records.types import Item, RunnerResult
 
 PY = sys.executable
 ITEM = Item(id="q1", index=0, input="hello", expected="HELLO", context=["doc"], metadata={"lang": "en"})
@@ -219,7 +219,7 @@ def test_the_experiment_timeout_kills_the_programs_when_it_gives_up_on_them(writ
 EXITING = """
 import os, signal, sys, threading, time
 from yamleval.runners.command import command
-from yamleval.types import Item
+from yamleval.records.types import Item
 pidfile = sys.argv[1]
 threading.Thread(target=command, args=(Item(id="a", index=0, input="x"),), daemon=True,
                  kwargs={"shell": f"echo $$ > {pidfile}.tmp; mv {pidfile}.tmp {pidfile}; exec sleep 300",
@@ -390,7 +390,7 @@ def test_the_demo_program_shouts(tmp_path):
 
 def test_shell_lines_read_the_item_from_the_environment_not_the_command_line():
     from yamleval.runners.command import command
-    from yamleval.types import Item
+    from yamleval.records.types import Item
 
     hostile = 'x"; echo INJECTED; echo "'
     result = command(Item(id="a-1", index=0, input=hostile), shell='printf "%s|%s" "$YAMLEVAL_ITEM_ID" "$YAMLEVAL_INPUT"',

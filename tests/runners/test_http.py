@@ -13,8 +13,8 @@ import pytest
 
 import yamleval
 from yamleval.runners.http import http
-from yamleval.paths import PathNotFound
-from yamleval.types import Item, RunnerResult, Usage
+from yamleval.records.paths import PathNotFound
+from yamleval.records.types import Item, RunnerResult, Usage
 
 ITEM = Item(id="q1", index=0, input="hello")
 DROP = object()   # a reply that closes the connection without answering

@@ -8,7 +8,7 @@ import pytest
 import yamleval
 from servers.fixtures import openai_server  # noqa: F401
 from servers.openai_server import error_reply, text_reply, tool_reply
-from yamleval.errors import ConfigError
+from yamleval.records.errors import ConfigError
 
 KEY = "sk-runner-test-secret-42"
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from conftest import run_cli
-from yamleval.plugins import OptionError
+from yamleval.plugins.registry import OptionError
 from yamleval.scorers.checks import (
     JSON_STARTS,
     contains_json,
@@ -17,7 +17,7 @@ from yamleval.scorers.checks import (
     latency,
     length,
 )
-from yamleval.types import Score, Usage
+from yamleval.records.types import Score, Usage
 
 SCHEMA = {"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}}
 

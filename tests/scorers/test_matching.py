@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from conftest import assert_golden, run_cli
-from yamleval.plugins import OptionError
+from yamleval.plugins.registry import OptionError
 from yamleval.scorers.answer import answer
 from yamleval.scorers.normalize import normalizer
 from yamleval.scorers.text import contains, contains_all, contains_any, exact_match, starts_with
-from yamleval.types import Score
+from yamleval.records.types import Score
 
 GOLDEN = Path(__file__).parent.parent / "data" / "scorers"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from yamleval.config.loader import load_project
-from yamleval.runs import run_project
+from yamleval.lifecycle.run import run_project
 
 CONFIG = """\
 version: 1
@@ -85,7 +85,7 @@ def test_a_failing_judge_is_an_error_on_the_items_pairwise_score_not_a_crash(wri
 
 
 def test_a_rescored_run_judges_each_variant_against_the_baseline_it_stored(write_config, tmp_path):
-    from yamleval.rescoring import rescore_run
+    from yamleval.lifecycle.rescore import rescore_run
 
     _run(write_config, tmp_path, LONGER)
     project = load_project([str(tmp_path / "evals.yaml")])

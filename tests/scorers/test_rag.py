@@ -10,7 +10,7 @@ from servers.fixtures import openai_server  # noqa: F401
 from servers.openai_server import text_reply, tool_reply
 from yamleval.scorers.rag import (answer_correctness, answer_relevancy, context_precision, context_recall,
                                   context_relevancy, f1_score, moderation)
-from yamleval.types import Usage
+from yamleval.records.types import Usage
 
 
 class FakeClient:

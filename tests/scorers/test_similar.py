@@ -159,7 +159,7 @@ def test_a_missing_or_unknown_model_is_a_located_config_error(write_config, serv
 
 def test_preview_shows_the_embeddings_request_and_sends_nothing(write_config, server):
     from yamleval.config.loader import load_project
-    from yamleval.preview import PLACEHOLDER, preview_experiment
+    from yamleval.lifecycle.preview import PLACEHOLDER, preview_experiment
 
     text = config(server, '[{input: "hello", expected: "hi"}]').replace(
         "tiny-embed,", "tiny-embed, price: {prompt: 1.0, completion: 0},")

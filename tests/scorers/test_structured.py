@@ -3,7 +3,7 @@ import math
 import pytest
 
 from yamleval.scorers.structured import is_json, json_diff, json_schema, list_contains, numeric_diff
-from yamleval.types import Score
+from yamleval.records.types import Score
 
 SEVEN_WORDS = ["workspaces", "section", "view", "others", "workspace", "team", "pinning"]
 THREE_PHRASES = ["starred", "multiple different workspaces", "shortcuts"]

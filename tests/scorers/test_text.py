@@ -15,7 +15,7 @@ from yamleval.scorers.text import (
     to_json,
     to_text,
 )
-from yamleval.types import Score
+from yamleval.records.types import Score
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import yamleval
-from yamleval.console import summary_text
+from yamleval.reporting.console import summary_text
 from yamleval.reporting import github
 from yamleval.reporting.text import clean_text
 

@@ -12,7 +12,7 @@ import sys
 import click
 
 from yamleval import __version__
-from yamleval.errors import ExitCode, YamlevalError
+from yamleval.records.errors import ExitCode, YamlevalError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

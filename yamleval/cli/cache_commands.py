@@ -1,4 +1,4 @@
-"""``yamleval cache stats|prune|clear``: the answer cache (``yamleval.cache``) looked at and emptied."""
+"""``yamleval cache stats|prune|clear``: the answer cache (``yamleval.cache.answers``) looked at and emptied."""
 from __future__ import annotations
 
 import contextlib
@@ -13,7 +13,7 @@ from yamleval.cli.common import DEFAULT_CONFIG, config_path
 
 def cache_path(given: str | None, config: str = DEFAULT_CONFIG) -> str:
     """``--path``, else the ``cache: {path}`` of ./evals.yaml's ``defaults``, else .yamleval/cache.db."""
-    from yamleval.cache import DEFAULT_PATH
+    from yamleval.cache.answers import DEFAULT_PATH
 
     return given or config_path(config, "defaults", "cache", "path") or DEFAULT_PATH
 
@@ -25,8 +25,8 @@ PATH_OPTION = click.option("--path", type=click.Path(dir_okay=False),
 @contextlib.contextmanager
 def _opened(path: str, *limits: float):
     """The cache file at ``path`` (which must exist), closed after use; ``limits``: its ttl and max size."""
-    from yamleval.cache import Cache
-    from yamleval.errors import UsageError
+    from yamleval.cache.answers import Cache
+    from yamleval.records.errors import UsageError
 
     if not os.path.exists(path):
         raise UsageError(f"no cache at {path} yet: a run keeps answers there once a cached call is made")
@@ -63,10 +63,10 @@ def _when(stamp: float | None) -> str:
 @click.option("--max-size", help="Then delete the least recently used past this size (`2GB`, `500MB`) [2GB].")
 def prune(path, ttl, max_size):
     """Delete expired answers, then the least recently used past the size limit."""
-    from yamleval.cache import DEFAULT_MAX_SIZE, DEFAULT_TTL
-    from yamleval.budget import seconds
+    from yamleval.cache.answers import DEFAULT_MAX_SIZE, DEFAULT_TTL
+    from yamleval.engine.budget import seconds
     from yamleval.config.model import size_bytes
-    from yamleval.errors import UsageError
+    from yamleval.records.errors import UsageError
 
     try:
         limits = (seconds(ttl) if ttl else DEFAULT_TTL, size_bytes(max_size) if max_size else DEFAULT_MAX_SIZE)

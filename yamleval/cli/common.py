@@ -6,7 +6,7 @@ from typing import Sequence
 
 import click
 
-from yamleval.runs import DEFAULT_STORE
+from yamleval.lifecycle.run import DEFAULT_STORE
 
 DEFAULT_CONFIG = "evals.yaml"
 
@@ -25,7 +25,7 @@ def load(paths: tuple[str, ...], sets: tuple[str, ...] = ()):
 def report_formats(text: str, configured: Sequence[str] = ()) -> list[str]:
     """The report formats a comma-separated ``--format`` names, each with the settings the config
     gives it in ``configured`` (``html:10`` for ``max_html_mb: 10``, a JUnit family)."""
-    from yamleval.errors import UsageError
+    from yamleval.records.errors import UsageError
     from yamleval.reporting import FORMATS
 
     wanted = [f.strip() for f in text.split(",") if f.strip()]

@@ -19,7 +19,7 @@ def init(force):
     from importlib import resources
 
     from yamleval.config.schema import SCHEMA_FILE, schema_text
-    from yamleval.errors import UsageError
+    from yamleval.records.errors import UsageError
 
     starter = resources.files("yamleval.cli") / "starter"
     files = {name: (starter / name).read_text(encoding="utf-8") for name in STARTER_FILES}
@@ -45,9 +45,9 @@ def validate(paths, sets):
     """Check PATHS (default: evals.yaml) without running anything: schema, ids, plugins,
     arguments, datasets; list the variants of the experiments that have them. Exit code 0
     when valid, 2 otherwise."""
-    from yamleval import plan
+    from yamleval.engine import plan
     from yamleval.config.variants import parents
-    from yamleval.errors import raise_all
+    from yamleval.records.errors import raise_all
 
     project = load(paths, sets)
     errors = {}  # variants share their experiment's problems: each once
@@ -76,8 +76,8 @@ def preview(paths, experiment_ids, limit):
     """Show what a run of PATHS (default: evals.yaml) would send, and estimate its calls, tokens
     and cost, without calling anything: the runner's request and every LLM judge's prompt for
     the first items, secrets masked. Exit code 0, or 2 for an invalid config."""
-    from yamleval import preview as previewing
-    from yamleval.runs import select_experiments
+    from yamleval.lifecycle import preview as previewing
+    from yamleval.lifecycle.run import select_experiments
 
     project = load(paths)
     experiments = select_experiments(project, experiment_ids)

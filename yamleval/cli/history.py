@@ -5,10 +5,10 @@ import sys
 
 import click
 
-from yamleval import figures
+from yamleval.analysis import figures
 from yamleval.cli import cli
 from yamleval.cli.common import JUNIT_FAMILY_OPTION, github_outputs, report_formats, store_path
-from yamleval.errors import ExitCode, display_path
+from yamleval.records.errors import ExitCode, display_path
 
 STORE_OPTION = click.option("--store", "store_file", type=click.Path(dir_okay=False),
                             help="The results database [./evals.yaml `store:`, else .yamleval/results.db].")
@@ -17,10 +17,10 @@ STORE_OPTION = click.option("--store", "store_file", type=click.Path(dir_okay=Fa
 def _open(store_file):
     import os
 
-    from yamleval.errors import UsageError
-    from yamleval.store import Store
+    from yamleval.records.errors import UsageError
+    from yamleval.store.writer import Store
 
-    from yamleval import postgres
+    from yamleval.store import postgres
 
     path = store_path(store_file)
     if not postgres.is_url(path) and not os.path.isfile(path):
@@ -47,7 +47,7 @@ def _mean(summaries) -> str:
 def runs(store_file, limit, ids_only):
     """List recent runs: id, start, experiments, status, pass rate, mean score, tags, and the run
     a re-scored one came from."""
-    from yamleval import run_tags
+    from yamleval.store import tags as run_tags
 
     store = _open(store_file)
     if ids_only:
@@ -83,10 +83,10 @@ def show(run_ref, store_file, config, by):
     """The summary of a stored RUN and its failing items.
 
     RUN is a run id, a unique prefix of one, or `latest` (the default)."""
-    from yamleval.console import summary_text
+    from yamleval.reporting.console import summary_text
 
     if by is not None and not _breakdown_field(by):
-        from yamleval.errors import UsageError
+        from yamleval.records.errors import UsageError
 
         raise UsageError(f"--by {by}: not an item field to break down by; give metadata.KEY (a path into the items'"
                          " metadata) or tags")
@@ -110,7 +110,7 @@ def _breakdown_field(field: str) -> bool:
 
 def _breakdown_text(result, field: str) -> str:
     """The experiment's breakdown by ``field``: as stored with its summary, else counted from its items."""
-    from yamleval.aggregate import recount
+    from yamleval.analysis.aggregate import recount
     from yamleval.reporting import breakdowns
 
     found = next((b for b in result.summary.breakdowns if b.field == field), None)
@@ -127,7 +127,7 @@ def tag(run_ref, names, store_file):
     """Tag a stored RUN with each NAME (e.g. `main`), for a no_regression criterion's baseline.
 
     RUN is a run id, a unique prefix of one, or `latest`."""
-    from yamleval import run_tags
+    from yamleval.store import tags as run_tags
 
     store = _open(store_file)
     info = store.find_run(run_ref)
@@ -164,7 +164,7 @@ def report(run_ref, store_file, formats, report_dir, junit_family, gate, max_htm
     RUN is a run id, a unique prefix of one, or `latest` (the default)."""
     from yamleval.config.loader import with_html_budget, with_junit_family
     from yamleval.reporting import write_reports
-    from yamleval.runs import RunOutcome
+    from yamleval.lifecycle.run import RunOutcome
 
     wanted = with_html_budget(report_formats(formats), max_html_mb)
     store = _open(store_file)
@@ -183,7 +183,7 @@ def report(run_ref, store_file, formats, report_dir, junit_family, gate, max_htm
 
 
 def _verdicts(results) -> None:
-    from yamleval.console import verdict_word
+    from yamleval.reporting.console import verdict_word
 
     for result in results:
         click.echo(f"{result.experiment_id}: {verdict_word(result, short=True)}"
@@ -192,8 +192,8 @@ def _verdicts(results) -> None:
 
 def _gateable(store, info) -> None:
     """A run whose stored verdict is final: finished, every shard of it (if it is split) in."""
-    from yamleval import shard_runs
-    from yamleval.errors import UsageError
+    from yamleval.lifecycle import shards as shard_runs
+    from yamleval.records.errors import UsageError
 
     missing = shard_runs.missing(store, info.run_id)
     if missing:
@@ -215,7 +215,7 @@ def merge(out, shards):
     Every shard must be there, once, each run to its end with the same config. The merged
     run's summaries, criteria and verdict are counted from all the items: `yamleval report
     RUN --store OUT --gate` writes its reports and exits with its verdict."""
-    from yamleval.merging import merge as merge_stores
+    from yamleval.lifecycle.merge import merge as merge_stores
 
     outcome = merge_stores(out, shards)
     _verdicts(outcome.results)
@@ -238,7 +238,7 @@ def export(run_ref, store_file, fmt, experiment_ids, statuses, output):
     score per scorer; the same columns as the report page's export buttons.
 
     RUN is a run id, a unique prefix of one, or `latest` (the default)."""
-    from yamleval.errors import UsageError
+    from yamleval.records.errors import UsageError
     from yamleval.reporting import export as exporting
     from yamleval.reporting.files import atomic_output
 
@@ -282,7 +282,7 @@ def compare(base_ref, candidate_ref, store_file, fmt, alpha, margin, fail_on_reg
 
     BASE and CANDIDATE are each a run id, a unique prefix of one, or `latest`; CANDIDATE is
     `latest` when it is not given."""
-    from yamleval import compare as comparing
+    from yamleval.analysis import compare as comparing
 
     store = _open(store_file)
     base, candidate = store.find_run(base_ref), store.find_run(candidate_ref)
@@ -313,7 +313,7 @@ def compare(base_ref, candidate_ref, store_file, fmt, alpha, margin, fail_on_reg
 def history_command(store_file, last, tag, html_file):
     """How each experiment has moved over the newest runs: pass rate, mean score and verdict per
     run, and the items whose verdict changes most often."""
-    from yamleval import history
+    from yamleval.analysis import history
 
     store = _open(store_file)
     histories = history.read(store, history.recent_runs(store, last, tag))

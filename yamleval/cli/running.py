@@ -10,8 +10,8 @@ import click
 
 from yamleval.cli import cli
 from yamleval.cli.common import JUNIT_FAMILY_OPTION, github_outputs, load, report_formats
-from yamleval.runs import select_experiments
-from yamleval.errors import display_path
+from yamleval.lifecycle.run import select_experiments
+from yamleval.records.errors import display_path
 
 
 class _Interrupts:
@@ -85,9 +85,9 @@ def run(paths, experiment_ids, variant_ids, sets, limit, concurrency, repeats, r
     endpoint cannot be used), 4 stopped by a budget (resume with a larger one), 130 interrupted.
     A shard that runs to its end exits 0: the merged run has the verdict.
     """
-    from yamleval import sharding
+    from yamleval.engine import shards as sharding
     from yamleval.config.loader import with_junit_family
-    from yamleval.runs import run_project
+    from yamleval.lifecycle.run import run_project
 
     shard = None if shard is None else sharding.parse(shard)
     project = load(paths, sets)
@@ -125,7 +125,7 @@ def rescore(run_ref, paths, experiment_ids, report_dir, formats, store_file, tag
     RUN is a run id, a unique prefix of one, or `latest`. Exit codes as `yamleval run`.
     """
     from yamleval.config.loader import with_junit_family
-    from yamleval.rescoring import rescore_run
+    from yamleval.lifecycle.rescore import rescore_run
 
     project = load(paths)
     chosen = project.report_formats if formats is None else report_formats(formats, project.report_settings)
@@ -175,7 +175,7 @@ class _Console:
             click.echo(f"resuming run {run_id}", err=True)
 
     def experiment_started(self, experiment_id: str) -> None:
-        from yamleval.console import Progress
+        from yamleval.reporting.console import Progress
 
         self.bar = None if self.quiet else Progress(experiment_id)
 
@@ -188,7 +188,7 @@ class _Console:
             self.bar.on_progress(completed, total)
 
     def experiment_finished(self, result) -> None:
-        from yamleval.console import summary_text, verdict_word
+        from yamleval.reporting.console import summary_text, verdict_word
 
         if self.bar is not None:
             self.bar.close()

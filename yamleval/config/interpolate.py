@@ -2,7 +2,7 @@
 
 Only the expanded copy is used to run; the stored and reported config keeps the
 original text. Every value taken from the environment is noted in the ``secrets`` given,
-so that what a run of that config writes can be cleaned of it (``yamleval.redaction``):
+so that what a run of that config writes can be cleaned of it (``yamleval.engine.redaction``):
 a server or a program may repeat a key in an error, a reply or a trace. ``$${`` is a
 literal ``${``. A variable set to the empty string is an error where a key, a URL or a
 header value is expected.
@@ -13,7 +13,7 @@ import re
 from typing import Any, Mapping
 
 from yamleval.config.yaml_source import SourceMap
-from yamleval.errors import ConfigError
+from yamleval.records.errors import ConfigError
 
 _REFERENCE = re.compile(r"\$\$\{|\$\{([^}]*)\}|\$\{")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

@@ -9,12 +9,12 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from yamleval.budget import Budget
+from yamleval.engine.budget import Budget
 from yamleval.config import interpolate, overrides, schema, variants, yaml_source
 from yamleval.config.model import Experiment, build_experiment
 from yamleval.config.yaml_source import SourceMap
-from yamleval.errors import ConfigError, Location, display_path, raise_all
-from yamleval.redaction import Secrets
+from yamleval.records.errors import ConfigError, Location, display_path, raise_all
+from yamleval.engine.redaction import Secrets
 
 PROJECT_KEYS = {"models", "defaults", "store", "reports", "include", "experiments", "budget"}
 REPORT_FORMATS = ("html", "junit", "json", "markdown")

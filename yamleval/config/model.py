@@ -11,10 +11,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from yamleval.budget import Budget, seconds
+from yamleval.engine.budget import Budget, seconds
 from yamleval.config.yaml_source import Path, SourceMap
-from yamleval.redaction import Secrets
-from yamleval.types import Variant
+from yamleval.engine.redaction import Secrets
+from yamleval.records.types import Variant
 
 DEFAULTS = {"concurrency": 8, "timeout": 60.0, "retries": 2, "confidence": 0.95, "repeats": 1, "reduce": "mean"}
 
@@ -82,7 +82,7 @@ class CriterionSpec:
     percentile: int | str | None = None  # latency: 50, 90, 95, 99 or "max"
     per_item: bool = False  # tokens and cost: the mean per completed item, not the whole experiment's
     bound: str = "point"  # mean_score and pass_rate: "lower" holds the interval's lower end to min
-    baseline: str | None = None  # no_regression: a run id or a tag (yamleval.baseline)
+    baseline: str | None = None  # no_regression: a run id or a tag (yamleval.lifecycle.baseline)
     alpha: float | None = None
     margin: float | None = None
 
@@ -175,8 +175,8 @@ class Experiment:
     confidence: float = DEFAULTS["confidence"]  # of the intervals around its pass rates and means
     repeats: int = DEFAULTS["repeats"]  # runs of each item
     reduce: str = DEFAULTS["reduce"]  # how an item's repeats become its verdict (``repeats``)
-    cache: CacheSettings = CacheSettings()  # what of its answers the cache keeps (``yamleval.cache``)
-    budget: Budget | None = None  # what it may spend (``yamleval.budget``)
+    cache: CacheSettings = CacheSettings()  # what of its answers the cache keeps (``yamleval.cache.answers``)
+    budget: Budget | None = None  # what it may spend (``yamleval.engine.budget``)
     breakdowns: tuple[str, ...] | None = None  # item fields its figures are broken down by; None: the default
     executor: ExecutorSettings = ExecutorSettings()  # where its items run
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)

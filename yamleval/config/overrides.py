@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from yamleval.errors import UsageError
+from yamleval.records.errors import UsageError
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from functools import lru_cache
 from typing import Any
 
 from yamleval.config.yaml_source import SourceMap
-from yamleval.errors import ConfigError
+from yamleval.records.errors import ConfigError
 
 SCHEMA_FILE = "yamleval.schema.json"
 _TYPE_NAMES = {"object": "a mapping", "array": "a list", "string": "a string", "integer": "a whole number",

@@ -19,8 +19,8 @@ import re
 from typing import Any, Mapping
 
 from yamleval.config.model import Experiment
-from yamleval.errors import ConfigError
-from yamleval.types import Variant
+from yamleval.records.errors import ConfigError
+from yamleval.records.types import Variant
 
 ID_PART = 24  # characters of one matrix value in a variant's id
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from yamleval.errors import ConfigError, Location
+from yamleval.records.errors import ConfigError, Location
 
 try:
     _Loader = yaml.CSafeLoader

@@ -9,8 +9,8 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from yamleval.config.model import DatasetSpec
 from yamleval.datasets.files import Row, detect_format, plain, read_rows
-from yamleval.errors import ConfigError, Location, describe_exception, display_path
-from yamleval.types import Item
+from yamleval.records.errors import ConfigError, Location, describe_exception, display_path
+from yamleval.records.types import Item
 
 ITEM_FIELDS = ("id", "label", "input", "expected", "context", "assertions", "metadata")
 
@@ -130,7 +130,7 @@ def _plugin_rows(result: Any, spec: DatasetSpec) -> Iterator[Row]:
         except StopIteration:
             return
         except (Exception, SystemExit) as exc:  # a generator failing part way: stop at the plugin's entry
-            from yamleval.plugins import raised_at
+            from yamleval.plugins.registry import raised_at
 
             found = raised_at(exc)
             raise spec.error(f"dataset plugin '{_plugin_name(spec)}' raised {describe_exception(exc)} after "
@@ -229,7 +229,7 @@ def open_dataset(spec: DatasetSpec, limit: int | None = None,
         try:
             result = function(**arguments)
         except Exception as exc:
-            from yamleval.plugins import raised_at
+            from yamleval.plugins.registry import raised_at
 
             where = raised_at(exc)
             raise spec.error(f"dataset plugin '{_plugin_name(spec)}' raised "

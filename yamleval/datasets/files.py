@@ -19,7 +19,7 @@ from typing import Any, Iterator, NamedTuple
 
 from yamleval.config import yaml_source
 from yamleval.config.yaml_source import Path, SourceMap
-from yamleval.errors import ConfigError, Location
+from yamleval.records.errors import ConfigError, Location
 
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".yaml": "yaml", ".yml": "yaml", ".csv": "csv"}
 _SHOWN = 200  # characters of a source line shown under a message

@@ -14,7 +14,7 @@ from functools import partial
 from typing import Any, Callable, Iterator, Mapping
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
-from yamleval.paths import PathNotFound, lookup
+from yamleval.records.paths import PathNotFound, lookup
 
 MAX_PAGE_BYTES = 50_000_000  # a page past this is refused: ask for smaller pages
 _SHOWN_BODY = 300
@@ -50,7 +50,7 @@ def remote_rows(spec_url: str, headers: Mapping[str, Any] | None = None, page_si
 def _rows_of(spec_url: str, headers: Mapping[str, Any] | None, page_size: int, items_path: str | None,
              next_path: str | None, limit: int | None, total_path: str | None, timeout: float, retries: int,
              backoff: tuple[float, float], sleep: Callable[[float], None]) -> Iterator[dict[str, Any]]:
-    from yamleval import transport  # requests is slow to import: only remote datasets pay for it
+    from yamleval.net import transport  # requests is slow to import: only remote datasets pay for it
 
     session = transport.open_session()
     sent = {"Accept": "application/json", **{str(k): str(v) for k, v in (headers or {}).items()}}
@@ -158,7 +158,7 @@ def _kind(value: Any) -> str:
 
 def _page(get: Callable[[str], Any], url: str, where: str) -> Any:
     """One page as JSON; transient failures were tried again by ``get``."""
-    from yamleval.transport import HttpFailure
+    from yamleval.net.transport import HttpFailure
 
     try:
         reply = get(url)

@@ -13,11 +13,14 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
-from yamleval import cache, endpoints, throttle, transport
-from yamleval.errors import YamlevalError
+from yamleval.cache import answers as cache
+from yamleval.net import health as endpoints
+from yamleval.net import limits as throttle
+from yamleval.net import transport
+from yamleval.records.errors import YamlevalError
 from yamleval.models.config import ModelConfig
 from yamleval.models.extract import parse_answer, schema_problem
-from yamleval.types import Usage
+from yamleval.records.types import Usage
 
 # A chat completion is kilobytes; a reply this big is a wrong endpoint or a broken server, and
 # reading it whole, twenty items at a time, would exhaust the memory of the run.

@@ -4,9 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from yamleval import throttle
-from yamleval.errors import ConfigError
-from yamleval.types import Usage
+from yamleval.net import limits as throttle
+from yamleval.records.errors import ConfigError
+from yamleval.records.types import Usage
 
 MODEL_KEYS = frozenset({"base_url", "model", "api_key", "temperature", "max_tokens", "seed",
                         "timeout", "headers", "price", "retries", "rate_limit", "adaptive"})

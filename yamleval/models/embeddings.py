@@ -16,9 +16,10 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from yamleval import cache, transport
+from yamleval.cache import answers as cache
+from yamleval.net import transport
 from yamleval.models.client import ChatClient, usage_of
-from yamleval.types import Usage
+from yamleval.records.types import Usage
 
 KEPT_VECTORS = 1024
 

@@ -19,7 +19,7 @@ import time
 from typing import Any, Mapping, Sequence
 
 from yamleval.models.client import ChatReply, ModelConfig
-from yamleval.types import Usage
+from yamleval.records.types import Usage
 
 WHEN_KEYS = frozenset({"role", "content"})
 

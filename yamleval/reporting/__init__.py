@@ -7,10 +7,10 @@ import contextlib
 import os
 from typing import Sequence
 
-from yamleval import plugins
-from yamleval.errors import UsageError, display_path
+from yamleval.plugins import registry as plugins
+from yamleval.records.errors import UsageError, display_path
 from yamleval.reporting.files import NamedFile, atomic_output
-from yamleval.types import ExperimentResult, RunInfo
+from yamleval.records.types import ExperimentResult, RunInfo
 
 # format -> entry point (group yamleval.reports) of its module: a ``Writer`` and the ``FILE_NAME`` it writes
 FORMATS = plugins.entry_points("reports")

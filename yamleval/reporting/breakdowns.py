@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from yamleval import figures
-from yamleval.aggregate import slowest
-from yamleval.types import Breakdown, Slice
+from yamleval.analysis import figures
+from yamleval.analysis.aggregate import slowest
+from yamleval.records.types import Breakdown, Slice
 
 COLUMNS = ("items", "pass rate", "pass rate CI", "mean score", "p50 latency", "p95 latency", "tokens")
 

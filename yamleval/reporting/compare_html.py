@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from yamleval import compare, figures
+from yamleval.analysis import compare
+from yamleval.analysis import figures
 from yamleval.reporting.html import asset, csp_hash, template
 from yamleval.reporting.html_data import field_text
 from yamleval.reporting.text import clean_text
-from yamleval.types import ExperimentResult, ItemResult
+from yamleval.records.types import ExperimentResult, ItemResult
 
 FLIPS_SHOWN = 200  # of an experiment, side by side; the text and JSON formats list them all
 

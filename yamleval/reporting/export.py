@@ -12,7 +12,7 @@ from typing import IO, Any, Iterable, Sequence
 
 from yamleval.reporting.html_data import ms, score_value
 from yamleval.reporting.text import as_text
-from yamleval.types import ExperimentResult, ItemResult
+from yamleval.records.types import ExperimentResult, ItemResult
 
 FORMATS = ("csv", "jsonl")
 COLUMNS = ("experiment", "id", "status", "input", "output", "expected", "error", "latency_ms", "tokens")

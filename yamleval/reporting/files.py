@@ -7,7 +7,7 @@ import io
 import os
 from typing import IO, Any, Callable, Iterable, Iterator, Sequence
 
-from yamleval.processes import running
+from yamleval.plugins.processes import running
 
 
 @contextlib.contextmanager

@@ -17,9 +17,9 @@ from __future__ import annotations
 import os
 from typing import Callable, Iterable, Iterator, Mapping
 
-from yamleval.criteria import tolerates_errors
+from yamleval.engine.criteria import tolerates_errors
 from yamleval.reporting.text import as_text, criterion_message, criterion_name, item_message, one_line
-from yamleval.types import ExperimentResult, ItemResult
+from yamleval.records.types import ExperimentResult, ItemResult
 
 PER_KIND = 10  # GitHub keeps 10 errors, 10 warnings and 10 notices per step
 MESSAGE_LIMIT = 1000

@@ -12,8 +12,8 @@ import os
 import urllib.parse
 from typing import Sequence
 
-from yamleval import figures
-from yamleval.history import ExperimentHistory, Point
+from yamleval.analysis import figures
+from yamleval.analysis.history import ExperimentHistory, Point
 from yamleval.reporting.html import asset, csp_hash, template
 from yamleval.reporting.text import clean_text
 
@@ -100,7 +100,7 @@ def render(histories: Sequence[ExperimentHistory], path: str, store_name: str) -
 
 def write(path: str, histories: Sequence[ExperimentHistory], store_name: str) -> None:
     """The page written at ``path`` (whole, or not at all); UsageError when it cannot be."""
-    from yamleval.errors import UsageError, display_path
+    from yamleval.records.errors import UsageError, display_path
     from yamleval.reporting.files import atomic_output
 
     text = render(histories, path, store_name)

@@ -14,14 +14,14 @@ from functools import lru_cache
 from importlib import resources
 from typing import IO, Any, Sequence
 
-from yamleval import figures
-from yamleval.aggregate import BINS
+from yamleval.analysis import figures
+from yamleval.analysis.aggregate import BINS
 from yamleval.reporting import variants
 from yamleval.reporting import breakdowns
 from yamleval.reporting.files import render_with
 from yamleval.reporting.html_data import FIELD_CAP, MAX_MB, ROW_FIELDS, Budget, Rows, Texts, dumps
 from yamleval.reporting.text import INCOMPLETE, criterion_outcome, criterion_subject, limit_text, stop_notice
-from yamleval.types import Breakdown, ExperimentResult, ItemResult, RunInfo
+from yamleval.records.types import Breakdown, ExperimentResult, ItemResult, RunInfo
 
 FILE_NAME = "report.html"  # in the report folder
 STATUSES = ("passed", "failed", "error", "skipped")

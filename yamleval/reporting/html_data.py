@@ -11,10 +11,10 @@ import json
 import math
 from typing import IO, Any, Sequence
 
-from yamleval.aggregate import field_values
+from yamleval.analysis.aggregate import field_values
 from yamleval.reporting.text import as_text, side_digits
 from yamleval.reporting.trajectory import read_trajectory
-from yamleval.types import ItemResult, ScoreResult
+from yamleval.records.types import ItemResult, ScoreResult
 
 FIELD_CAP = 20_000  # characters of one text field embedded in the page
 MAX_MB = 25.0  # the page's size by default, in MB: an e-mail attachment

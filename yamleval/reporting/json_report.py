@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import IO, Any, Sequence
 
-from yamleval.compare import changes_json
-from yamleval.records import encode, encode_record
+from yamleval.analysis.compare import changes_json
+from yamleval.records.codec import encode, encode_record
 from yamleval.reporting import variants
 from yamleval.reporting import breakdowns
 from yamleval.reporting.text import criterion_name
-from yamleval.types import CriterionResult, ExperimentResult, ItemResult, RunInfo, Summary, Usage
+from yamleval.records.types import CriterionResult, ExperimentResult, ItemResult, RunInfo, Summary, Usage
 
 FILE_NAME = "results.json"  # in the report folder
 FORMAT_VERSION = 1

@@ -22,11 +22,11 @@ from __future__ import annotations
 import math
 from typing import IO, Iterable, Sequence
 
-from yamleval.errors import UsageError
+from yamleval.records.errors import UsageError
 from yamleval.reporting.files import render_with
 from yamleval.reporting.text import (INCOMPLETE, as_text, clean_text, criterion_message, criterion_name, item_message,
                                      one_line, score_text, trajectory_lines)
-from yamleval.types import CriterionResult, ExperimentResult, ItemResult, RunInfo
+from yamleval.records.types import CriterionResult, ExperimentResult, ItemResult, RunInfo
 
 FILE_NAME = "junit.xml"  # in the report folder
 FAMILIES = ("xunit2", "xunit1")

@@ -12,13 +12,13 @@ import itertools
 import re
 from typing import IO, Iterable, Sequence
 
-from yamleval import figures
+from yamleval.analysis import figures
 from yamleval.reporting import variants
 from yamleval.reporting import breakdowns
 from yamleval.reporting.text import (INCOMPLETE, as_text, clean_text, criterion_mark, criterion_name, criterion_outcome,
                                      item_message, limit_text, reveal_bidi, stop_notice, stopped_because,
                                      throttling_text, cache_text)
-from yamleval.types import ExperimentResult, ItemResult, RunInfo
+from yamleval.records.types import ExperimentResult, ItemResult, RunInfo
 
 FILE_NAME = "summary.md"  # in the report folder
 MAX_BYTES = 1024 * 1024  # GitHub refuses a bigger step summary

@@ -7,10 +7,10 @@ import json
 import re
 from typing import Any
 
-from yamleval import figures
-from yamleval.criteria import latency_figure
+from yamleval.analysis import figures
+from yamleval.engine.criteria import latency_figure
 from yamleval.reporting.trajectory import read_trajectory
-from yamleval.types import CacheUse, CriterionResult, ExperimentResult, ItemResult, Throttling
+from yamleval.records.types import CacheUse, CriterionResult, ExperimentResult, ItemResult, Throttling
 
 TEXT_LIMIT = 64 * 1024  # bytes of UTF-8 per text; libxml2-based readers refuse nodes over 10 MB
 MESSAGE_LIMIT = 200  # the one-line message attribute

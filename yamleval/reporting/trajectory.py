@@ -1,4 +1,4 @@
-"""An agent's trajectory as the reports show it: its trace read by ``yamleval.trace``, as the
+"""An agent's trajectory as the reports show it: its trace read by ``yamleval.records.trace``, as the
 ``trajectory`` scorer reads it, laid out in the steps that scorer counts (the model turns when
 the trace records them, else the tool calls), each tool call with the result that answered it.
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from yamleval.trace import TraceStep, read_trace, step_count, tool_calls
-from yamleval.types import Usage
+from yamleval.records.trace import TraceStep, read_trace, step_count, tool_calls
+from yamleval.records.types import Usage
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from yamleval import figures, stats
-from yamleval.compare import ALPHA, ExperimentDiff, change_text, diff_experiments
-from yamleval.types import ExperimentResult
+from yamleval.analysis import figures
+from yamleval.analysis import stats
+from yamleval.analysis.compare import ALPHA, ExperimentDiff, change_text, diff_experiments
+from yamleval.records.types import ExperimentResult
 
 PAIRWISE = "pairwise"
 # column -> whether more is better; per-scorer means are columns too (more is better)

@@ -14,8 +14,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from yamleval.errors import describe_exception
-from yamleval.types import Item, RunnerResult, Usage
+from yamleval.records.errors import describe_exception
+from yamleval.records.types import Item, RunnerResult, Usage
 
 if TYPE_CHECKING:
     from yamleval.models.client import ChatReply

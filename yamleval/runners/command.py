@@ -1,7 +1,7 @@
 """The ``command`` runner: run a program once per item and take what it prints as the output.
 
 The output is what the program printed by the time it exited; what it left running is
-killed then, and at the timeout the program is killed too (``yamleval.processes`` says how).
+killed then, and at the timeout the program is killed too (``yamleval.plugins.processes`` says how).
 """
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import subprocess
 import time
 from typing import Any
 
-from yamleval.processes import end, start
-from yamleval.types import Item, RunnerResult
+from yamleval.plugins.processes import end, start
+from yamleval.records.types import Item, RunnerResult
 
 STDIN_MODES = ("json", "input", "none")
 _STDERR_LINES = 20

@@ -10,9 +10,11 @@ import threading
 from typing import Any
 from urllib.parse import urlsplit
 
-from yamleval import endpoints, throttle, transport
-from yamleval.paths import PathNotFound, lookup
-from yamleval.types import Item, RunnerResult, Usage
+from yamleval.net import health as endpoints
+from yamleval.net import limits as throttle
+from yamleval.net import transport
+from yamleval.records.paths import PathNotFound, lookup
+from yamleval.records.types import Item, RunnerResult, Usage
 
 _SHOWN_BODY = 500
 _SHOWN_TEXT = 200

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Mapping
 
-from yamleval.types import Item, RunnerResult, Usage
+from yamleval.records.types import Item, RunnerResult, Usage
 
 if TYPE_CHECKING:
     from yamleval.models.registry import Models

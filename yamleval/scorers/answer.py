@@ -22,10 +22,10 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from yamleval.plugins import OptionError, accepted_hint
+from yamleval.plugins.registry import OptionError, accepted_hint
 from yamleval.scorers.normalize import described, normalizer
 from yamleval.scorers.text import compiled_regex, quoted, to_text
-from yamleval.types import Score
+from yamleval.records.types import Score
 
 _PREFIX = re.compile(r"answer\s*:\s*([^\n]*)", re.IGNORECASE)
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?")

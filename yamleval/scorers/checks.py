@@ -9,9 +9,9 @@ import json
 import re
 from typing import Any
 
-from yamleval.plugins import OptionError, accepted_hint
+from yamleval.plugins.registry import OptionError, accepted_hint
 from yamleval.scorers.text import parse_json, quoted, to_text
-from yamleval.types import Score, Usage
+from yamleval.records.types import Score, Usage
 
 _FENCE = re.compile(r"```[ \t]*(json)?[^\n]*\n(.*?)```", re.IGNORECASE | re.DOTALL)
 JSON_STARTS = 1000  # openings of { or [ tried before giving up: each may read to the end of the text

@@ -17,7 +17,7 @@ import json
 import math
 from typing import Any, Mapping, Sequence
 
-from yamleval.types import Score, Usage
+from yamleval.records.types import Score, Usage
 
 NONE_SPECIFIED = "none specified"
 

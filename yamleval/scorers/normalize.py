@@ -19,7 +19,7 @@ import re
 import unicodedata
 from typing import Any, Callable
 
-from yamleval.plugins import OptionError, accepted_hint
+from yamleval.plugins.registry import OptionError, accepted_hint
 
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b\s*", re.IGNORECASE)
 _WHITESPACE = re.compile(r"\s+")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from yamleval.scorers.judges import ask, payload_text, prompt_sections, sum_usage
-from yamleval.types import Score
+from yamleval.records.types import Score
 
 PREFER_SCHEMA: dict[str, Any] = {
     "type": "object",

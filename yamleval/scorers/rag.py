@@ -27,7 +27,7 @@ import json
 import math
 from typing import Any, Mapping, Sequence
 
-from yamleval.types import Score, Usage
+from yamleval.records.types import Score, Usage
 
 MODERATION_CATEGORIES = ("hate", "hate/threatening", "harassment", "harassment/threatening", "self-harm",
                          "self-harm/intent", "self-harm/instructions", "sexual", "sexual/minors", "violence",

@@ -20,9 +20,9 @@ import string
 from collections import Counter
 from typing import Any, Callable, Literal, get_args
 
-from yamleval.plugins import OptionError
+from yamleval.plugins.registry import OptionError
 from yamleval.scorers.text import as_texts, to_text
-from yamleval.types import Score
+from yamleval.records.types import Score
 
 INSTALL_HINT = "pip install 'yamleval[metrics]'"
 RougeType = Literal["rouge1", "rouge2", "rougeL", "rougeLsum"]

@@ -13,7 +13,7 @@ import math
 from typing import Any, Sequence
 
 from yamleval.scorers.judges import payload_text
-from yamleval.types import Score
+from yamleval.records.types import Score
 
 
 def similar(output: Any, expected: Any, models: Any, model: str) -> Score:

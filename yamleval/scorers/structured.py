@@ -20,7 +20,7 @@ from typing import Any
 
 from yamleval.scorers.assignment import max_weight_assignment
 from yamleval.scorers.text import parse_json, similarity, to_json, to_text
-from yamleval.types import Score
+from yamleval.records.types import Score
 
 
 def numeric_diff(output: Any, expected: Any) -> float:

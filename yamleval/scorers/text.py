@@ -34,7 +34,7 @@ from typing import Any
 import Levenshtein
 
 from yamleval.scorers.normalize import check_normalize, described, normalizer
-from yamleval.types import Score
+from yamleval.records.types import Score
 
 
 def to_text(value: Any) -> str:

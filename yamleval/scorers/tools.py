@@ -1,14 +1,14 @@
 """tool_call_accuracy: did the system under test call the expected tools? Deterministic.
 
 Tool calls are read from the runner's ``trace`` (``RunnerResult(trace=[...])``) by
-``yamleval.trace``, which lists the shapes it accepts.
+``yamleval.records.trace``, which lists the shapes it accepts.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from yamleval.trace import read_trace, tool_calls
-from yamleval.types import Score
+from yamleval.records.trace import read_trace, tool_calls
+from yamleval.records.types import Score
 
 
 def tool_call_accuracy(trace: Any, expected_tool: str | None = None, expected_tools: list[str] | None = None,

@@ -1,7 +1,7 @@
 """trajectory: checks on what an agent did, read from its trace. Deterministic.
 
 The trace is the ``agent`` runner's (``{"type": "model", "tool_calls": [...]}`` and
-``{"type": "tool", ...}`` steps) or any trace ``yamleval.trace`` reads. Steps are the model
+``{"type": "tool", ...}`` steps) or any trace ``yamleval.records.trace`` reads. Steps are the model
 turns (model steps, assistant messages) when the trace records them, else the tool calls.
 """
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from yamleval.trace import read_trace, step_count, tool_calls
-from yamleval.types import Score
+from yamleval.records.trace import read_trace, step_count, tool_calls
+from yamleval.records.types import Score
 
 _MATCHERS = ("equals", "schema")
 

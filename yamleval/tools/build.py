@@ -12,7 +12,7 @@ import inspect
 import re
 from typing import Any, Callable
 
-from yamleval import plugins
+from yamleval.plugins import registry as plugins
 from yamleval.tools.tool import Tool, schema_from_function
 
 ENTRY_KEYS = ("uses", "name", "description", "parameters", "with")

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import tempfile
 
-from yamleval.processes import end, start
+from yamleval.plugins.processes import end, start
 from yamleval.tools.tool import ToolError
 
 MAX_CODE = 100_000

@@ -9,7 +9,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Union
 
-from yamleval.errors import describe_exception
+from yamleval.records.errors import describe_exception
 
 
 class ToolError(Exception):

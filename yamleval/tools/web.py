@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 from typing import Any, Optional
 from urllib.parse import quote_plus, urlsplit
 
-from yamleval.paths import PathNotFound, lookup
+from yamleval.records.paths import PathNotFound, lookup
 from yamleval.tools.tool import ToolError
 
 _SKIPPED = {"script", "style", "noscript", "template", "svg", "head"}
@@ -67,7 +67,7 @@ def _host_allowed(host: str, allow_domains: Optional[list]) -> bool:
 def _get(url: str, timeout: float, max_bytes: int, allow_domains: Optional[list] = None,
          headers: Optional[dict] = None) -> Any:
     """The reply (its body cut at max_bytes) within ``timeout``, redirects included; each one checked."""
-    from yamleval import transport
+    from yamleval.net import transport
 
     def check(target: str) -> None:
         parts = urlsplit(target)

@@ -58,7 +58,7 @@
          && (+text >= threshold) !== (v >= threshold); digits++) text = v.toFixed(digits);
     return text;
   }
-  // a duration in milliseconds as yamleval.figures.ms writes it: 0.40 ms, 12.5 ms, 340 ms, 1.2 s
+  // a duration in milliseconds as yamleval.analysis.figures.ms writes it: 0.40 ms, 12.5 ms, 340 ms, 1.2 s
   function fmtDuration(v) {
     if (v === null) return "—";
     if (v >= 999.5) return (v / 1000).toLocaleString("en-US", { minimumFractionDigits: 1, maximumFractionDigits: 1 }) + " s";

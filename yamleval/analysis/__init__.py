@@ -1,0 +1,1 @@
+"""Numbers from results: aggregation, statistics, comparison, history."""

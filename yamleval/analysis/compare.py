@@ -1,0 +1,367 @@
+"""Two stored runs side by side: flips, score deltas, items added or removed, summary deltas,
+and how their stored configs differ, and whether each experiment and scorer changed beyond
+chance, its items paired by id.
+
+Items are read from both runs at once, in dataset order, and paired as their ids meet: an item
+waits (as the few facts pairing needs of it) only until its partner is read, so two runs of
+the same dataset are compared in constant memory, whatever their size.
+"""
+from __future__ import annotations
+
+import difflib
+from itertools import zip_longest
+import json
+from array import array
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from yamleval.analysis import figures
+from yamleval.analysis import stats
+from yamleval.records.types import ExperimentResult, ItemResults, RunInfo, Verdicts
+
+RANK = {"passed": 2, "skipped": 1, "failed": 0, "error": -1}
+CONFIG_DIFF_LINES = 40  # of the diff printed; the JSON has all of it
+ALPHA = 0.05
+REGRESSED, IMPROVED, NO_CHANGE = "regressed", "improved", "no significant change"
+
+
+@dataclass(frozen=True)
+class Flip:
+    experiment_id: str
+    item_id: str
+    before: str
+    after: str
+
+    @property
+    def regression(self) -> bool:
+        return RANK[self.after] < RANK[self.before]
+
+
+@dataclass(frozen=True)
+class PairedChange:
+    """How an experiment's items (by their status) or a scorer (by its own verdicts) changed over
+    the items in both runs: flips tested by the exact McNemar test, the mean score's paired
+    difference with its interval, and the verdict at the comparison's alpha and margin."""
+
+    pairs: int  # items with a pass/fail verdict in both runs
+    worse: int  # passed in the base run, not in the candidate
+    better: int  # the other way round
+    p_value: float | None  # exact McNemar; None without pairs
+    difference: stats.Difference  # of the mean score, candidate − base, over items scored in both
+    verdict: str  # REGRESSED, IMPROVED or NO_CHANGE
+
+
+@dataclass(frozen=True)
+class ExperimentDiff:
+    experiment_id: str
+    flips: tuple[Flip, ...]
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    score_deltas: dict[str, float | None]      # scorer id -> change of its mean
+    summary_deltas: dict[str, float | None]    # pass_rate, mean_score -> change
+    only_in: str | None = None                 # "base" or "candidate" when one run lacks the experiment
+    change: PairedChange | None = None          # of its items, paired (None when only in one run)
+    scorer_changes: dict[str, PairedChange] = field(default_factory=dict)  # of each scorer in both runs
+
+
+@dataclass(frozen=True)
+class Comparison:
+    base: str
+    candidate: str
+    base_status: str        # each run's status: completed, interrupted, crashed, running
+    candidate_status: str
+    experiments: tuple[ExperimentDiff, ...] = field(default_factory=tuple)
+    config_diff: tuple[str, ...] = ()  # unified diff of the stored configs; empty: the same configuration
+    alpha: float = ALPHA
+    margin: float = 0.0
+
+    @property
+    def regressions(self) -> list[Flip]:
+        return [f for e in self.experiments for f in e.flips if f.regression]
+
+    @property
+    def significant_regressions(self) -> list[str]:
+        """What regressed beyond chance: ``experiment`` or ``experiment › scorer``."""
+        return [name for e in self.experiments for name, change in named_changes(e) if change.verdict == REGRESSED]
+
+    def gate_failure(self, strict: bool = False) -> str | None:
+        """Why a regression gate fails, or None: an unfinished candidate, or a significant regression
+        (``strict``: any item that got worse)."""
+        if self.unfinished:
+            return self.unfinished
+        if strict:
+            worse = self.regressions
+            return f"{len(worse)} item{'s' if len(worse) != 1 else ''} got worse" if worse else None
+        regressed = self.significant_regressions
+        return f"significant regression ({self.rule}) in {', '.join(regressed)}" if regressed else None
+
+    @property
+    def rule(self) -> str:
+        """When a change counts: ``alpha 0.05`` (``, margin 0.02``)."""
+        return f"alpha {self.alpha:g}" + (f", margin {self.margin:g}" if self.margin else "")
+
+    @property
+    def unfinished(self) -> str | None:
+        """Why the candidate cannot pass a regression gate: it did not complete, so the items it
+        never reached show as removed (or its experiments as only in the base run), not as worse."""
+        if self.candidate_status == "completed":
+            return None
+        return (f"the candidate run {self.candidate} is {self.candidate_status}, not completed: "
+                "the items it did not reach are not compared")
+
+
+def _delta(before: float | None, after: float | None) -> float | None:
+    return None if before is None or after is None else after - before
+
+
+_UNJUDGED = (None, None)  # (verdict, score) of a scorer that did not judge an item
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """What pairing needs of an item: its status, whether it passed and its mean score (None: not
+    judged, not scored), and each scorer's own (verdict, score)."""
+
+    id: str
+    index: int
+    status: str
+    judged: tuple[bool | None, float | None]
+    scorers: dict[str, tuple[bool | None, float | None]]
+
+
+def _outcome(verdicts: Verdicts) -> _Outcome:
+    item_id, index, status, scores = verdicts
+    scorers, total, count = {}, 0.0, 0
+    for sid, (scored, passed, score) in scores.items():
+        if scored == "success":
+            scorers[sid] = (passed, score)
+            if score is not None:
+                total, count = total + score, count + 1
+    verdict = None if status == "skipped" else status == "passed"
+    return _Outcome(item_id, index, status, (verdict, total / count if count else None), scorers)
+
+
+class _Pairing:
+    """The (base, candidate) outcomes of the items in both runs, as their ids meet when both runs
+    are read side by side; ``added`` and ``removed`` are the ids left over once both are read."""
+
+    def __init__(self, base: ItemResults, candidate: ItemResults, scorers: Sequence[str]):
+        self.base, self.candidate, self.scorers = base, candidate, scorers
+        self.added: list[str] = []
+        self.removed: list[str] = []
+
+    def __iter__(self):
+        waiting_base: dict[str, _Outcome] = {}  # read in one run, its partner not yet in the other
+        waiting_candidate: dict[str, _Outcome] = {}
+        both = zip_longest(self.base.verdicts(self.scorers), self.candidate.verdicts(self.scorers))
+        for before, after in both:
+            if before is not None:
+                before = _outcome(before)
+                if before.id in waiting_candidate:
+                    yield before, waiting_candidate.pop(before.id)
+                else:
+                    waiting_base[before.id] = before
+            if after is not None:
+                after = _outcome(after)
+                if after.id in waiting_base:
+                    yield waiting_base.pop(after.id), after
+                else:
+                    waiting_candidate[after.id] = after
+        self.added, self.removed = list(waiting_candidate), list(waiting_base)
+
+
+class _Tally:
+    """One experiment's or scorer's pairs, counted as they come."""
+
+    def __init__(self):
+        self.pairs = self.worse = self.better = 0
+        self.differences = array("d")  # candidate − base score of each item scored in both
+
+    def add(self, before: tuple[bool | None, float | None], after: tuple[bool | None, float | None]) -> None:
+        if before[0] is not None and after[0] is not None:
+            self.pairs += 1
+            if before[0] != after[0]:
+                if before[0]:
+                    self.worse += 1
+                else:
+                    self.better += 1
+        if before[1] is not None and after[1] is not None:
+            self.differences.append(after[1] - before[1])
+
+    def change(self, alpha: float, margin: float) -> PairedChange:
+        """The verdict, from the McNemar test when there are pass/fail pairs, else from whether the
+        mean score's interval (at 1 − alpha) leaves out 0; an effect below ``margin`` never counts."""
+        p_value = stats.mcnemar_p_value(self.worse, self.better) if self.pairs else None
+        difference = stats.paired_difference(self.differences, 1 - alpha)
+        if p_value is not None:
+            significant, effect = p_value < alpha, (self.better - self.worse) / self.pairs
+        elif difference.interval is not None:
+            significant, effect = difference.interval[0] > 0 or difference.interval[1] < 0, difference.mean
+        else:
+            significant, effect = False, 0.0
+        verdict = NO_CHANGE if not significant or not effect or abs(effect) < margin else (
+            IMPROVED if effect > 0 else REGRESSED)
+        return PairedChange(self.pairs, self.worse, self.better, p_value, difference, verdict)
+
+
+def named_changes(e: ExperimentDiff) -> list[tuple[str, PairedChange]]:
+    """The experiment's change and each scorer's, named ``experiment`` and ``experiment › scorer``."""
+    found = [(e.experiment_id, e.change)] if e.change else []
+    return found + [(f"{e.experiment_id} › {sid}", change) for sid, change in e.scorer_changes.items()]
+
+
+def diff_experiments(base: ExperimentResult, candidate: ExperimentResult, alpha: float = ALPHA,
+                     margin: float = 0.0) -> ExperimentDiff:
+    """Two results of an experiment (of two runs, or two variants of one), their items paired by id."""
+    scorers = dict.fromkeys([*base.summary.scorers, *candidate.summary.scorers])
+    both = [sid for sid in scorers if sid in base.summary.scorers and sid in candidate.summary.scorers]
+    tally, scorer_tallies, flips = _Tally(), {sid: _Tally() for sid in both}, []
+    for before, after in (pairing := _Pairing(base.items, candidate.items, list(scorers))):
+        if before.status != after.status:
+            flips.append((after.index, Flip(candidate.experiment_id, after.id, before.status, after.status)))
+        tally.add(before.judged, after.judged)
+        for sid, scorer in scorer_tallies.items():
+            scorer.add(before.scorers.get(sid, _UNJUDGED), after.scorers.get(sid, _UNJUDGED))
+    score_deltas = {}
+    for sid in scorers:
+        b, c = base.summary.scorers.get(sid), candidate.summary.scorers.get(sid)
+        score_deltas[sid] = _delta(b.mean if b else None, c.mean if c else None)
+    return ExperimentDiff(
+        experiment_id=candidate.experiment_id, flips=tuple(f for _, f in sorted(flips, key=lambda f: f[0])),
+        added=tuple(pairing.added), removed=tuple(pairing.removed),
+        score_deltas=score_deltas,
+        summary_deltas={"pass_rate": _delta(base.summary.pass_rate, candidate.summary.pass_rate),
+                        "mean_score": _delta(base.summary.mean_score, candidate.summary.mean_score)},
+        change=tally.change(alpha, margin),
+        scorer_changes={sid: t.change(alpha, margin) for sid, t in scorer_tallies.items()},
+    )
+
+
+def config_diff(base: Mapping[str, str], candidate: Mapping[str, str]) -> tuple[str, ...]:
+    """A unified diff (one line of context) of two runs' config files as stored, file by file."""
+    lines: list[str] = []
+    for name in sorted({*base, *candidate}):
+        lines += difflib.unified_diff(base.get(name, "").splitlines(), candidate.get(name, "").splitlines(),
+                                      f"base/{name}", f"candidate/{name}", n=1, lineterm="")
+    return tuple(lines)
+
+
+def compare(base_run: RunInfo, base: Sequence[ExperimentResult], candidate_run: RunInfo,
+            candidate: Sequence[ExperimentResult], alpha: float = ALPHA, margin: float = 0.0) -> Comparison:
+    """Match experiments by id and items by id within them; a change counts when it is significant
+    at ``alpha`` and at least ``margin`` (a pass rate's or mean score's change, in [0, 1])."""
+    before = {r.experiment_id: r for r in base}
+    after = {r.experiment_id: r for r in candidate}
+    diffs = []
+    for experiment_id in dict.fromkeys([*before, *after]):
+        if experiment_id in before and experiment_id in after:
+            diffs.append(diff_experiments(before[experiment_id], after[experiment_id], alpha, margin))
+        else:
+            side = "base" if experiment_id in before else "candidate"
+            diffs.append(ExperimentDiff(experiment_id, (), (), (), {}, {}, only_in=side))
+    return Comparison(base_run.run_id, candidate_run.run_id, base_run.status, candidate_run.status, tuple(diffs),
+                      config_diff(base_run.config_text, candidate_run.config_text), alpha, margin)
+
+
+def signed(value: float | None, percent: bool = False) -> str:
+    if value is None:
+        return "–"
+    return f"{value * 100:+.1f} pp" if percent else f"{value:+.3f}"
+
+
+def to_text(c: Comparison, markdown: bool = False) -> str:
+    lines = [f"{'## ' if markdown else ''}{c.base} ({c.base_status}) → {c.candidate} ({c.candidate_status}): "
+             f"{len(c.regressions)} regressions"]
+    lines.append(verdict_line(c))
+    if c.unfinished:
+        lines.append(c.unfinished)
+    lines += _config_lines(c, markdown)
+    for e in c.experiments:
+        lines.append("")
+        lines.append(f"{'### ' if markdown else ''}{e.experiment_id}")
+        if e.only_in:
+            lines.append(f"only in the {e.only_in} run")
+            continue
+        lines.append(f"pass rate {signed(e.summary_deltas['pass_rate'], True)}, "
+                     f"mean score {signed(e.summary_deltas['mean_score'])}")
+        if e.change:
+            lines.append(change_text(e.change, c.alpha, markdown))
+        for sid, delta in e.score_deltas.items():
+            change = e.scorer_changes.get(sid)
+            lines.append(f"{'- ' if markdown else '  '}{sid}: mean {signed(delta)}"
+                         + (f" · {change_text(change, c.alpha, markdown)}" if change else ""))
+        for f in e.flips:
+            mark = "regressed" if f.regression else "improved" if RANK[f.after] > RANK[f.before] else "changed"
+            item = f"`{f.item_id}`" if markdown else f.item_id
+            lines.append(f"{'- ' if markdown else '  '}{item}: {f.before} → {f.after} ({mark})")
+        if e.added:
+            lines.append(f"{'- ' if markdown else '  '}added: {', '.join(e.added)}")
+        if e.removed:
+            lines.append(f"{'- ' if markdown else '  '}removed: {', '.join(e.removed)}")
+    return "\n".join(lines) + "\n"
+
+
+def _config_lines(c: Comparison, markdown: bool) -> list[str]:
+    """``same configuration``, or the start of the diff, safe to print (control characters
+    removed, each line indented: a code block in Markdown)."""
+    if not c.config_diff:
+        return ["same configuration"]
+    from yamleval.reporting.text import terminal_block
+
+    shown = terminal_block("\n".join(c.config_diff[:CONFIG_DIFF_LINES])).split("\n")
+    lines = ["configuration changed:", *([""] if markdown else []),  # a code block cannot interrupt a paragraph
+             *(("    " if markdown else "  ") + line for line in shown)]
+    if len(c.config_diff) > CONFIG_DIFF_LINES:
+        lines.append(f"  … {len(c.config_diff) - CONFIG_DIFF_LINES} more lines"
+                     f" (`yamleval show RUN --config` prints a run's configuration)")
+    return lines
+
+
+def to_json(c: Comparison) -> str:
+    return json.dumps({
+        "base": c.base, "candidate": c.candidate, "base_status": c.base_status, "candidate_status": c.candidate_status,
+        "regressions": len(c.regressions), "config_diff": list(c.config_diff), **_verdicts_json(c),
+        "experiments": [{"id": e.experiment_id, "only_in": e.only_in, **changes_json(e),
+                         "flips": [{"item": f.item_id, "before": f.before, "after": f.after,
+                                    "regression": f.regression} for f in e.flips],
+                         "added": list(e.added), "removed": list(e.removed), "score_deltas": e.score_deltas,
+                         "summary_deltas": e.summary_deltas} for e in c.experiments],
+    }, indent=2, ensure_ascii=False) + "\n"
+
+
+def verdict_line(c: Comparison) -> str:
+    """What changed beyond chance, in one line."""
+    named = {verdict: [name for e in c.experiments for name, change in named_changes(e) if change.verdict == verdict]
+             for verdict in (REGRESSED, IMPROVED)}
+    found = "; ".join(f"{verdict}: {', '.join(names)}" for verdict, names in named.items() if names)
+    return f"paired verdict ({c.rule}): {found or NO_CHANGE}"
+
+
+def change_text(change: PairedChange, alpha: float, markdown: bool) -> str:
+    verdict = f"**{change.verdict}**" if markdown and change.verdict != NO_CHANGE else change.verdict
+    parts, p, d = [], change.p_value, change.difference
+    if change.pairs:
+        parts.append(f"{change.pairs} pairs, {change.worse} pass → fail, {change.better} fail → pass, "
+                     f"McNemar p {f'= {p:.2g}' if p else '< 1e-300'}")
+    if d.mean is not None:
+        low, high = d.interval or (None, None)
+        interval = f" ({figures.level(1 - alpha)} {signed(low)} to {signed(high)})" if d.interval else ""
+        parts.append(f"mean score {signed(d.mean)}{interval}")
+    return f"{verdict}: {'; '.join(parts) or 'no item judged or scored in both runs'}"
+
+
+def _verdicts_json(c: Comparison) -> dict:
+    return {"alpha": c.alpha, "margin": c.margin, "significant_regressions": c.significant_regressions}
+
+
+def _change_json(change: PairedChange) -> dict:
+    d = change.difference
+    return {"verdict": change.verdict, "pairs": change.pairs, "pass_to_fail": change.worse,
+            "fail_to_pass": change.better, "p_value": change.p_value, "score_pairs": d.pairs,
+            "mean_difference": d.mean, "mean_difference_ci": list(d.interval) if d.interval else None,
+            "ci_method": d.method}
+
+
+def changes_json(e: ExperimentDiff) -> dict:
+    return {"change": _change_json(e.change) if e.change else None,
+            "scorer_changes": {sid: _change_json(change) for sid, change in e.scorer_changes.items()}}

@@ -1,0 +1,255 @@
+"""Answers kept so that no model call is paid for twice: a SQLite file apart from the results
+database, keyed by everything that decides an answer and nothing else.
+
+A key is the SHA-256 of a canonical JSON record (``key``): for a model call the exact request
+(the endpoint's URL without credentials, the body: model, messages, parameters, tools); for
+any other runner its reference, the hash of its source and its version, its bound ``with:``
+and the item; always the repeat's number, so that repeats stay independent. Secrets are
+replaced by their ``${VAR}`` names before a record is hashed and before a value is kept.
+
+Any number of processes share one file (WAL; a writer waits for another's lock). An entry older
+than ``ttl`` is never read, and ``prune`` deletes it; past ``max_size`` the least recently used
+entries go first.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import tenacity
+
+from yamleval.config.model import CacheSettings
+from yamleval.records.errors import UsageError
+from yamleval.store.errors import cannot, cause
+
+DEFAULT_PATH, DEFAULT_TTL, DEFAULT_MAX_SIZE = CacheSettings.path, CacheSettings.ttl, CacheSettings.max_size
+BUSY_SECONDS = 30.0
+FLUSH_SECONDS = 1.0
+_TOUCH_AFTER = 3600.0  # seconds: how stale an entry's last use may get before a hit writes it again
+_SCHEMA = ("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL,"
+           " used REAL NOT NULL, size INTEGER NOT NULL, tokens INTEGER NOT NULL, cost REAL)",
+           "CREATE INDEX IF NOT EXISTS entries_used ON entries (used)",
+           "CREATE INDEX IF NOT EXISTS entries_created ON entries (created)")  # what expires, found without a scan
+
+
+def key(record: Mapping[str, Any]) -> str:
+    """The key of an answer: a hash of ``record`` (JSON, keys sorted, secrets already replaced)."""
+    text = json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Stats:
+    path: str
+    entries: int
+    bytes: int
+    tokens: int  # that the kept answers took: what each hit on one saves again
+    oldest: float | None  # when the oldest entry was made (seconds since the epoch)
+    newest: float | None
+
+
+class Cache:
+    """One cache file. Thread-safe: the connection is used by one thread at a time."""
+
+    def __init__(self, path: str = DEFAULT_PATH, ttl: float = DEFAULT_TTL, max_size: int = DEFAULT_MAX_SIZE):
+        self.path, self.ttl, self.max_size = path, ttl, max_size
+        self._lock = threading.Lock()
+        self._pending: list[tuple] = []
+        self._flushed = time.time()
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            self._db = sqlite3.connect(path, timeout=BUSY_SECONDS, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._write(lambda: [self._db.execute(statement) for statement in _SCHEMA])
+            # empty when opened: nothing to read this run (the first run of a CI job, say), so no
+            # lookup is made; answers another process keeps meanwhile are missed, never wrong
+            self._empty = self._db.execute("SELECT 1 FROM entries LIMIT 1").fetchone() is None
+        except (OSError, sqlite3.Error) as exc:
+            raise UsageError(cannot("open the cache", path, exc, "or run with --no-cache")) from None
+
+    def _write(self, work) -> None:
+        """``work`` in one write transaction, tried again while another process holds the lock."""
+        for attempt in tenacity.Retrying(stop=tenacity.stop_after_attempt(6), reraise=True,
+                                         wait=tenacity.wait_random_exponential(multiplier=0.2, max=2.0),
+                                         retry=tenacity.retry_if_exception(lambda e: cause(e) == "locked")):
+            with attempt, self._lock, self._db:
+                self._db.execute("BEGIN IMMEDIATE")
+                work()
+
+    def get(self, entry: str) -> Any | None:
+        """The value kept under ``entry``, or None (never kept, or older than the ttl)."""
+        if self._empty:
+            return None
+        now = time.time()
+        with self._lock:
+            row = self._db.execute("SELECT value, created, used FROM entries WHERE key = ?", (entry,)).fetchone()
+        if row is None or now - row[1] > self.ttl:
+            return None
+        if now - row[2] > _TOUCH_AFTER:  # kept recent for pruning, without a write on every hit
+            self._write(lambda: self._db.execute("UPDATE entries SET used = ? WHERE key = ?", (now, entry)))
+        return json.loads(row[0])
+
+    def put(self, entry: str, value: Any, tokens: int = 0, cost: float | None = None) -> None:
+        """Keep ``value`` (JSON, secrets already replaced) under ``entry``; ``tokens`` and ``cost``:
+        what the answer took, so that a hit can say what it saved. Written with others, at most
+        ``FLUSH_SECONDS`` later (and by ``close``): one transaction for many answers."""
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        now = time.time()
+        with self._lock:
+            self._pending.append((entry, text, now, now, len(text) + len(entry), tokens, cost))
+            due = now - self._flushed >= FLUSH_SECONDS
+        if due:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the answers kept since the last flush."""
+        with self._lock:
+            rows, self._pending, self._flushed = self._pending, [], time.time()
+        if rows:
+            self._write(lambda: self._db.executemany(
+                "INSERT OR REPLACE INTO entries (key, value, created, used, size, tokens, cost)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)", rows))
+
+    def stats(self) -> Stats:
+        self.flush()
+        with self._lock:
+            row = self._db.execute("SELECT count(*), coalesce(sum(size), 0), coalesce(sum(tokens), 0), min(created),"
+                                   " max(created) FROM entries").fetchone()
+        return Stats(self.path, *row)
+
+    def prune(self) -> int:
+        """Delete the entries older than the ttl, then the least recently used past ``max_size``;
+        how many went."""
+        self.flush()
+        before = self.stats().entries
+
+        def work() -> None:
+            self._db.execute("DELETE FROM entries WHERE created < ?", (time.time() - self.ttl,))
+            total = self._db.execute("SELECT coalesce(sum(size), 0) FROM entries").fetchone()[0]
+            if total > self.max_size:
+                kept, cutoff = 0, None
+                for used, size in self._db.execute("SELECT used, size FROM entries ORDER BY used DESC"):
+                    kept += size
+                    if kept > self.max_size:
+                        cutoff = used
+                        break
+                if cutoff is not None:
+                    self._db.execute("DELETE FROM entries WHERE used <= ?", (cutoff,))
+
+        self._write(work)
+        return before - self.stats().entries
+
+    def clear(self) -> int:
+        before = self.stats().entries
+        self._write(lambda: self._db.execute("DELETE FROM entries"))
+        with self._lock:
+            self._db.execute("VACUUM")
+        return before
+
+    def integrity(self) -> str:
+        with self._lock:
+            return self._db.execute("PRAGMA integrity_check").fetchone()[0]
+
+    def close(self) -> None:
+        try:
+            self.flush()
+        finally:
+            with self._lock:
+                self._db.close()
+
+
+# -- what one call may use -----------------------------------------------------------------
+
+class Use:
+    """The cache as one run of one item may use it, and what it did: set for the thread (``using``)
+    while the runner runs (``role`` "runner") and while the scorers score ("judge")."""
+
+    def __init__(self, open_cache, settings: CacheSettings, repeat: int, secrets, requests: bool):
+        """``open_cache()``: the Cache, opened when first needed; ``requests``: the runner's model
+        calls are cached one by one (a model runner), not its whole call."""
+        self.open_cache, self.settings, self.repeat, self.secrets = open_cache, settings, repeat, secrets
+        self.requests = requests
+        self.role = "runner"
+        self.hits = self.misses = self.saved_tokens = 0
+        self.saved_cost = 0.0
+
+    def caches_request(self, body: Mapping[str, Any]) -> bool:
+        """Whether a model call with this request body is answered from the cache: a model
+        runner's with ``runner: true``; a judge's with ``judges: true`` at temperature 0."""
+        if self.role == "runner":
+            return self.settings.runner and self.requests
+        return self.settings.judges and body.get("temperature") == 0
+
+    def key(self, record: Mapping[str, Any]) -> str:
+        from yamleval.engine.redaction import redact_value
+
+        return key({**redact_value(dict(record), self.secrets), "repeat": self.repeat})
+
+    def embeddings_key(self, record: Mapping[str, Any]) -> str | None:
+        """The key of an embedding, or None when it is not cached: a vector is the same at any
+        temperature and in every repeat, so it is kept whenever a judge's calls may be."""
+        from yamleval.engine.redaction import redact_value
+
+        if self.role != "judge" or not self.settings.judges:
+            return None
+        return key(redact_value(dict(record), self.secrets))
+
+    def get(self, entry: str) -> Any | None:
+        """The kept value, counted as a hit (None: a miss, counted when the answer is kept)."""
+        if self.settings.refresh:
+            return None
+        try:
+            found = self.open_cache().get(entry)
+        except (sqlite3.Error, UsageError):
+            return None  # a cache that cannot be read answers nothing: the call is made
+        if found is not None:
+            self.hits += 1
+            self.saved_tokens += found.get("tokens", 0)
+            self.saved_cost += found.get("cost") or 0.0
+        return found
+
+    def put(self, entry: str, value: Mapping[str, Any], tokens: int, cost: float | None) -> None:
+        from yamleval.engine.redaction import redact_value
+
+        self.misses += 1
+        try:
+            self.open_cache().put(entry, redact_value({**value, "tokens": tokens, "cost": cost}, self.secrets), tokens, cost)
+        except (sqlite3.Error, UsageError):
+            pass  # the answer is used all the same; the next run asks again
+
+    def used(self):
+        """What it did, for the item's result (None: nothing asked of it)."""
+        from yamleval.records.types import CacheUse
+
+        return CacheUse(self.hits, self.misses, self.saved_tokens, self.saved_cost) if self.hits or self.misses else None
+
+
+_CURRENT: contextvars.ContextVar[Use | None] = contextvars.ContextVar("yamleval_cache", default=None)
+
+
+def current() -> Use | None:
+    """The cache the call under way may use, or None."""
+    return _CURRENT.get()
+
+
+@contextlib.contextmanager
+def using(use: Use | None, role: str):
+    """The calls made inside may use ``use`` (None: no cache), as ``role``."""
+    if use is None:
+        yield
+        return
+    use.role = role
+    token = _CURRENT.set(use)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)

@@ -1,0 +1,1 @@
+"""One experiment's items: plan, run, score, repeat, budget, criteria, redaction."""

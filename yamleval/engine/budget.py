@@ -1,0 +1,109 @@
+"""Budgets: how many tokens, dollars and how much time a run or an experiment may spend.
+
+A budget reached starts no new item (those running finish); the experiment ends stopped by
+it, with which budget and at what figure, and a resumed run with a larger one goes on.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from yamleval.records.types import CacheUse, Usage
+
+KEYS = ("max_cost_usd", "max_tokens", "max_duration")
+_UNITS = {"w": 604800.0, "d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
+_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)([wdhms])")
+
+
+def seconds(duration: float | str) -> float:
+    """``90`` (seconds), ``"90s"``, ``"30m"``, ``"2h"``, ``"1h30m"`` or ``"7d"`` in seconds; the
+    schema has checked the form."""
+    if not isinstance(duration, str):
+        return float(duration)
+    return sum(float(number) * _UNITS[unit] for number, unit in _PART.findall(duration))
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The limits written under one ``budget:``; each is None when not set."""
+
+    max_cost_usd: float | None = None
+    max_tokens: int | None = None
+    max_duration: float | None = None  # seconds
+    duration_text: str | None = None  # max_duration as written (``30m``), for messages
+
+    @classmethod
+    def read(cls, written: Mapping[str, Any] | None) -> "Budget | None":
+        """The budget of a validated ``budget:`` mapping; None when it sets no limit."""
+        if not written:
+            return None
+        duration = written.get("max_duration")
+        return cls(max_cost_usd=written.get("max_cost_usd"), max_tokens=written.get("max_tokens"),
+                   max_duration=None if duration is None else seconds(duration),
+                   duration_text=None if duration is None else
+                   duration if isinstance(duration, str) else f"{duration:g}s")
+
+
+@dataclass(frozen=True)
+class Spent:
+    """What has been spent against a budget: tokens of runners and judges, dollars, seconds."""
+
+    tokens: int = 0
+    cost_usd: float = 0.0
+    seconds: float = 0.0
+
+    def __add__(self, other: "Spent") -> "Spent":
+        return Spent(self.tokens + other.tokens, self.cost_usd + other.cost_usd, self.seconds + other.seconds)
+
+
+def spent(usages: Iterable[Usage], seconds: float, saved: CacheUse | None = None) -> Spent:
+    """What these usages (of runners and judges) add up to, with ``seconds``; less what answers
+    from the cache ``saved`` (their usage is counted in the items, but nothing was paid)."""
+    tokens, cost = 0, 0.0
+    for usage in usages:
+        tokens += usage.total_tokens
+        cost += usage.cost or 0.0
+    if saved is not None:
+        tokens, cost = tokens - saved.saved_tokens, cost - saved.saved_cost
+    return Spent(tokens, cost, seconds)
+
+
+def _clock(value: float) -> str:
+    """``12m 5s``, ``2h 0m 3s``, ``41.2s``."""
+    if value < 60:
+        return f"{value:.1f}s"
+    whole = int(value)
+    hours, rest = divmod(whole, 3600)
+    return (f"{hours}h " if hours else "") + f"{rest // 60}m {rest % 60}s"
+
+
+def reached(budget: Budget, spent: Spent) -> str | None:
+    """``max_tokens 10,000 reached at 10,412 tokens`` for the first limit ``spent`` has reached."""
+    if budget.max_tokens is not None and spent.tokens >= budget.max_tokens:
+        return f"max_tokens {budget.max_tokens:,} reached at {spent.tokens:,} tokens"
+    if budget.max_cost_usd is not None and spent.cost_usd >= budget.max_cost_usd:
+        return f"max_cost_usd ${budget.max_cost_usd:,g} reached at ${spent.cost_usd:,.4f}"
+    if budget.max_duration is not None and spent.seconds >= budget.max_duration:
+        return f"max_duration {budget.duration_text} reached at {_clock(spent.seconds)}"
+    return None
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A budget as one experiment runs under it: ``whose`` it is (``its``, ``the run's``) and
+    what was spent against it before the experiment started."""
+
+    budget: Budget
+    whose: str = "its"
+    before: Spent = Spent()
+
+
+def first_reached(limits: Sequence[Limit], spent: Spent) -> str | None:
+    """``stopped by its budget: max_tokens 10,000 reached at 10,412 tokens``, for the first of
+    ``limits`` that ``spent`` (by the experiment, added to what each had before) reaches."""
+    for limit in limits:
+        found = reached(limit.budget, limit.before + spent)
+        if found is not None:
+            return f"stopped by {limit.whose} budget: {found}"
+    return None

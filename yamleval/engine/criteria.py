@@ -1,0 +1,93 @@
+"""Pass criteria and the experiment's verdict (DESIGN §4)."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable
+
+from yamleval.config.model import CriterionSpec
+from yamleval.records.types import CriterionResult, Summary
+
+
+def latency_figure(percentile: int | str) -> str:
+    """The latency figure a ``percentile:`` names: ``p95``, or ``max``."""
+    return "max" if percentile == "max" else f"p{int(percentile)}"
+
+
+def _spent(criterion: CriterionSpec, summary: Summary) -> float | None:
+    """Tokens or cost of the runner and the judges together, for the experiment or per completed
+    item; a cost is None when no call had a price."""
+    both = (summary.tokens, summary.judge_tokens)
+    if criterion.type == "tokens":
+        total: float | None = sum(u.total_tokens for u in both)
+    else:
+        costs = [u.cost for u in both if u.cost is not None]
+        total = sum(costs) if costs else None
+    if not criterion.per_item or total is None:
+        return total
+    return total / summary.completed if summary.completed else None
+
+
+def actual_value(criterion: CriterionSpec, summary: Summary) -> float | None:
+    if criterion.type == "flaky_rate":
+        return summary.flaky / summary.completed if summary.completed else None
+    if criterion.type == "error_rate":
+        return summary.errored / summary.completed if summary.completed else None
+    if criterion.type == "items":
+        return summary.completed
+    if criterion.type == "latency":
+        return getattr(summary.latency_ms, latency_figure(criterion.percentile))
+    if criterion.type in ("tokens", "cost"):
+        return _spent(criterion, summary)
+    mean = criterion.type == "mean_score"
+    if criterion.scorer is None:
+        point, interval = ((summary.mean_score, summary.mean_score_ci) if mean
+                           else (summary.pass_rate, summary.pass_rate_ci))
+    else:
+        scorer = summary.scorers.get(criterion.scorer)
+        if scorer is None:
+            return None
+        point, interval = (scorer.mean, scorer.mean_ci) if mean else (scorer.pass_rate, scorer.pass_rate_ci)
+    if criterion.bound == "lower":  # "95% sure it is at least min"
+        return None if interval is None else interval[0]
+    return point
+
+
+NO_BASELINE_HERE = "skipped: compared with its baseline only when a stored run's experiment finishes"
+
+
+def evaluate(criteria: Iterable[CriterionSpec], summary: Summary) -> tuple[CriterionResult, ...]:
+    """Each criterion against the summary; a missing value (no scores at all, no price) fails. A
+    no_regression criterion needs the stored baseline: it is skipped here (yamleval.lifecycle.baseline judges it)."""
+    results = []
+    for c in criteria:
+        if c.type == "no_regression":
+            results.append(CriterionResult(type=c.type, min=None, actual=None, passed=True, severity=c.severity,
+                                           scorer=c.scorer, label=c.label, source=c.source, baseline=c.baseline,
+                                           alpha=c.alpha, margin=c.margin, skipped=True, detail=NO_BASELINE_HERE))
+            continue
+        actual = actual_value(c, summary)
+        holds = actual is not None and (actual <= c.max if c.max is not None else actual >= c.min)
+        results.append(CriterionResult(type=c.type, min=c.min, actual=actual, passed=holds, severity=c.severity,
+                                       scorer=c.scorer, label=c.label, source=c.source, max=c.max,
+                                       percentile=c.percentile, per_item=c.per_item, bound=c.bound,
+                                       confidence=summary.confidence if c.bound == "lower" else None))
+    return tuple(results)
+
+
+def verdict(summary: Summary, has_criteria: bool) -> bool:
+    """Passes when no item errored (with an ``error_rate`` criterion: when it holds) and every
+    error-severity criterion holds; without criteria, when no item failed or errored."""
+    if summary.errored and not tolerates_errors(summary):
+        return False
+    if not has_criteria:
+        return summary.failed == 0
+    return all(c.passed for c in summary.criteria if c.severity == "error")
+
+
+def tolerates_errors(summary: Summary) -> bool:
+    """Whether an ``error_rate`` criterion, not the rule that no item errors, judges its errors."""
+    return any(c.type == "error_rate" for c in summary.criteria)
+
+
+def with_criteria(summary: Summary, criteria: Iterable[CriterionSpec]) -> Summary:
+    return dataclasses.replace(summary, criteria=evaluate(criteria, summary))

@@ -1,0 +1,131 @@
+"""Known secret values kept out of everything a run writes.
+
+A ``${VAR}`` value reaches runners, models and tools; a server may echo it in an error
+body, a program may print it, a model may repeat it. Results are cleaned as each item
+finishes, before the database, the reports or the terminal see them: every value the
+project's load expanded from the environment (``Secrets``, gathered by
+``yamleval.config.interpolate``), also JSON-escaped or percent-encoded as it would stand
+in a reply or a URL, becomes the ``${VAR}`` it came from.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from dataclasses import InitVar, dataclass, field
+from typing import Any, Callable, Mapping
+from urllib.parse import quote, quote_plus
+
+from yamleval.records.types import ExperimentResult, ItemResult
+
+
+@dataclass(frozen=True)
+class Secrets:
+    """The values one load of a project expanded from the environment, each with the
+    ``${NAME}`` it came from; a run of that project keeps them out of what it writes."""
+
+    names: InitVar[Mapping[str, str] | None] = None  # value -> "${NAME}"
+    # every form of every value -> its "${NAME}", and one pattern over them (never shown in a repr)
+    replacements: Mapping[str, str] = field(init=False, repr=False, default_factory=dict)
+    pattern: re.Pattern | None = field(init=False, repr=False, default=None)
+
+    def __post_init__(self, names: Mapping[str, str] | None) -> None:
+        replacements = {form: name for value, name in (names or {}).items() for form in _forms(value)}
+        forms = sorted(replacements, key=len, reverse=True)  # the longest form wins where two overlap
+        object.__setattr__(self, "replacements", replacements)
+        object.__setattr__(self, "pattern", re.compile("|".join(map(re.escape, forms))) if forms else None)
+
+
+def _forms(value: str) -> set[str]:
+    """The ways ``value`` is written in text, JSON and URLs."""
+    return {value, json.dumps(value)[1:-1], quote(value, safe=""), quote_plus(value, safe="")}
+
+
+def redact_text(text: str, secrets: Secrets) -> str:
+    """``text`` with each of ``secrets`` replaced by its ``${VAR}``."""
+    if secrets.pattern is None or not isinstance(text, str):
+        return text
+    return secrets.pattern.sub(lambda m: secrets.replacements[m.group()], text)
+
+
+def _walk(value: Any, pattern: re.Pattern, replacements: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        return pattern.sub(lambda m: replacements[m.group()], value) if pattern.search(value) else value
+    if isinstance(value, dict):
+        items = [(_walk(k, pattern, replacements), _walk(v, pattern, replacements)) for k, v in value.items()]
+        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items())):
+            return value
+        return dict(items)
+    if isinstance(value, (list, tuple)):
+        walked = [_walk(v, pattern, replacements) for v in value]
+        if all(a is b for a, b in zip(walked, value)):
+            return value
+        return type(value)(walked) if isinstance(value, list) else tuple(walked)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {}
+        for f in dataclasses.fields(value):
+            old = getattr(value, f.name)
+            new = _walk(old, pattern, replacements)
+            if new is not old:
+                changes[f.name] = new
+        return dataclasses.replace(value, **changes) if changes else value
+    return value
+
+
+def redact_value(value: Any, secrets: Secrets) -> Any:
+    """A JSON-like value with each of ``secrets`` replaced by its ``${VAR}``, in keys and values."""
+    return value if secrets.pattern is None else _walk(value, secrets.pattern, secrets.replacements)
+
+
+def redact_item(result: ItemResult, secrets: Secrets) -> ItemResult:
+    """An item's result with none of ``secrets`` in its item, output, error, scores, metadata or trace.
+
+    Every item of a run passes here: a quick look for any secret comes first, and only an
+    item that holds one is copied."""
+    pattern = secrets.pattern
+    if pattern is None or not _holds(result, pattern.search):
+        return result
+    return _walk(result, pattern, secrets.replacements)
+
+
+def _holds(result: ItemResult, search: Callable[[str], Any]) -> bool:
+    item = result.item
+    for value in (result.output, result.error, item.input, item.expected, item.id, item.label, item.context,
+                  item.metadata, result.metadata, result.trace, item.assertions, item.source):
+        if value is not None and _contains(value, search):
+            return True
+    for score in result.scores.values():
+        for value in (score.reason, score.error, score.metadata):
+            if value is not None and _contains(value, search):
+                return True
+    return False
+
+
+def _contains(value: Any, search: Callable[[str], Any]) -> bool:
+    kind = type(value)
+    if kind is str:
+        return search(value) is not None
+    if kind is dict:
+        return any(_contains(k, search) or _contains(v, search) for k, v in value.items())
+    if kind is list or kind is tuple:
+        return any(_contains(v, search) for v in value)
+    return isinstance(value, (dict, list, tuple, str)) and _contains(_plain(value), search)
+
+
+def _plain(value: Any) -> Any:
+    """A subclass of str, dict, list or tuple as its base type, for ``_contains``."""
+    for base in (str, dict, list, tuple):
+        if isinstance(value, base):
+            return base(value)
+    return value
+
+
+def redact_experiment(result: ExperimentResult, secrets: Secrets) -> ExperimentResult:
+    """An experiment's warnings and stop reason redacted (its items were, one by one)."""
+    if secrets.pattern is None:
+        return result
+    warnings = tuple(redact_text(w, secrets) for w in result.warnings)
+    aborted = redact_text(result.aborted, secrets) if result.aborted else result.aborted
+    if warnings == result.warnings and aborted == result.aborted:
+        return result
+    return dataclasses.replace(result, warnings=warnings, aborted=aborted)

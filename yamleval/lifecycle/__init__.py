@@ -1,0 +1,1 @@
+"""A stored run from start to end: run, rescore, merge, resume, shards, preview."""

@@ -1,0 +1,124 @@
+"""A stored run scored again: each item's stored output (with its usage, trace and metadata)
+judged by the scorers and pass criteria of the config as it is now, stored as a new run that
+records the run it came from. No runner is called; scorers that call a model (LLM judges) do.
+
+An item whose runner failed stays the error it was; an item run several times keeps its
+repeats, each scored again, then reduced again (``engine.rescored``). The new run is counted,
+judged, stored and reported as any run is (``runs``), so it can be compared with its source.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from typing import Iterable, Iterator, Sequence
+
+from yamleval.records.errors import UsageError, display_path
+from yamleval.lifecycle.run import (DEFAULT_STORE, RunOutcome, RunWatcher, finish_run, finished_experiment, git_state, new_run,
+                           open_outputs)
+from yamleval.records.types import ExperimentResult, ItemResult, RunInfo, now
+
+
+def rescore_run(project, source: str, wanted: Sequence[str] = (), *, store: str | None = None,
+                report_dir: str | None = None, formats: Sequence[str] | None = None, tags: Sequence[str] = (),
+                stop: threading.Event | None = None, watcher: RunWatcher | None = None) -> RunOutcome:
+    """Score the stored items of run ``source`` (an id, a unique prefix of one, or ``latest``)
+    again with ``project``'s experiments of the same ids (those ``wanted``, if given), as a new run.
+
+    ``store``, ``report_dir``, ``formats`` and ``tags`` as for ``runs.run_project``. ``stop``
+    set: score no more items (the new run is interrupted). ``watcher.warning`` hears of a source
+    run that did not complete and of the experiments left out.
+    """
+    from yamleval.engine import plan
+    from yamleval.store import tags as run_tags
+
+    watcher = watcher or RunWatcher()
+    stop = stop or threading.Event()
+    path = store or project.store or DEFAULT_STORE
+    if not os.path.isfile(path):  # not a new, empty database: there is nothing to score again
+        raise UsageError(f"no results database at {display_path(path)}; run `yamleval run` first, or give --store")
+    out = open_outputs(project, path, report_dir, formats, tags)
+    db = out.store
+    origin = db.find_run(source)
+    experiments = _experiments(db, origin, project, wanted, watcher)
+    git = git_state(project)
+    prepared = [plan.prepare(e) for e in experiments]
+    if origin.status != "completed":
+        watcher.warning(f"run {origin.run_id} is {origin.status}: only the items it stored are scored again")
+    hashes = {stored.experiment_id: stored.dataset_hash for stored in db.experiments(origin.run_id)}
+    run_id = new_run(db, project, experiments, git, _repeats(db, origin), rescored_from=origin.run_id)
+    run_tags.add(db, run_id, out.tags)
+    watcher.run_started(run_id, False)
+    results = []
+    for position, ready in enumerate(prepared):
+        if stop.is_set():
+            break
+        watcher.experiment_started(ready.experiment.id)
+        # a variant's pairwise judge compares with the baseline's answers as the source run stored them
+        ready = plan.with_baseline(ready, experiments, lambda stored_id: db.item_view(origin.run_id, stored_id, 0).find)
+        result = _rescore_experiment(db, run_id, position, ready, origin, hashes[ready.experiment.id], stop, watcher)
+        results.append(result)
+        watcher.experiment_finished(result)
+        if result.could_not_evaluate:  # a judge's endpoint cannot be used, likely another experiment's too
+            break
+    return finish_run(out, run_id, results, len(prepared), stop, watcher)
+
+
+def _experiments(db, origin: RunInfo, project, wanted: Sequence[str], watcher: RunWatcher) -> list:
+    """The config's experiments that ``origin`` stored items of, in the order it ran them; those
+    ``wanted`` (each must be one). What is left out on either side, the watcher is told."""
+    from yamleval.lifecycle.run import select_experiments
+
+    stored = [e.experiment_id for e in db.experiments(origin.run_id)]
+    chosen = select_experiments(project, wanted)
+    missing = [e.id for e in chosen if e.id not in stored]
+    if wanted and missing:
+        raise UsageError(f"run {origin.run_id} has no experiment {', '.join(repr(m) for m in missing)}"
+                         f" (its experiments: {', '.join(stored) or 'none'})")
+    known = {e.id: e for e in chosen}
+    experiments = [known[i] for i in stored if i in known]
+    if not experiments:
+        raise UsageError(f"nothing to score again: the config has none of the experiments of run {origin.run_id}"
+                         f" ({', '.join(stored) or 'none'})")
+    if not wanted:
+        if missing:
+            watcher.warning(f"not in run {origin.run_id}, not scored: {', '.join(missing)}")
+        gone = [i for i in stored if i not in known]
+        if gone:
+            watcher.warning(f"no longer in the config, not scored: {', '.join(gone)}")
+    return experiments
+
+
+def _repeats(db, origin: RunInfo) -> int | None:
+    """The source run's --repeats, if it had one: the new run records what its items are."""
+    from yamleval.config import fingerprint
+
+    return fingerprint.repeats(db.run_detail(origin.run_id, "fingerprint"))
+
+
+def _rescore_experiment(db, run_id: str, position: int, ready, origin: RunInfo, dataset_hash: str | None,
+                        stop: threading.Event, watcher: RunWatcher) -> ExperimentResult:
+    """One experiment's stored items scored again, each stored in the new run as it is scored."""
+    from yamleval.engine import experiment as engine
+    from yamleval.engine import plan
+
+    experiment_id = ready.experiment.id
+    db.start_experiment(run_id, position, ready.experiment, dataset_hash, now())
+
+    def kept(results: Iterable[ItemResult]) -> Iterator[ItemResult]:
+        for count, result in enumerate(results, 1):
+            db.add_item(run_id, experiment_id, result)
+            watcher.item_finished(experiment_id, result)
+            watcher.progress(experiment_id, count, None)
+            yield result
+            if stop.is_set():
+                return
+
+    try:
+        with plan.importable(ready.experiment):
+            stored = db.item_view(origin.run_id, experiment_id, 0)
+            result = engine.run_experiment(ready, previous=kept(engine.rescored(ready, stored)), stop=stop,
+                                           keep_items=False, run_new=False)
+    finally:
+        if ready.models is not None:
+            ready.models.close()
+    return finished_experiment(db, run_id, result)

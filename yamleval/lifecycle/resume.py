@@ -1,0 +1,78 @@
+"""What ``yamleval run --resume`` checks before it continues a run: which unfinished run it is,
+that no process still runs it, and what changed since it started."""
+from __future__ import annotations
+
+from yamleval.records.errors import UsageError
+from yamleval.records.types import RunInfo
+
+UNFINISHED = ("running", "interrupted", "stopped", "crashed")  # stopped: by a budget
+
+
+def resumable(db, ref: str, project, wanted: list[str] | None, force: bool) -> RunInfo:
+    """The unfinished run ``ref`` names; ``latest``: the newest unfinished run whose experiments
+    the config has (and that includes ``wanted``, when given)."""
+    if ref != "latest":
+        run = db.find_run(ref)
+        if run.status not in UNFINISHED:
+            raise UsageError(f"run {run.run_id} is {run.status}; only an unfinished run can be resumed")
+        return _not_running(run, force)
+    known = {e.id for e in project.experiments}
+    for run in db.runs(limit=200):
+        stored = set(db.run_detail(run.run_id, "experiment_ids") or [])
+        if run.status in UNFINISHED and stored <= known and (wanted is None or set(wanted) <= stored):
+            return _not_running(run, force)
+    raise UsageError("no unfinished run of these experiments to resume (see `yamleval runs`)")
+
+
+def experiments_of(db, run: RunInfo, project) -> list:
+    """A resumed run goes on with exactly its own experiments, in its own order."""
+    known = {e.id: e for e in project.experiments}
+    ids = db.run_detail(run.run_id, "experiment_ids") or []
+    missing = [i for i in ids if i not in known]
+    if missing:
+        raise UsageError(f"cannot resume run {run.run_id}: the config no longer has experiment"
+                         f" {', '.join(repr(m) for m in missing)}; resume it with the config it ran")
+    return [known[i] for i in ids]
+
+
+def _not_running(run: RunInfo, force: bool) -> RunInfo:
+    """``run``, unless its own process may still be running it: two processes would run
+    its items twice and store them side by side. (A run whose process is known to have died
+    reads as crashed; one started on another machine cannot be checked from here.)"""
+    if run.status == "running" and not force:
+        from yamleval.config.provenance import host
+
+        where = "on this machine" if run.host == host() else f"on {run.host or 'another machine'}, maybe"
+        raise UsageError(f"run {run.run_id} is still running ({where}): wait for it to end or stop it, then resume;"
+                         " use --force if you know its process has ended")
+    return run
+
+
+def changes(db, run: RunInfo, texts: dict[str, str], config_hash: str, dataset_hashes: dict[str, str], environment,
+            experiments, repeats: int | None) -> list:
+    """What differs from when the run started: config text (but budgets and the cache, which
+    decide no answer), datasets, --repeats, environment values, plugin code."""
+    from yamleval.config import fingerprint
+    from yamleval.config import provenance
+
+    problems = []
+    if run.config_text.get(provenance.SETS) != texts.get(provenance.SETS):
+        problems.append("its --set values changed (give the same ones to resume it)")
+    elif run.config_hash != config_hash and not provenance.same_but_budgets(run.config_text, texts):
+        problems.append("the config files changed")
+    for stored in db.experiments(run.run_id):
+        was = stored.dataset_hash
+        if stored.experiment_id in dataset_hashes and was and was != dataset_hashes[stored.experiment_id]:
+            problems.append(f"the dataset of '{stored.experiment_id}' changed")
+    return problems + fingerprint.changes(db.run_detail(run.run_id, "fingerprint"), environment, experiments, repeats)
+
+
+def replace_items(db, run_id: str, experiment_id: str, results) -> None:
+    batch = []
+    for result in results:
+        batch.append(result)
+        if len(batch) >= 500:
+            db.replace_items(run_id, experiment_id, batch)
+            batch = []
+    if batch:
+        db.replace_items(run_id, experiment_id, batch)

@@ -1,0 +1,401 @@
+"""A stored run from start to end: open the store, resume when asked, run each experiment
+with every item stored as it finishes, write the reports, record how the run ended.
+
+The command line and the Python API both run through ``run_project``; the command line
+only maps its options onto it, and its outcome onto output and an exit code.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Sequence
+
+from yamleval import __version__
+from yamleval.records.errors import UsageError, display_path
+from yamleval.records.outcome import ReportsInterrupted, RunOutcome, RunWatcher  # noqa: F401  (the lifecycle's types)
+from yamleval.records.types import CacheUse, ExperimentResult, ItemResult, RunInfo, now
+
+DEFAULT_STORE = os.path.join(".yamleval", "results.db")
+
+
+def _unknown(what: str, name: str, known: Sequence[str]) -> UsageError:
+    close = difflib.get_close_matches(name, list(known), n=1)
+    hint = f" (did you mean '{close[0]}'?)" if close else f" ({what}s: {', '.join(known) or 'none'})"
+    return UsageError(f"no {what} with id '{name}'{hint}")
+
+
+def select_experiments(project, wanted: Sequence[str], variants: Sequence[str] = ()) -> list:
+    """The experiments of ``project`` with these ids, in the order given (all, if none given); an
+    experiment with variants stands for all of them, or for those named in ``variants``."""
+    from yamleval.config.variants import parents
+
+    grouped = parents(list(project.experiments))
+    for name in wanted:
+        if name not in grouped:
+            raise _unknown("experiment", name, list(grouped))
+    chosen = [e for name in dict.fromkeys(wanted or grouped) for e in grouped[name]]
+    if not variants:
+        return chosen
+    known = [e.variant.id for e in chosen if e.variant is not None]
+    for name in variants:
+        if name not in known:
+            raise _unknown("variant", name, list(dict.fromkeys(known)))
+    return [e for e in chosen if e.variant is None or e.variant.id in variants]
+
+
+def run_project(project, experiments: Sequence | None = None, *, store: str | None = None,
+                report_dir: str | None = None, formats: Sequence[str] | None = None, resume: str | None = None,
+                force: bool = False, limit: int | None = None, concurrency: int | None = None,
+                stop: threading.Event | None = None, abandon: threading.Event | None = None,
+                watcher: RunWatcher | None = None, repeats: int | None = None, tags: Sequence[str] = (),
+                cache: bool | None = None, refresh_cache: bool = False, shard=None,
+                run_id: str | None = None, executor: str | None = None, ray_address: str | None = None) -> RunOutcome:
+    """Run ``experiments`` (default: all) of a loaded ``project`` as one stored run.
+
+    ``store``: the results database (default: the project's ``store:``, else
+    .yamleval/results.db). ``report_dir`` and ``formats`` default to the project's
+    ``reports:``. ``resume``: a run id (or ``latest``) to continue; its finished items are
+    kept. ``force``: resume although the config or a dataset changed, or the run looks
+    alive. ``stop`` set: start no new items; ``abandon`` set: stop waiting for running ones.
+    ``repeats``: how many times each item runs, whatever the experiments say. ``tags``: names
+    the run is tagged with (yamleval.store.tags), so later runs can find it as their baseline.
+    ``cache``: True keeps the runners' answers too, False keeps no answer (``yamleval.cache.answers``);
+    ``refresh_cache``: read no kept answer. ``shard`` (a ``sharding.Shard``): run only that
+    shard's items, as its part of a run split over several jobs (``yamleval.lifecycle.shards``); given
+    with a ``run_id`` another shard has started in this store, it joins that run; with ``resume``
+    it goes on with that shard. ``run_id``: the id of a new run (default: made from the time).
+    ``executor`` (``local`` or ``ray``) and ``ray_address`` (which implies ``ray``): where every
+    experiment's items run, whatever the experiments say; a run on Ray connects before it is
+    stored, and lets the cluster go at its end (``ray_executor``).
+    The project's ``budget`` spans the run, the earlier sessions of a resumed one included (but
+    for ``max_duration``, which counts this call's time); each experiment's spans the experiment.
+    A config error raises ConfigError before anything is stored.
+    """
+    from yamleval.config import fingerprint
+    from yamleval.engine import plan
+    from yamleval.config import provenance
+    from yamleval.store import tags as run_tags
+    from yamleval.lifecycle import shards as shard_runs
+    from yamleval.engine import shards as sharding
+    from yamleval.lifecycle.resume import changes, experiments_of, resumable
+
+    if run_id is not None:
+        sharding.check_run_id(run_id, resume)
+    watcher = watcher or RunWatcher()
+    began = time.perf_counter()
+    stop = stop or threading.Event()
+    out = open_outputs(project, store, report_dir, formats, tags)
+    db = out.store
+    cluster = None
+    try:
+        if resume:
+            wanted = None if experiments is None else [e.id for e in experiments]
+            run_info = resumable(db, resume, project, wanted, force or shard is not None)  # a shard: its own process
+            experiments = experiments_of(db, run_info, project)
+            shard_runs.resumed_as(db, run_info.run_id, shard, force)
+        elif shard is not None and run_id is not None and db.has_run(run_id):  # a shard joins the others' run
+            run_info = shard_runs.joined(db, run_id, shard, project)
+            experiments = experiments_of(db, run_info, project)
+        else:
+            run_info = None
+            experiments = list(project.experiments if experiments is None else experiments)
+            git = git_state(project)
+        if run_info is not None and repeats is None:  # as the run was started: its --repeats, if any
+            repeats = fingerprint.repeats(db.run_detail(run_info.run_id, "fingerprint"))
+        if repeats is not None:
+            experiments = [dataclasses.replace(e, repeats=repeats) for e in experiments]
+        experiments = [dataclasses.replace(e, cache=cached(e.cache, cache, refresh_cache),
+                                           executor=placed(e.executor, executor, ray_address)) for e in experiments]
+        prepared = [plan.prepare(e) for e in experiments]
+        cluster = clusters(experiments)
+        dataset_hashes = {e.id: provenance.dataset_hash(e) for e in experiments}
+        begun, rescore = {}, False
+        if run_info is not None:
+            run_id = run_info.run_id
+            texts = provenance.config_texts(project.files, project.sets)
+            config_hash = provenance.config_hash(texts)
+            changed = changes(db, run_info, texts, config_hash, dataset_hashes, project.environment, experiments, repeats)
+            if changed and not force:
+                raise UsageError(f"cannot resume run {run_id}: {'; '.join(changed)} since it started (use --force to"
+                                 " resume anyway, its finished items scored again as the config now says, or run"
+                                 " afresh without --resume)")
+            rescore = bool(changed)
+            if rescore or config_hash != run_info.config_hash:  # it goes on under today's config (budgets, maybe)
+                db.record_config(run_id, config_hash, texts, provenance.plugin_versions(experiments, __version__),
+                                 fingerprint.fingerprint(project.environment, experiments, repeats=repeats))
+            begun = {stored.experiment_id: stored for stored in db.experiments(run_id)}
+            if shard is None:
+                db.reopen_run(run_id)
+            else:
+                shard_runs.start(db, run_id, shard, joining=not resume)
+        else:
+            if run_id is not None and shard is None and db.has_run(run_id):
+                raise UsageError(f"run {run_id} is in {display_path(db.path)} already: continue it with --resume {run_id},"
+                                 " or give another --run-id")
+            run_id = new_run(db, project, experiments, git, repeats, run_id=run_id, shard=shard)
+            if shard is not None:
+                shard_runs.joined(db, run_id, shard, project)  # another shard may have made it meanwhile
+                shard_runs.start(db, run_id, shard, joining=True)
+        run_tags.add(db, run_id, out.tags)
+        watcher.run_started(run_id, bool(resume))
+        completed = set() if rescore else {eid for eid, stored in begun.items() if stored.status == "completed"}
+        stored_results = {r.experiment_id: r for r in db.results(run_id, completed)} if completed else {}
+        results = []
+        for position, ready in enumerate(prepared):
+            experiment_id = ready.experiment.id
+            ready = plan.with_baseline(ready, experiments, lambda stored_id: db.item_view(run_id, stored_id, 0).find)
+            if stop.is_set():
+                break
+            if experiment_id in stored_results:
+                result = stored_results[experiment_id]
+            else:
+                watcher.experiment_started(experiment_id)
+                result = _run_experiment(db, run_id, position, ready, experiment_id in begun, rescore,
+                                         dataset_hashes[experiment_id], limit, concurrency, stop, abandon, watcher,
+                                         _limits(project, ready.experiment, results, time.perf_counter() - began), shard)
+            results.append(result)
+            watcher.experiment_finished(result)
+            if result.could_not_evaluate:  # the endpoint is likely another experiment's too: the run stops here
+                break
+        return finish_run(out, run_id, results, len(prepared), stop, watcher, shard,
+                          {e.id: e.breakdowns for e in experiments})
+    except BaseException:  # a failure stops the run: nothing more is written, the database is let go
+        db.abandon()
+        raise
+    finally:
+        if cluster is not None:
+            cluster.close()
+
+
+def placed(settings, executor: str | None, ray_address: str | None):
+    """An experiment's ``executor:`` as ``--executor`` and ``--ray-address`` change it."""
+    if ray_address is not None or executor == "ray":
+        from yamleval.executors import ray as ray_executor
+
+        if not ray_executor.installed():
+            raise UsageError(f"--executor ray needs Ray, which is not installed: {ray_executor.INSTALL}")
+    if ray_address is not None:
+        return dataclasses.replace(settings, uses="ray", address=ray_address)
+    if executor is not None and executor != settings.uses:
+        return dataclasses.replace(settings, uses=executor)
+    return settings
+
+
+def clusters(experiments: Sequence):
+    """The run's connection to Ray when an experiment runs there (``ray_executor.start``), else None."""
+    if not any(e.executor.uses == "ray" for e in experiments):
+        return None
+    from yamleval.executors import ray as ray_executor
+
+    return ray_executor.start(experiments)
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Where a run goes: its results database, its reports (none without ``formats``) and its tags."""
+
+    store: Any  # yamleval.store.writer.Store
+    report_dir: str
+    formats: tuple[str, ...]
+    tags: tuple[str, ...]
+
+
+def open_outputs(project, store: str | None, report_dir: str | None, formats: Sequence[str] | None,
+                 tags: Sequence[str]) -> Outputs:
+    """The store opened and the report folder checked, defaults from ``project``, before anything runs."""
+    from yamleval.store import tags as run_tags
+    from yamleval.store.writer import Store
+
+    formats = project.report_formats if formats is None else tuple(formats)
+    out_dir = report_dir or project.reports_dir or "reports"
+    tags = run_tags.checked(tags)
+    if formats:
+        _writable_folder(out_dir)
+    return Outputs(Store(store or project.store or DEFAULT_STORE), out_dir, tuple(formats), tuple(tags))
+
+
+def git_state(project):
+    """The git commit of the project's folder, read in the background (``provenance.GitState``)."""
+    from yamleval.config import provenance
+
+    return provenance.GitState(os.path.dirname(os.path.abspath(project.files[0])) if project.files else ".")
+
+
+def new_run(db, project, experiments: Sequence, git, repeats: int | None, rescored_from: str | None = None,
+            run_id: str | None = None, shard=None) -> str:
+    """A new run of ``experiments`` stored as running, with what it runs under: its id
+    (``run_id``, else one made from the time). The first ``shard`` of a run makes it; one
+    started at the same moment with the same ``run_id`` finds it made."""
+    from yamleval.config import fingerprint
+    from yamleval.config import provenance
+
+    run_id = run_id or datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
+    texts = provenance.config_texts(project.files, project.sets)
+    commit, dirty = git.result()
+    db.create_run(RunInfo(
+        run_id=run_id, status="running", started_at=now(), yamleval_version=__version__,
+        python_version=provenance.python_version(), host=provenance.host(), config_files=tuple(project.files),
+        config_hash=provenance.config_hash(texts), git_commit=commit, git_dirty=dirty, config_text=texts,
+        rescored_from=rescored_from,
+    ), provenance.plugin_versions(experiments, __version__), [e.id for e in experiments],
+        fingerprint.fingerprint(project.environment, experiments, repeats=repeats,
+                                shards=None if shard is None else shard.count), if_absent=shard is not None)
+    return run_id
+
+
+def finish_run(out: Outputs, run_id: str, results: list[ExperimentResult], planned: int, stop: threading.Event,
+               watcher: RunWatcher, shard=None, breakdowns=None) -> RunOutcome:
+    """The run's verdict (passed: all ``planned`` experiments ran and passed), its reports, its end
+    stored. A ``shard`` ends its part; its reports are the run's as far as it is stored, whole
+    (with the run's verdict) when this shard completed it."""
+    from yamleval.lifecycle import shards as shard_runs
+
+    interrupted = stop.is_set()
+    passed = len(results) == planned and all(r.passed for r in results if r.gated) and not interrupted
+    status = ("interrupted" if interrupted else "stopped" if any(r.stopped_by_budget for r in results)
+              else "completed")
+    run_info = dataclasses.replace(out.store.find_run(run_id), status=status, passed=passed, completed_at=now())
+    if shard is not None:
+        whole = shard_runs.finish(out.store, run_id, shard, status, results, breakdowns or {})
+        run_info = out.store.find_run(run_id)
+        results = whole or [r for r in out.store.results(run_id)]
+    watcher.writing_reports()
+    written = _write_reports_then_finish(out.store, out.report_dir, out.formats, run_info, results, shard is None)
+    return RunOutcome(run_info, tuple(results), tuple(written), shard, status)
+
+
+def cached(settings, wanted: bool | None, refresh: bool):
+    """An experiment's ``cache:`` as ``--cache``/``--no-cache`` and ``--refresh-cache`` change it."""
+    if wanted is not None:
+        settings = dataclasses.replace(settings, runner=wanted, judges=settings.judges and wanted)
+    return dataclasses.replace(settings, refresh=refresh) if refresh else settings
+
+
+def finished_experiment(db, run_id: str, result: ExperimentResult) -> ExperimentResult:
+    """``result``, its items stored, with its no_regression criteria judged and its end stored; its
+    items read from the store, in order, as reports and summaries read them."""
+    from yamleval.lifecycle import baseline
+
+    db.flush()
+    result = baseline.judge(db, run_id, result)  # its no_regression criteria, against their baselines
+    db.finish_experiment(run_id, result)
+    return dataclasses.replace(result, items=db.item_view(run_id, result.experiment_id, result.summary.completed))
+
+
+def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore: bool, dataset_hash: str, limit,
+                    concurrency, stop: threading.Event, abandon, watcher: RunWatcher, limits, shard) -> ExperimentResult:
+    """One experiment, its items stored as they finish; resumed where it was ``begun`` before
+    (its finished items scored again first, with ``rescore``)."""
+    from yamleval.engine import experiment as engine
+    from yamleval.engine import plan
+    from yamleval.engine import shards as sharding
+    from yamleval.store import repeats as stored_repeats
+    from yamleval.lifecycle.resume import replace_items
+    from yamleval.store.writer import StoreWriteError
+
+    experiment_id = ready.experiment.id
+    previous = db.item_view(run_id, experiment_id, 0) if begun else ()  # read as it goes
+    partial = stored_repeats.unfinished(db, run_id, experiment_id) if begun and ready.experiment.repeats > 1 else {}
+    if shard is not None:  # the other shards' items are theirs
+        hashed = sharding.key(ready.experiment)
+        previous = (r for r in previous if shard.holds(hashed, r.item.id))
+        partial = {item_id: done for item_id, done in partial.items() if shard.holds(hashed, item_id)}
+    if begun and rescore:
+        with plan.importable(ready.experiment):
+            replace_items(db, run_id, experiment_id, engine.rescored(ready, previous))
+            partial = {item_id: dict(zip(done, engine.rescored(ready, done.values())))
+                       for item_id, done in partial.items()}
+    db.start_experiment(run_id, position, ready.experiment, dataset_hash, now(), shared=shard is not None)
+    failures = []
+
+    def keep(write, *args) -> None:
+        try:
+            write(run_id, experiment_id, *args)
+        except StoreWriteError as exc:  # results cannot be kept: start no more items
+            failures.append(exc)
+            stop.set()
+
+    def on_item(result: ItemResult) -> None:
+        keep(db.add_item, result)
+        watcher.item_finished(experiment_id, result)
+
+    try:
+        with plan.importable(ready.experiment):
+            result = engine.run_experiment(
+                ready, concurrency=concurrency, limit=limit, on_item=on_item,
+                on_progress=lambda completed, total: watcher.progress(experiment_id, completed, total),
+                stop=stop, abandon=abandon, previous=previous, keep_items=False, partial=partial,
+                on_repeat=lambda number, result: keep(db.add_repeat, number, result), budgets=limits, shard=shard)
+    finally:
+        if ready.models is not None:
+            ready.models.close()
+    if failures:
+        raise failures[0]
+    if shard is not None:  # a shard's part: the experiment is counted once every shard has stored its own
+        db.flush()
+        return result
+    return finished_experiment(db, run_id, result)
+
+
+def _limits(project, experiment, results: Sequence[ExperimentResult], seconds: float) -> list:
+    """The budgets ``experiment`` runs under: its own, and the run's against what the experiments
+    before it spent (and the ``seconds`` this call has taken)."""
+    from yamleval.engine import budget
+
+    limits = [budget.Limit(experiment.budget)] if experiment.budget is not None else []
+    if project.budget is not None:
+        usages = [usage for r in results for usage in (r.summary.tokens, r.summary.judge_tokens)]
+        saved = sum((r.summary.cache for r in results), CacheUse())
+        limits.append(budget.Limit(project.budget, "the run's", budget.spent(usages, seconds, saved)))
+    return limits
+
+
+def _write_reports_then_finish(db, out_dir: str, formats, run_info: RunInfo, results, finish: bool = True) -> list[str]:
+    """Write the reports, then record the run as finished.
+
+    In this order, a process killed while rendering leaves the run unfinished, so
+    ``--resume`` writes the reports again. Ctrl-C while rendering stops it (no half-written
+    report is left) and records the run as interrupted, for the same reason. A report that
+    cannot be written (a full disk, a read-only folder) does not undo the run: it is recorded
+    as finished, the error says how to render the reports again, and the store is closed.
+    Without ``finish`` (a shard's reports: the shard has recorded its end) nothing is recorded.
+    """
+    from yamleval.reporting import write_reports
+
+    def ended(status: str, passed, completed_at) -> None:
+        if finish:
+            db.finish_run(run_info.run_id, status, passed, completed_at)
+        db.close()
+
+    db.flush()
+    try:
+        written = write_reports(out_dir, formats, run_info, results) if formats else []
+    except KeyboardInterrupt:
+        ended("interrupted", False, now())
+        raise ReportsInterrupted(f"\ninterrupted while writing the reports: `yamleval run --resume {run_info.run_id}`"
+                                 " writes them") from None
+    except UsageError:
+        ended(run_info.status, run_info.passed, run_info.completed_at)
+        raise
+    ended(run_info.status, run_info.passed, run_info.completed_at)
+    return written
+
+
+def _writable_folder(folder: str) -> None:
+    """Fail before anything runs when reports cannot be written into ``folder``, rather than
+    after a long (and maybe costly) run."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        why = "it is a file, not a folder" if isinstance(exc, FileExistsError) else exc.strerror or str(exc)
+        raise UsageError(f"cannot write reports into {display_path(folder)}: {why}; make the folder writable or "
+                         "choose another with --report-dir") from None

@@ -1,0 +1,173 @@
+"""The shards of a stored run: which of its N shards have joined it, and which have finished.
+
+A run split with ``--shard I/N`` is one run, whose shards write their items into it: side by
+side in one shared store (``--run-id`` names it for all of them), or each into a store of its
+own that ``yamleval merge`` copies into one. Each shard is a row of the ``run_shards`` table:
+``running`` while it runs, then ``completed`` (or ``interrupted``, ``stopped`` by a budget). The
+run stays ``running`` until every shard has completed; then whoever completes it last (a shard,
+or the merge) counts each experiment's summary from all its items, judges its criteria on
+them and stores the run's verdict, so that it is the run unsharded's.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+
+from yamleval.lifecycle import baseline
+from yamleval.engine import criteria
+from yamleval.analysis.aggregate import recount
+from yamleval.records.errors import UsageError
+from yamleval.store.errors import StoreWriteError, cannot
+from yamleval.engine.shards import Shard
+from yamleval.records.types import ExperimentResult, Throttling
+
+TABLE = ("CREATE TABLE IF NOT EXISTS run_shards (run_id TEXT NOT NULL, shard INTEGER NOT NULL,"
+         " count INTEGER NOT NULL, status TEXT NOT NULL, pid INTEGER, host TEXT, parts TEXT,"
+         " PRIMARY KEY (run_id, shard))")
+_JOIN = "INSERT INTO run_shards (run_id, shard, count, status, pid, host) VALUES (?, ?, ?, 'running', ?, ?)"
+_OF_RUN = "SELECT shard, count, status, pid, host, parts FROM run_shards WHERE run_id = ? ORDER BY shard"
+
+
+def of_run(store, run_id: str) -> dict[int, tuple[int, str]]:
+    """The run's shards: by number, (how many shards the run has, status). Empty for a run not split."""
+    return {number: (count, status) for number, (count, status, *_) in _rows(store, run_id).items()}
+
+
+def _rows(store, run_id: str) -> dict[int, tuple]:
+    if not store.has_table("run_shards"):
+        return {}
+    return {row[0]: tuple(row[1:]) for row in store._query(_OF_RUN, (run_id,))}
+
+
+def joined(store, run_id: str, shard: Shard, project):
+    """The run that ``shard`` joins (``--run-id`` of a run other shards have started): one split
+    in as many shards, of the same config; UsageError else."""
+    from yamleval.config import fingerprint
+    from yamleval.config import provenance
+
+    run = store.find_run(run_id)
+    count = fingerprint.shards(store.run_detail(run_id, "fingerprint"))
+    if count is None:
+        raise UsageError(f"run {run_id} is in {store.path} already, and not split into shards: give another --run-id")
+    if count != shard.count:
+        raise UsageError(f"run {run_id} is split into {count} shards, not {shard.count}: give --shard I/{count}")
+    if run.config_hash != provenance.config_hash(provenance.config_texts(project.files, project.sets)):
+        raise UsageError(f"run {run_id} runs another config than this shard's: its shards must run the same config;"
+                         " give another --run-id")
+    return run
+
+
+def resumed_as(store, run_id: str, shard: Shard | None, force: bool) -> None:
+    """A resumed run of shards is resumed one shard at a time, ``shard``: one not completed,
+    whose process has ended (unless ``force``); a run not split is resumed without ``--shard``."""
+    from yamleval.plugins.processes import running
+    from yamleval.config.provenance import host
+
+    rows = _rows(store, run_id)
+    if not rows and shard is None:
+        return
+    if shard is None:
+        raise UsageError(f"run {run_id} is split into shards: resume one of them with --shard I/"
+                         f"{next(iter(rows.values()))[0]}")
+    if not rows:
+        raise UsageError(f"cannot resume run {run_id} as shard {shard}: it is a whole run, not split into shards;"
+                         " resume it without --shard")
+    if shard.number not in rows or rows[shard.number][0] != shard.count:
+        raise UsageError(f"run {run_id} has no shard {shard}: run it with --shard {shard} --run-id {run_id}")
+    count, status, pid, where, _ = rows[shard.number]
+    if status == "completed":
+        raise UsageError(f"shard {shard} of run {run_id} is completed; only an unfinished shard can be resumed")
+    if status == "running" and not force and (where != host() or pid is None or running(pid)):
+        raise UsageError(f"shard {shard} of run {run_id} is still running: wait for it to end or stop it, then"
+                         " resume; use --force if you know its process has ended")
+
+
+def start(store, run_id: str, shard: Shard, joining: bool) -> None:
+    """``shard`` starts (``joining``) or goes on with its part of the run, in this process."""
+    import os
+
+    from yamleval.config.provenance import host
+
+    if joining:
+        try:
+            store._transaction(lambda: store.db.execute(_JOIN, (run_id, shard.number, shard.count, os.getpid(), host())))
+        except sqlite3.IntegrityError:
+            status = of_run(store, run_id)[shard.number][1]
+            raise UsageError(f"shard {shard} of run {run_id} is stored already ({status}): continue it with"
+                             f" --resume {run_id} --shard {shard}") from None
+        except sqlite3.Error as exc:
+            raise StoreWriteError(cannot("write", store.path, exc, "then run the shard again")) from None
+    else:
+        store._write("UPDATE run_shards SET status = 'running', pid = ?, host = ? WHERE run_id = ? AND shard = ?",
+                     [(os.getpid(), host(), run_id, shard.number)])
+
+
+def _part(result: ExperimentResult, breakdowns) -> list:
+    """What a shard's part of an experiment tells that its items do not, and the fields its
+    figures are broken down by (None: the default)."""
+    t = result.summary.throttling
+    return [result.summary.duration_ms, t.calls, t.throttled, t.waited_seconds, result.started_at,
+            result.completed_at, list(result.warnings), None if breakdowns is None else list(breakdowns)]
+
+
+def copy(store, run_id: str, source, source_run_id: str) -> None:
+    """The shards of ``source``'s run, as this store's run ``run_id``'s (``yamleval merge``)."""
+    store._write("INSERT INTO run_shards (run_id, shard, count, status, parts) VALUES (?, ?, ?, ?, ?)",
+                 [(run_id, number, count, status, parts)
+                  for number, (count, status, _, _, parts) in _rows(source, source_run_id).items()],
+                 then="then merge again")
+
+
+def missing(store, run_id: str) -> list[str]:
+    """The shards (``I/N``) of the run that have not completed: none when it is whole."""
+    found = of_run(store, run_id)
+    if not found:
+        return []
+    count = next(iter(found.values()))[0]
+    return [f"{n}/{count}" for n in range(1, count + 1) if found.get(n, (count, ""))[1] != "completed"]
+
+
+def finish(store, run_id: str, shard: Shard, status: str, results: list[ExperimentResult],
+           breakdowns: dict) -> list[ExperimentResult] | None:
+    """``shard`` ends its part of the run as ``status``, with its experiments' ``results`` (and
+    their ``breakdowns`` fields, by id); the run's results if that completed it."""
+    parts = json.dumps({r.experiment_id: _part(r, breakdowns.get(r.experiment_id)) for r in results})
+    store._write("UPDATE run_shards SET status = ?, parts = ? WHERE run_id = ? AND shard = ?",
+                 [(status, parts, run_id, shard.number)])
+    return complete(store, run_id) if status == "completed" else None
+
+
+def complete(store, run_id: str) -> list[ExperimentResult] | None:
+    """When every shard of the run has completed: each experiment counted from all its stored
+    items and stored finished, then the run with its verdict; the experiments' results. None
+    while a shard has not. Its duration is its longest shard's; its calls and waits add up."""
+    if missing(store, run_id):
+        return None
+    parts: dict[str, list] = {}
+    for *_, written in _rows(store, run_id).values():
+        for experiment_id, part in json.loads(written or "{}").items():
+            parts.setdefault(experiment_id, []).append(part)
+    results = []
+    for stored in store.results(run_id):
+        result = baseline.judge(store, run_id, _counted(store, run_id, stored, parts.get(stored.experiment_id, [])))
+        store.finish_experiment(run_id, result)
+        results.append(dataclasses.replace(result, items=store.item_view(run_id, result.experiment_id,
+                                                                           result.summary.completed)))
+    store.finish_run(run_id, "completed", all(r.passed for r in results if r.gated),
+                     max(r.completed_at or "" for r in results))
+    return results
+
+
+def _counted(store, run_id: str, stored: ExperimentResult, parts: list[list]) -> ExperimentResult:
+    items = store.item_view(run_id, stored.experiment_id, 0)
+    fields = next((p[7] for p in parts if len(p) > 7), None)
+    summary = criteria.with_criteria(recount(stored.summary, items, fields), stored.summary.criteria)
+    summary = dataclasses.replace(summary, duration_ms=max((p[0] for p in parts), default=0.0),
+                                  throttling=Throttling(sum(p[1] for p in parts), sum(p[2] for p in parts),
+                                                        sum(p[3] for p in parts)))
+    return dataclasses.replace(
+        stored, summary=summary, passed=criteria.verdict(summary, bool(summary.criteria)), incomplete=False,
+        started_at=min((p[4] for p in parts if p[4]), default=stored.started_at),
+        completed_at=max((p[5] for p in parts if p[5]), default=stored.completed_at),
+        warnings=tuple(dict.fromkeys(w for p in parts for w in p[6])))

@@ -1,0 +1,1 @@
+"""Plugins: the one resolver, binding of `with:` arguments, calling them per item."""

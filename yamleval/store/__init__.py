@@ -1,0 +1,1 @@
+"""The results database: SQLite or PostgreSQL, its schema, writing and reading runs."""

@@ -1,0 +1,74 @@
+"""What went wrong with the results database, in one line that says why and what to do: each
+cause is known by SQLite's own words ("database or disk is full", "database is locked")."""
+from __future__ import annotations
+
+from yamleval.records.errors import UsageError, display_path
+
+RESUME_HINT = "then `yamleval run --resume` continues the run"
+FOREIGN = "it holds other tables"  # how the store's own message for another program's database starts
+
+# cause: (words of SQLite's message that name it, why, what to do, whether the command can go on after)
+_CAUSES = {
+    "full": (("database or disk is full", "no space left on device"), "the disk is full", "free some space", True),
+    "disk": (("disk i/o error",), "the disk failed to read or write it, it may be full or failing",
+             "free some space or check the disk", True),
+    "read-only": (("readonly",), "the file or its folder is read-only", "make them writable", True),
+    "locked": (("is locked",), "another process kept it locked too long", "let that process finish", True),
+    "too big": (("too big",), "a value is too big to store (SQLite keeps at most a billion bytes in one)",
+                "make the runner return less", False),
+    "foreign": ((FOREIGN, "no such table", "no such column", "file is not a database"),
+                "it is not a yamleval results database", "give another file with --store or `store:`", False),
+    "login": (("password authentication failed", "no password supplied", "role \"", "no pg_hba.conf entry"),
+              "the server refused the login", "check the user and password of the URL (keep the password in"
+              " an environment variable: `store: ${DATABASE_URL}`)", False),
+    "unreachable": (("connection refused", "failed to resolve host", "could not translate host", "timeout expired",
+                     "no route to host", "network is unreachable"),
+                    "the server cannot be reached", "check the URL's host and port, and that the server runs", True),
+    "no database": (("does not exist",), "there is no such database on the server",
+                    "create it (`createdb NAME`) or name another in the URL", False),
+    "driver": (("psycopg is not installed",), "PostgreSQL needs the psycopg package",
+               "pip install 'yamleval[postgres]'", False),
+    "damaged": (("malformed", "corrupt"), "the file is damaged", "restore it from a backup, or save what is left with"
+                " `sqlite3 {path} .recover | sqlite3 recovered.db` and use recovered.db", False),
+}
+
+
+def cause(exc: BaseException) -> str:
+    """What made the database fail (a name of ``_CAUSES``), known by SQLite's message; else ``other``."""
+    text = str(exc).lower().replace("read-only", "readonly").replace("read only", "readonly")
+    return next((name for name, (words, *_) in _CAUSES.items() if any(word in text for word in words)), "other")
+
+
+def cannot(action: str, path: str, exc: BaseException, then: str = "then run again") -> str:
+    """``cannot ACTION the results database PATH: cause (SQLite's words); remedy, then`` in one line."""
+    _, why, remedy, goes_on = _CAUSES.get(cause(exc), ((), "", "check the file", True))
+    shown = display_path(path)
+    return (f"cannot {action} the results database {shown}: {f'{why} ({exc})' if why else exc};"
+            f" {remedy.replace('{path}', shown)}" + (f", {then}" if goes_on and then else ""))
+
+
+class StoreWriteError(UsageError):
+    """The results database could not be written: the message says why and what to do."""
+
+
+class DuplicateItemError(StoreWriteError):
+    """Two items of one experiment have the same id (found by the database's key)."""
+
+
+def duplicate_item(query, rows: list[tuple]) -> DuplicateItemError | None:
+    """The error for the first of ``rows`` (of the items table) whose id is taken: stored already
+    (``query`` reads the store), or earlier in the batch. Datasets check ids as they are read, but
+    only so many, so that a run of any size needs bounded memory; the database's key checks them all."""
+    first: dict[tuple, int] = {}
+    for run_id, experiment_id, item_id, position, _, _ in rows:
+        key = (run_id, experiment_id, item_id)
+        earlier = first.get(key)
+        if earlier is None:
+            found = query("SELECT position FROM items WHERE run_id = ? AND experiment_id = ? AND item_id = ?", key)
+            earlier = found[0][0] if found else None
+        if earlier is not None:
+            return DuplicateItemError(
+                f"duplicate item id '{item_id}' in experiment '{experiment_id}': items {earlier + 1} and"
+                f" {position + 1} of the dataset; ids must be unique, so fix the dataset and run again")
+        first[key] = position
+    return None
