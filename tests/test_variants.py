@@ -203,3 +203,30 @@ def test_an_ungated_variant_is_said_to_be_so_and_annotated_as_a_warning(write_co
     assert "FAILED (not gated: the run's verdict leaves it out)" in done.stdout
     annotations = [line for line in done.stdout.splitlines() + done.stderr.splitlines() if line.startswith("::")]
     assert annotations and not any(line.startswith("::error") for line in annotations), annotations
+
+
+def test_matrix_values_that_read_alike_get_ids_no_other_variant_has(write_config):
+    config = MATRIX.replace('output: ["{{ input }}", "{{ input | upper }}"]\n', "").replace(
+        'suffix: ["", "!"]', 'suffix: ["Gpt", "gpt-3", "gpt"]')
+    project = load_project([str(write_config(config))])
+    assert [e.id for e in project.experiments] == ["greet/gpt", "greet/gpt-3", "greet/gpt-2"]
+    assert [e.vars["suffix"] for e in project.experiments] == ["Gpt", "gpt-3", "gpt"]
+
+
+def test_a_matrix_of_too_many_variants_is_a_config_error_at_the_matrix(write_config, tmp_path):
+    keys = "\n".join(f"      k{n}: [{', '.join(str(v) for v in range(10))}]" for n in range(7))
+    config = MATRIX.replace('      output: ["{{ input }}", "{{ input | upper }}"]\n      suffix: ["", "!"]', keys)
+    config = config.replace('vars: {suffix: ""}', "vars: {suffix: '', " + ", ".join(f"k{n}: 0" for n in range(7)) + "}")
+    path = write_config(config)
+    done = run_cli("validate", str(path), cwd=tmp_path, timeout=30)
+    assert done.returncode == 2, done.stdout + done.stderr
+    line = next(n for n, text in enumerate(config.splitlines(), 1) if text.strip() == "matrix:")
+    assert f"{path.name}:{line}:" in done.stderr
+    assert "the matrix stands for 10,000,000 variants (10 × 10 × 10 × 10 × 10 × 10 × 10), more than the 1,000" in done.stderr
+    assert "YAMLEVAL_MAX_VARIANTS" in done.stderr and "Traceback" not in done.stderr
+    allowed = run_cli("validate", str(write_config(config.replace("k6: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]", "k6: [0]")
+                                                   .replace("k5: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]", "k5: [0]")
+                                                   .replace("k4: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]", "k4: [0]")
+                                                   .replace("k3: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]", "k3: [0]"))),
+                      cwd=tmp_path, timeout=60, YAMLEVAL_MAX_VARIANTS="1000")
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr

@@ -15,6 +15,8 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import itertools
+import math
+import os
 import re
 from typing import Any, Mapping
 
@@ -23,6 +25,7 @@ from yamleval.records.errors import ConfigError
 from yamleval.records.types import Variant
 
 ID_PART = 24  # characters of one matrix value in a variant's id
+MAX_VARIANTS = 1000  # variants one matrix may stand for, unless YAMLEVAL_MAX_VARIANTS says otherwise
 
 
 def _slug(value: Any, key: str, position: int) -> str:
@@ -44,18 +47,48 @@ def _matrix(experiment: Experiment, matrix: Mapping[str, list], errors: list[Con
                 hint=f"did you mean '{close[0]}'?" if close else f"entries there: {names}"))
     if errors:
         return []
-    entries, seen = [], set()
-    for positions in itertools.product(*(range(len(values)) for values in matrix.values())):
-        chosen = {key: matrix[key][at] for key, at in zip(matrix, positions)}
-        variant_id = "-".join(_slug(chosen[key], key, at) for key, at in zip(matrix, positions))
-        if variant_id in seen:  # two values read alike ("A b", "a-b"): number it
-            variant_id += f"-{len(entries) + 1}"
-        seen.add(variant_id)
+    count, limit = math.prod(len(values) for values in matrix.values()), _max_variants()
+    if count > limit:
+        sizes = " × ".join(str(len(values)) for values in matrix.values())
+        errors.append(experiment.source.error(
+            experiment.path + ("matrix",), f"the matrix stands for {count:,} variants ({sizes}), more than"
+            f" the {limit:,} a run may have", key=True, context=experiment.context(),
+            hint="give fewer values, or split it into experiments of their own; the environment"
+                 " variable YAMLEVAL_MAX_VARIANTS raises the limit"))
+        return []
+    positions = list(itertools.product(*(range(len(values)) for values in matrix.values())))
+    combinations = [{key: matrix[key][at] for key, at in zip(matrix, where)} for where in positions]
+    natural = ["-".join(_slug(chosen[key], key, at) for key, at in zip(matrix, where))
+               for chosen, where in zip(combinations, positions)]
+    entries = []
+    for chosen, variant_id in zip(combinations, _unique(natural)):
         entries.append({"id": variant_id, "label": ", ".join(f"{k}={v}" for k, v in chosen.items()),
                         "with": {k: v for k, v in chosen.items() if k in known_with},
                         "vars": {k: v for k, v in chosen.items() if k not in known_with},
                         "_path": experiment.path + ("matrix",)})
     return entries
+
+
+def _unique(ids: list[str]) -> list[str]:
+    """``ids`` with each one met before numbered (``gpt-2``), never as an id another one has."""
+    taken, out = set(ids), []
+    used: set[str] = set()
+    for variant_id in ids:
+        if variant_id in used:  # two values read alike ("A b", "a-b")
+            number = 2
+            while f"{variant_id}-{number}" in taken or f"{variant_id}-{number}" in used:
+                number += 1
+            variant_id = f"{variant_id}-{number}"
+        used.add(variant_id)
+        out.append(variant_id)
+    return out
+
+
+def _max_variants() -> int:
+    try:
+        return max(1, int(os.environ.get("YAMLEVAL_MAX_VARIANTS", MAX_VARIANTS)))
+    except ValueError:
+        return MAX_VARIANTS
 
 
 def expand(experiment: Experiment, data: Mapping[str, Any], errors: list[ConfigError]) -> list[Experiment]:
