@@ -26,7 +26,8 @@ class ItemContext:
     it reported, or None); ``models`` is the experiment's named endpoints; ``deadline`` is the
     ``time.monotonic()`` at which the experiment's ``timeout`` gives up on the item (None
     without one), for a runner that must stop what it started by then; ``config_dir`` is the
-    folder of the file the experiment is written in, which relative paths start from."""
+    folder of the file the experiment is written in, which relative paths start from; ``network``
+    is the run's rate limits and endpoint records (``yamleval.net.Network``), for a call out."""
 
     item: Item
     expected: Any
@@ -39,6 +40,7 @@ class ItemContext:
     usage: Usage | None = None
     config_dir: str | None = None
     baseline: Any = None  # the baseline variant's ItemResult for this item, for a scorer that compares (``pairwise``)
+    network: Any = None
 
     @property
     def input(self) -> Any:
@@ -61,7 +63,8 @@ class ItemContext:
         return {name: getattr(self, name) for name in SCORER_CONTEXT}
 
 
-RUNNER_CONTEXT = ("item", "input", "expected", "context", "metadata", "vars", "models", "deadline", "config_dir")
+RUNNER_CONTEXT = ("item", "input", "expected", "context", "metadata", "vars", "models", "deadline", "config_dir",
+                  "network")
 SCORER_CONTEXT = ("output", "expected", "input", "item", "context", "assertions", "metadata", "trace", "vars",
                   "models", "latency_ms", "usage", "baseline")
 
