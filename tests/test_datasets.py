@@ -107,3 +107,43 @@ def test_plugin_datasets_are_consumed_lazily(write_config):
     items = items_of(write_config, "{uses: fixture_plugins.behaviours:countdown, limit: 3}")
     assert [i.id for i in items] == ["n1", "n2", "n3"]
     assert behaviours.countdown.pulled == 3
+
+
+FIELDS_TYPO = """\
+version: 1
+experiments:
+  - id: qa
+    dataset:
+      file: qa.jsonl
+      fields:
+        input: question
+        expected: answr
+    runner: {uses: echo, with: {output: "{{ input }}"}}
+    scorers: [exact_match]
+"""
+
+
+def test_a_fields_entry_naming_no_column_is_an_error_at_its_line_before_any_item_runs(write_config, tmp_path):
+    from conftest import run_cli
+
+    (tmp_path / "qa.jsonl").write_text("".join(json.dumps({"question": f"q{n}", "answer": f"q{n}"}) + "\n"
+                                               for n in range(30)))
+    path = write_config(FIELDS_TYPO)
+    for command in (["validate", str(path)], ["run", str(path), "--store", str(tmp_path / "r.db"),
+                                              "--report-dir", str(tmp_path / "reports")]):
+        done = run_cli(*command, cwd=tmp_path)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "evals.yaml:8:19: $.experiments[0].dataset.fields.expected: error: `fields: {expected: answr}` names" \
+               " a column that none of the first 20 rows has (did you mean `answer`? the columns are: question," \
+               " answer)" in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr
+    assert "passed" not in done.stdout and "skipped" not in done.stdout
+
+
+def test_a_column_only_some_of_the_first_rows_have_is_mapped(write_config, tmp_path):
+    rows = [{"question": "a"}, {"question": "b", "answr": "b"}]
+    (tmp_path / "qa.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    project = load_project([str(write_config(FIELDS_TYPO))])
+    from yamleval.datasets import open_dataset
+
+    assert [item.expected for item in open_dataset(project.experiments[0].dataset)] == [None, "b"]

@@ -97,6 +97,31 @@ def _first_use(first: Location, here: Location) -> str:
 REMEMBERED_IDS = 100_000
 
 
+# A `fields:` entry naming a column that none of the first rows has is a typo, not a sparse
+# column: it would silently skip every item (or put the real column into metadata).
+FIELD_ROWS = 20
+
+
+def _checked_fields(rows: Iterable[Row], spec: DatasetSpec) -> Iterator[Row]:
+    """``rows``, once the first ``FIELD_ROWS`` of them have shown a column for every `fields:`
+    entry (read ahead, so the error comes before any item runs)."""
+    rows = iter(rows)
+    first = list(itertools.islice(rows, FIELD_ROWS))
+    mappings = [row.value for row in first if isinstance(row.value, dict)]
+    if mappings:
+        columns = list(dict.fromkeys(str(c) for value in mappings for c in value))
+        for name, column in spec.fields.items():
+            if name != "input" and not any(column in value for value in mappings):
+                close = difflib.get_close_matches(str(column), columns, n=1, cutoff=0.6)
+                rows_read = f"the first {len(mappings)} rows" if len(mappings) > 1 else "the first row"
+                raise spec.error(f"`fields: {{{name}: {column}}}` names a column that none of {rows_read} has",
+                                 sub=("fields", name),
+                                 hint=(f"did you mean `{close[0]}`? " if close else "")
+                                 + f"the columns are: {', '.join(columns) or 'none'}")
+    yield from first
+    yield from rows
+
+
 def _items(rows: Iterable[Row], fields: Mapping[str, str], context: str | None, located: bool) -> Iterator[Item]:
     seen: dict[str, Location] = {}
     to_item = _RowToItem(fields, located)
@@ -238,6 +263,8 @@ def open_dataset(spec: DatasetSpec, limit: int | None = None,
         rows = _plugin_rows(result, spec)
         total = None
         description = spec.plugin.uses if spec.plugin else f"dataset '{spec.name}'"
+    if any(name != "input" for name in spec.fields):
+        rows = _checked_fields(rows, spec)
     items = _items(rows, spec.fields, spec.context(), located=spec.items is not None or spec.file is not None)
     if cap is not None:
         items = itertools.islice(items, cap)
