@@ -217,6 +217,23 @@ def test_a_page_over_its_size_cuts_long_texts_and_says_so(write_config, tmp_path
     assert "cut-notice" in document
 
 
+def test_the_stored_config_text_keeps_within_the_pages_size(write_config, tmp_path):
+    results = run_all(write_config, """
+        experiments:
+          - id: small
+            dataset: {items: [{id: a, input: x, expected: x}]}
+            runner: echo
+            scorers: [exact_match]
+    """)
+    config = "version: 1\n" + "".join(f"# {n:07d} " + "x" * 90 + "\n" for n in range(60_000))  # 6 MB
+    run = dataclasses.replace(RUN, config_text={"evals.yaml": config})
+    [path] = write_reports(str(tmp_path), ["html:1"], run, results)
+    document = pathlib.Path(path).read_text(encoding="utf-8")
+    assert len(document.encode()) <= 1e6
+    assert "# 0000000 " in document and "# 0059999 " not in document
+    assert "cut here: the file is 6,060,011 bytes, more than this page keeps of it" in document
+
+
 def test_header_statistics_criteria_and_run_footer(write_config):
     results = run_all(write_config, MIXED)
     document = html.render(RUN, results)

@@ -188,7 +188,24 @@ def template(name: str = FILE_NAME):
 _DATA_SLOT = "\x00yamleval-data\x00"
 
 
-def _page(run: RunInfo, results: Sequence[ExperimentResult]) -> tuple[str, str]:
+CONFIG_SHARE = 0.1  # of the page's size, at most, for the stored config files' text
+
+
+def _config_text(texts: dict[str, str], max_bytes: float) -> list[tuple[str, str]]:
+    """The config files as the page shows them: each cut to its share of ``max_bytes``."""
+    share = int(max_bytes / max(len(texts), 1))
+    shown = []
+    for name, text in sorted(texts.items()):
+        size = len(text.encode("utf-8"))
+        if size > share:
+            kept = text.encode("utf-8")[:share].decode("utf-8", "ignore")
+            text = (f"{kept}\n… cut here: the file is {size:,} bytes, more than this page keeps of it"
+                    " (`max_html_mb`); the results database keeps it whole")
+        shown.append((name, text))
+    return shown
+
+
+def _page(run: RunInfo, results: Sequence[ExperimentResult], max_mb: float = MAX_MB) -> tuple[str, str]:
     """The document around the data blob: (before it, after it)."""
     from markupsafe import Markup
 
@@ -203,7 +220,7 @@ def _page(run: RunInfo, results: Sequence[ExperimentResult]) -> tuple[str, str]:
                 "version": run.yamleval_version or "—", "python": run.python_version or "—", "host": run.host or "—",
                 "git_commit": (run.git_commit or "—") + (" (uncommitted changes)" if run.git_dirty else ""),
                 "config_files": list(run.config_files), "config_hash": run.config_hash or "—",
-                "config_text": sorted(run.config_text.items()), "rescored_from": run.rescored_from}
+                "config_text": _config_text(dict(run.config_text), max_mb * 1e6 * CONFIG_SHARE), "rescored_from": run.rescored_from}
     page = template().render(
         run=run_view, experiments=views, variant_groups=_variants_views(results), csp=csp, statuses=STATUSES, field_cap=f"{FIELD_CAP:,}", eager=EAGER_SECTIONS,
         script=Markup(script), style=Markup(style), data=Markup(_DATA_SLOT),
@@ -219,11 +236,11 @@ class Writer:
 
     def __init__(self, out: IO[str], run: RunInfo, results: Sequence[ExperimentResult], max_mb: str | None = None):
         self.out = out
-        head, self.tail = _page(run, results)
+        self.max_mb = float(max_mb) if max_mb else MAX_MB
+        head, self.tail = _page(run, results, self.max_mb)
         out.write(head)
         out.write('{"fields":' + script_json(ROW_FIELDS) + ',"experiments":[')
         page = len(head.encode("utf-8")) + len(self.tail.encode("utf-8"))
-        self.max_mb = float(max_mb) if max_mb else MAX_MB
         self.budget = Budget(self.max_mb * 1e6 - page - 1000 * len(results),
                               sum(r.summary.completed for r in results))
         self.texts = Texts()
