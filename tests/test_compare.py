@@ -88,3 +88,20 @@ def test_items_in_one_run_only_are_listed_never_paired_and_pairs_meet_in_any_ord
     assert (e.added, e.removed) == (("new",), ("gone",))
     assert (e.change.pairs, e.change.worse, e.change.better) == (3, 1, 1)
     assert [(f.item_id, f.before, f.after) for f in e.flips] == [("c", "failed", "passed"), ("b", "passed", "failed")]
+
+
+def test_a_regression_gate_over_runs_that_share_no_experiment_fails():
+    renamed = _experiment({"a": 1.0})
+    renamed = ExperimentResult("e-renamed", None, True, renamed.summary, renamed.items, "", "")
+    found = compare.compare(RUN, [_experiment({"a": 1.0})], RUN, [renamed])
+    message = ("the runs share no experiment (base: e; candidate: e-renamed): nothing was compared,"
+               " which is not a pass")
+    assert found.gate_failure() == message and found.gate_failure(strict=True) == message
+
+
+def test_the_strict_gate_fails_when_the_candidate_lacks_an_experiment_of_the_base():
+    other = _experiment({"a": 1.0})
+    other = ExperimentResult("f", None, True, other.summary, other.items, "", "")
+    found = compare.compare(RUN, [_experiment({"a": 1.0}), other], RUN, [_experiment({"a": 1.0})])
+    assert found.gate_failure() is None
+    assert found.gate_failure(strict=True) == "the candidate lacks the base run's f: those were not compared"

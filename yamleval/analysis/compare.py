@@ -89,11 +89,27 @@ class Comparison:
         (``strict``: any item that got worse)."""
         if self.unfinished:
             return self.unfinished
+        unpaired = self.unpaired(strict)
+        if unpaired:
+            return unpaired
         if strict:
             worse = self.regressions
             return f"{len(worse)} item{'s' if len(worse) != 1 else ''} got worse" if worse else None
         regressed = self.significant_regressions
         return f"significant regression ({self.rule}) in {', '.join(regressed)}" if regressed else None
+
+    def unpaired(self, strict: bool = False) -> str | None:
+        """Why there is too little to compare for a gate: no experiment in both runs (a renamed
+        experiment, a wrong baseline) or, ``strict``, an experiment of the base run that the
+        candidate lacks."""
+        base = [e.experiment_id for e in self.experiments if e.only_in == "base"]
+        if not any(e.only_in is None for e in self.experiments):
+            candidate = [e.experiment_id for e in self.experiments if e.only_in == "candidate"]
+            return (f"the runs share no experiment (base: {', '.join(base) or 'none'}; candidate: "
+                    f"{', '.join(candidate) or 'none'}): nothing was compared, which is not a pass")
+        if strict and base:
+            return f"the candidate lacks the base run's {', '.join(base)}: those were not compared"
+        return None
 
     @property
     def rule(self) -> str:
