@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any, Sequence
 
-from yamleval.store import postgres
 from yamleval.lifecycle import shards as shard_runs
 from yamleval.records.errors import UsageError, display_path
 from yamleval.lifecycle.run import RunOutcome
+from yamleval.lifecycle.stored import new_run_id
+from yamleval.store.locations import open_store
 from yamleval.store.writer import Store
 from yamleval.records.types import RunInfo
 
@@ -61,9 +60,7 @@ def merge(out_path: str, paths: Sequence[str]) -> RunOutcome:
 
 
 def _part(path: str) -> _Part:
-    if not postgres.is_url(path) and not os.path.isfile(path):
-        raise UsageError(f"no results database at {display_path(path)}")
-    store = Store(path)
+    store = open_store(path, remedy="")
     for run in store.runs(1000):
         shards = shard_runs.of_run(store, run.run_id)
         if shards:
@@ -124,7 +121,7 @@ def _merged(out: Store, parts: list[_Part]) -> RunOutcome:
     run_id = ids.pop() if len(ids) == 1 else None  # the id the shards share (`--run-id`), else a new one
     if run_id is not None and out.has_run(run_id):
         raise UsageError(f"run {run_id} is in {display_path(out.path)} already: it was merged before")
-    run_id = run_id or datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
+    run_id = run_id or new_run_id()
     out.create_run(dataclasses.replace(first.run, run_id=run_id, status="running",
                                        started_at=min(p.run.started_at for p in parts), completed_at=None, passed=None),
                    first.store.run_detail(first.run.run_id, "plugin_versions") or {},

@@ -8,14 +8,13 @@ judged, stored and reported as any run is (``runs``), so it can be compared with
 """
 from __future__ import annotations
 
-import os
 import threading
 from typing import Iterable, Iterator, Sequence
 
-from yamleval.records.errors import UsageError, display_path
-from yamleval.lifecycle.run import (DEFAULT_STORE, RunOutcome, RunWatcher, finish_run, finished_experiment, git_state, new_run,
-                           open_outputs)
-from yamleval.records.types import ExperimentResult, ItemResult, RunInfo, now
+from yamleval.records.errors import UsageError
+from yamleval.lifecycle.run import DEFAULT_STORE, RunOutcome, RunWatcher, finish_run, git_state, new_run, open_outputs
+from yamleval.lifecycle.stored import store_experiment
+from yamleval.records.types import ExperimentResult, ItemResult, RunInfo
 
 
 def rescore_run(project, source: str, wanted: Sequence[str] = (), *, store: str | None = None,
@@ -30,13 +29,13 @@ def rescore_run(project, source: str, wanted: Sequence[str] = (), *, store: str 
     """
     from yamleval.engine import plan
     from yamleval.store import tags as run_tags
+    from yamleval.store.locations import existing
 
     watcher = watcher or RunWatcher()
     stop = stop or threading.Event()
     path = store or project.store or DEFAULT_STORE
-    if not os.path.isfile(path):  # not a new, empty database: there is nothing to score again
-        raise UsageError(f"no results database at {display_path(path)}; run `yamleval run` first, or give --store")
-    out = open_outputs(project, path, report_dir, formats, tags)
+    # a database stored already (not a new, empty one: nothing to score again), a file or a URL
+    out = open_outputs(project, existing(path), report_dir, formats, tags)
     db = out.store
     origin = db.find_run(source)
     experiments = _experiments(db, origin, project, wanted, watcher)
@@ -99,26 +98,20 @@ def _rescore_experiment(db, run_id: str, position: int, ready, origin: RunInfo, 
                         stop: threading.Event, watcher: RunWatcher) -> ExperimentResult:
     """One experiment's stored items scored again, each stored in the new run as it is scored."""
     from yamleval.engine import experiment as engine
-    from yamleval.engine import plan
 
     experiment_id = ready.experiment.id
-    db.start_experiment(run_id, position, ready.experiment, dataset_hash, now())
 
-    def kept(results: Iterable[ItemResult]) -> Iterator[ItemResult]:
-        for count, result in enumerate(results, 1):
-            db.add_item(run_id, experiment_id, result)
-            watcher.item_finished(experiment_id, result)
-            watcher.progress(experiment_id, count, None)
-            yield result
-            if stop.is_set():
-                return
+    def rescore(keeper) -> ExperimentResult:
+        def kept(results: Iterable[ItemResult]) -> Iterator[ItemResult]:
+            for count, result in enumerate(results, 1):
+                keeper.item(result)
+                watcher.progress(experiment_id, count, None)
+                yield result
+                if stop.is_set():
+                    return
 
-    try:
-        with plan.importable(ready.experiment):
-            stored = db.item_view(origin.run_id, experiment_id, 0)
-            result = engine.run_experiment(ready, previous=kept(engine.rescored(ready, stored)), stop=stop,
-                                           keep_items=False, run_new=False)
-    finally:
-        if ready.models is not None:
-            ready.models.close()
-    return finished_experiment(db, run_id, result)
+        stored = db.item_view(origin.run_id, experiment_id, 0)
+        return engine.run_experiment(ready, previous=kept(engine.rescored(ready, stored)), stop=stop,
+                                     keep_items=False, run_new=False)
+
+    return store_experiment(db, run_id, position, ready, dataset_hash, stop, watcher, rescore)

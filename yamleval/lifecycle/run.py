@@ -12,15 +12,14 @@ import os
 import tempfile
 import threading
 import time
-import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any, Sequence
 
 from yamleval import __version__
 from yamleval.records.errors import UsageError, display_path
 from yamleval.records.outcome import ReportsInterrupted, RunOutcome, RunWatcher  # noqa: F401  (the lifecycle's types)
-from yamleval.records.types import CacheUse, ExperimentResult, ItemResult, RunInfo, now
+from yamleval.records.types import CacheUse, ExperimentResult, RunInfo, now
+from yamleval.lifecycle.stored import new_run_id, run_passed, store_experiment
 
 DEFAULT_STORE = os.path.join(".yamleval", "results.db")
 
@@ -236,7 +235,7 @@ def new_run(db, project, experiments: Sequence, git, repeats: int | None, rescor
     from yamleval.config import fingerprint
     from yamleval.config import provenance
 
-    run_id = run_id or datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
+    run_id = run_id or new_run_id()
     texts = provenance.config_texts(project.files, project.sets)
     commit, dirty = git.result()
     db.create_run(RunInfo(
@@ -258,7 +257,7 @@ def finish_run(out: Outputs, run_id: str, results: list[ExperimentResult], plann
     from yamleval.lifecycle import shards as shard_runs
 
     interrupted = stop.is_set()
-    passed = len(results) == planned and all(r.passed for r in results if r.gated) and not interrupted
+    passed = run_passed(results, planned, interrupted)
     status = ("interrupted" if interrupted else "stopped" if any(r.stopped_by_budget for r in results)
               else "completed")
     run_info = dataclasses.replace(out.store.find_run(run_id), status=status, passed=passed, completed_at=now())
@@ -278,17 +277,6 @@ def cached(settings, wanted: bool | None, refresh: bool):
     return dataclasses.replace(settings, refresh=refresh) if refresh else settings
 
 
-def finished_experiment(db, run_id: str, result: ExperimentResult) -> ExperimentResult:
-    """``result``, its items stored, with its no_regression criteria judged and its end stored; its
-    items read from the store, in order, as reports and summaries read them."""
-    from yamleval.lifecycle import baseline
-
-    db.flush()
-    result = baseline.judge(db, run_id, result)  # its no_regression criteria, against their baselines
-    db.finish_experiment(run_id, result)
-    return dataclasses.replace(result, items=db.item_view(run_id, result.experiment_id, result.summary.completed))
-
-
 def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore: bool, dataset_hash: str, limit,
                     concurrency, stop: threading.Event, abandon, watcher: RunWatcher, limits, shard) -> ExperimentResult:
     """One experiment, its items stored as they finish; resumed where it was ``begun`` before
@@ -298,7 +286,6 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore:
     from yamleval.engine import shards as sharding
     from yamleval.store import repeats as stored_repeats
     from yamleval.lifecycle.resume import replace_items
-    from yamleval.store.writer import StoreWriteError
 
     experiment_id = ready.experiment.id
     previous = db.item_view(run_id, experiment_id, 0) if begun else ()  # read as it goes
@@ -312,36 +299,15 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore:
             replace_items(db, run_id, experiment_id, engine.rescored(ready, previous))
             partial = {item_id: dict(zip(done, engine.rescored(ready, done.values())))
                        for item_id, done in partial.items()}
-    db.start_experiment(run_id, position, ready.experiment, dataset_hash, now(), shared=shard is not None)
-    failures = []
 
-    def keep(write, *args) -> None:
-        try:
-            write(run_id, experiment_id, *args)
-        except StoreWriteError as exc:  # results cannot be kept: start no more items
-            failures.append(exc)
-            stop.set()
+    def run(keeper) -> ExperimentResult:
+        return engine.run_experiment(
+            ready, concurrency=concurrency, limit=limit, on_item=keeper.item,
+            on_progress=lambda completed, total: watcher.progress(experiment_id, completed, total),
+            stop=stop, abandon=abandon, previous=previous, keep_items=False, partial=partial,
+            on_repeat=keeper.repeat, budgets=limits, shard=shard)
 
-    def on_item(result: ItemResult) -> None:
-        keep(db.add_item, result)
-        watcher.item_finished(experiment_id, result)
-
-    try:
-        with plan.importable(ready.experiment):
-            result = engine.run_experiment(
-                ready, concurrency=concurrency, limit=limit, on_item=on_item,
-                on_progress=lambda completed, total: watcher.progress(experiment_id, completed, total),
-                stop=stop, abandon=abandon, previous=previous, keep_items=False, partial=partial,
-                on_repeat=lambda number, result: keep(db.add_repeat, number, result), budgets=limits, shard=shard)
-    finally:
-        if ready.models is not None:
-            ready.models.close()
-    if failures:
-        raise failures[0]
-    if shard is not None:  # a shard's part: the experiment is counted once every shard has stored its own
-        db.flush()
-        return result
-    return finished_experiment(db, run_id, result)
+    return store_experiment(db, run_id, position, ready, dataset_hash, stop, watcher, run, shared=shard is not None)
 
 
 def _limits(project, experiment, results: Sequence[ExperimentResult], seconds: float) -> list:

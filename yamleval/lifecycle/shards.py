@@ -12,21 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sqlite3
 
-from yamleval.lifecycle import baseline
+from yamleval.lifecycle.stored import finished_experiment, run_passed
 from yamleval.engine import criteria
 from yamleval.analysis.aggregate import recount
 from yamleval.records.errors import UsageError
-from yamleval.store.errors import StoreWriteError, cannot
+from yamleval.store import shards as stored_shards
 from yamleval.engine.shards import Shard
 from yamleval.records.types import ExperimentResult, Throttling
-
-TABLE = ("CREATE TABLE IF NOT EXISTS run_shards (run_id TEXT NOT NULL, shard INTEGER NOT NULL,"
-         " count INTEGER NOT NULL, status TEXT NOT NULL, pid INTEGER, host TEXT, parts TEXT,"
-         " PRIMARY KEY (run_id, shard))")
-_JOIN = "INSERT INTO run_shards (run_id, shard, count, status, pid, host) VALUES (?, ?, ?, 'running', ?, ?)"
-_OF_RUN = "SELECT shard, count, status, pid, host, parts FROM run_shards WHERE run_id = ? ORDER BY shard"
 
 
 def of_run(store, run_id: str) -> dict[int, tuple[int, str]]:
@@ -35,9 +28,7 @@ def of_run(store, run_id: str) -> dict[int, tuple[int, str]]:
 
 
 def _rows(store, run_id: str) -> dict[int, tuple]:
-    if not store.has_table("run_shards"):
-        return {}
-    return {row[0]: tuple(row[1:]) for row in store._query(_OF_RUN, (run_id,))}
+    return stored_shards.of_run(store, run_id)
 
 
 def joined(store, run_id: str, shard: Shard, project):
@@ -90,17 +81,12 @@ def start(store, run_id: str, shard: Shard, joining: bool) -> None:
     from yamleval.config.provenance import host
 
     if joining:
-        try:
-            store._transaction(lambda: store.db.execute(_JOIN, (run_id, shard.number, shard.count, os.getpid(), host())))
-        except sqlite3.IntegrityError:
+        if not stored_shards.join(store, run_id, shard.number, shard.count, os.getpid(), host()):
             status = of_run(store, run_id)[shard.number][1]
             raise UsageError(f"shard {shard} of run {run_id} is stored already ({status}): continue it with"
-                             f" --resume {run_id} --shard {shard}") from None
-        except sqlite3.Error as exc:
-            raise StoreWriteError(cannot("write", store.path, exc, "then run the shard again")) from None
+                             f" --resume {run_id} --shard {shard}")
     else:
-        store._write("UPDATE run_shards SET status = 'running', pid = ?, host = ? WHERE run_id = ? AND shard = ?",
-                     [(os.getpid(), host(), run_id, shard.number)])
+        stored_shards.restart(store, run_id, shard.number, os.getpid(), host())
 
 
 def _part(result: ExperimentResult, breakdowns) -> list:
@@ -113,10 +99,7 @@ def _part(result: ExperimentResult, breakdowns) -> list:
 
 def copy(store, run_id: str, source, source_run_id: str) -> None:
     """The shards of ``source``'s run, as this store's run ``run_id``'s (``yamleval merge``)."""
-    store._write("INSERT INTO run_shards (run_id, shard, count, status, parts) VALUES (?, ?, ?, ?, ?)",
-                 [(run_id, number, count, status, parts)
-                  for number, (count, status, _, _, parts) in _rows(source, source_run_id).items()],
-                 then="then merge again")
+    stored_shards.copy(store, run_id, _rows(source, source_run_id))
 
 
 def missing(store, run_id: str) -> list[str]:
@@ -133,8 +116,7 @@ def finish(store, run_id: str, shard: Shard, status: str, results: list[Experime
     """``shard`` ends its part of the run as ``status``, with its experiments' ``results`` (and
     their ``breakdowns`` fields, by id); the run's results if that completed it."""
     parts = json.dumps({r.experiment_id: _part(r, breakdowns.get(r.experiment_id)) for r in results})
-    store._write("UPDATE run_shards SET status = ?, parts = ? WHERE run_id = ? AND shard = ?",
-                 [(status, parts, run_id, shard.number)])
+    stored_shards.finish(store, run_id, shard.number, status, parts)
     return complete(store, run_id) if status == "completed" else None
 
 
@@ -148,14 +130,9 @@ def complete(store, run_id: str) -> list[ExperimentResult] | None:
     for *_, written in _rows(store, run_id).values():
         for experiment_id, part in json.loads(written or "{}").items():
             parts.setdefault(experiment_id, []).append(part)
-    results = []
-    for stored in store.results(run_id):
-        result = baseline.judge(store, run_id, _counted(store, run_id, stored, parts.get(stored.experiment_id, [])))
-        store.finish_experiment(run_id, result)
-        results.append(dataclasses.replace(result, items=store.item_view(run_id, result.experiment_id,
-                                                                           result.summary.completed)))
-    store.finish_run(run_id, "completed", all(r.passed for r in results if r.gated),
-                     max(r.completed_at or "" for r in results))
+    results = [finished_experiment(store, run_id, _counted(store, run_id, stored, parts.get(stored.experiment_id, [])))
+               for stored in store.results(run_id)]
+    store.finish_run(run_id, "completed", run_passed(results), max(r.completed_at or "" for r in results))
     return results
 
 
