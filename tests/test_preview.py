@@ -188,3 +188,21 @@ def test_a_config_error_is_exit_2_with_its_location(write_config):
     assert "evals.yaml:5:" in done.stderr and "Traceback" not in done.stderr
     unknown = run_cli("preview", str(config), "-e", "chta", cwd=config.parent)
     assert unknown.returncode == 2 and "did you mean 'chat'" in unknown.stderr
+
+
+def test_a_short_value_from_the_environment_is_hidden_in_the_requests_shown(write_config):
+    config = write_config("""
+        experiments:
+          - id: service
+            dataset: {items: [{id: one, input: ping}]}
+            runner:
+              uses: http
+              with:
+                url: "https://api.example.com/chat?k=${SHORT}"
+                headers: {Authorization: "Bearer ${SHORT}"}
+                body: {message: "{{ input }}", token: "${SHORT}"}
+    """)
+    done = run_cli("preview", str(config), cwd=config.parent, SHORT="tk12345")
+    assert done.returncode == 0, done.stderr
+    assert "tk12345" not in done.stdout
+    assert "Bearer ${SHORT}" in done.stdout and '"token": "${SHORT}"' in done.stdout

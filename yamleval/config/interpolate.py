@@ -23,11 +23,6 @@ _SYNTAX_HINT = "write ${NAME} or ${NAME:-default}; $${ is a literal ${"
 # (GitHub Actions runs a pull request from a fork without the repository's secrets), not a value.
 _NOT_EMPTY = ("api_key", "base_url", "url")
 
-# Shorter values ("1", "true", "gpt-4") are no credentials, and replacing them in model text
-# would garble it.
-MIN_SECRET_LENGTH = 8
-
-
 class ReferenceSyntaxError(ValueError):
     """A ``${`` that is not a valid reference: ``text`` as written, ``hint`` on how to write one."""
 
@@ -74,8 +69,7 @@ def expand_text(text: str, environ: Mapping[str, str], secrets: dict[str, str], 
             raise KeyError(name)
         if required and value == "":
             raise EmptyVariable(name)
-        if len(value) >= MIN_SECRET_LENGTH:
-            secrets.setdefault(value, "${" + name + "}")
+        secrets.setdefault(value, "${" + name + "}")  # the short ones are hidden only where requests are shown
         return value
 
     return _REFERENCE.sub(replace, text)

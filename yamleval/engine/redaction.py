@@ -18,6 +18,10 @@ from urllib.parse import quote, quote_plus
 
 from yamleval.records.types import ExperimentResult, ItemResult
 
+# Shorter values ("1", "true", "gpt-4") are no credentials, and replacing them in model text
+# would garble it: results keep them; a preview of the requests hides them too.
+MIN_LENGTH = 8
+
 
 @dataclass(frozen=True)
 class Secrets:
@@ -25,15 +29,26 @@ class Secrets:
     ``${NAME}`` it came from; a run of that project keeps them out of what it writes."""
 
     names: InitVar[Mapping[str, str] | None] = None  # value -> "${NAME}"
+    every: InitVar[bool] = False  # also the values shorter than MIN_LENGTH
     # every form of every value -> its "${NAME}", and one pattern over them (never shown in a repr)
     replacements: Mapping[str, str] = field(init=False, repr=False, default_factory=dict)
     pattern: re.Pattern | None = field(init=False, repr=False, default=None)
+    values: Mapping[str, str] = field(init=False, repr=False, default_factory=dict)  # ``names``, whatever their length
 
-    def __post_init__(self, names: Mapping[str, str] | None) -> None:
-        replacements = {form: name for value, name in (names or {}).items() for form in _forms(value)}
+    def __post_init__(self, names: Mapping[str, str] | None, every: bool) -> None:
+        values = {value: name for value, name in (names or {}).items() if value}
+        kept = values if every else {value: name for value, name in values.items() if len(value) >= MIN_LENGTH}
+        replacements = {form: name for value, name in kept.items() for form in _forms(value)}
         forms = sorted(replacements, key=len, reverse=True)  # the longest form wins where two overlap
         object.__setattr__(self, "replacements", replacements)
         object.__setattr__(self, "pattern", re.compile("|".join(map(re.escape, forms))) if forms else None)
+        object.__setattr__(self, "values", values)
+
+    def every_value(self) -> "Secrets":
+        """These secrets with the short values too: for a request shown as it would be sent
+        (``preview``), where a 7-character token is a token (in results, "gpt-4" or "true"
+        replaced by the ``${VAR}`` it came from would garble the answers)."""
+        return Secrets(self.values, every=True)
 
 
 def _forms(value: str) -> set[str]:

@@ -21,7 +21,7 @@ from yamleval.config.model import Experiment
 from yamleval.records.errors import describe_exception
 from yamleval.models.client import ChatClient
 from yamleval.models.registry import Models
-from yamleval.engine.redaction import Secrets, redact_text
+from yamleval.engine.redaction import Secrets, redact_text, redact_value
 from yamleval.records.types import Item
 
 PLACEHOLDER = "<the runner's answer>"
@@ -311,7 +311,7 @@ def _estimate_line(e: Estimate) -> str:
 
 def render(previews: Sequence[ExperimentPreview], secrets: Secrets) -> str:
     """The preview as text, every secret masked as the ``${VAR}`` it came from."""
-    lines = []
+    lines, every = [], secrets.every_value()  # a request as sent hides even a short ${VAR} value
     for p in previews:
         count = "items not read" if p.total is None else f"{len(p.items)} of {p.total} items"
         lines.append(f"experiment {p.experiment_id} ({p.dataset}): {count}")
@@ -319,8 +319,8 @@ def render(previews: Sequence[ExperimentPreview], secrets: Secrets) -> str:
         for item in p.items:
             lines.append(f"  item {item.item_id}")
             for call in item.calls:
-                lines.append(f"    {call.what} -> {call.target}")
-                lines.append(f"      {call.problem}" if call.problem else _json(call.shown, "      "))
+                lines.append(f"    {call.what} -> {redact_text(call.target, every)}")
+                lines.append(f"      {call.problem}" if call.problem else _json(redact_value(call.shown, every), "      "))
         lines.append("")
     lines.append("estimate (approximate: prompt tokens are the model prompts' characters / 4, "
                  "completions at their max_tokens)")
