@@ -1,1 +1,5 @@
-"""The results database: SQLite or PostgreSQL, its schema, writing and reading runs."""
+"""The results database: SQLite or PostgreSQL behind one ``Database`` interface, its schema,
+writing and reading runs. ``open_store`` opens a database that holds stored runs already."""
+from yamleval.store.locations import open_store
+
+__all__ = ["open_store"]

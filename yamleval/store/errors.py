@@ -1,5 +1,7 @@
 """What went wrong with the results database, in one line that says why and what to do: each
-cause is known by SQLite's own words ("database or disk is full", "database is locked")."""
+cause is known by its kind (``Busy``, ``ReadOnly``) or by the database's own words ("database or
+disk is full", "password authentication failed"). Each backend raises these types, never its
+driver's, so that the store handles SQLite and PostgreSQL in one way."""
 from __future__ import annotations
 
 from yamleval.records.errors import UsageError, display_path
@@ -33,8 +35,27 @@ _CAUSES = {
 }
 
 
+class DatabaseError(Exception):
+    """A statement or connection the database refused, in the database's own words (one line)."""
+
+
+class Busy(DatabaseError):
+    """Another process held the database locked too long: the same work may succeed if tried again."""
+
+
+class ReadOnly(DatabaseError):
+    """The database cannot be written (a read-only file or folder, a read-only server): it can be read."""
+
+
+class Conflict(DatabaseError):
+    """A row whose key another row has already (an item id stored twice, a shard that joined before)."""
+
+
 def cause(exc: BaseException) -> str:
-    """What made the database fail (a name of ``_CAUSES``), known by SQLite's message; else ``other``."""
+    """What made the database fail (a name of ``_CAUSES``), known by the error's kind or its
+    words (a ``sqlite3`` error's too: the answer cache's); else ``other``."""
+    if isinstance(exc, (Busy, ReadOnly)):
+        return "locked" if isinstance(exc, Busy) else "read-only"
     text = str(exc).lower().replace("read-only", "readonly").replace("read only", "readonly")
     return next((name for name, (words, *_) in _CAUSES.items() if any(word in text for word in words)), "other")
 
@@ -64,7 +85,8 @@ def duplicate_item(query, rows: list[tuple]) -> DuplicateItemError | None:
         key = (run_id, experiment_id, item_id)
         earlier = first.get(key)
         if earlier is None:
-            found = query("SELECT position FROM items WHERE run_id = ? AND experiment_id = ? AND item_id = ?", key)
+            found = query("SELECT position FROM items WHERE run_id = {p} AND experiment_id = {p} AND item_id = {p}",
+                          key)
             earlier = found[0][0] if found else None
         if earlier is not None:
             return DuplicateItemError(

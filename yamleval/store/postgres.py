@@ -1,28 +1,24 @@
 """PostgreSQL as the results database (``store: postgresql://…``), through psycopg 3 (the
-``postgres`` extra): a connection that runs the store's statements, written for SQLite, there.
-
-The statements are plain, parameterised SQL; four things differ and are translated here, once:
-``?`` placeholders become ``%s``; ``INSERT OR IGNORE`` and ``INSERT OR REPLACE`` become
-``ON CONFLICT`` clauses (on each table's key); every table has a ``rowid`` column, which SQLite
-gives each table of its own; ``json_extract(record, '$.a."b".c')`` becomes ``record::json``
-paths. Failures come out as the ``sqlite3`` exception of the same kind (integrity, operational),
-so that the store handles both databases in one way, and their words say the cause
-(``store_errors``). The password of a URL is never shown: ``shown_url`` hides it.
+``postgres`` extra), in its own SQL: ``%s`` placeholders, ``ON CONFLICT`` on each table's key,
+``record::json -> 'key'`` paths, a ``rowid BIGSERIAL`` in every table (the number SQLite gives
+each row of its own), the schema version in a ``yamleval_schema`` table, tables found in
+``pg_catalog`` and the schema created under an advisory lock. The password of a URL is never
+shown: ``shown_url`` hides it.
 """
 from __future__ import annotations
 
-import re
-import sqlite3
+import contextlib
 import urllib.parse
 from typing import Any, Iterable, Iterator, Sequence
 
+from yamleval.store.database import OnConflict, bound
+from yamleval.store.errors import Busy, Conflict, DatabaseError, ReadOnly
+from yamleval.store.schema import TABLES, Table
+
 SCHEMES = ("postgresql://", "postgres://")
-KEYS = {"runs": ("run_id",), "experiments": ("run_id", "experiment_id"),
-        "items": ("run_id", "experiment_id", "item_id"), "run_tags": ("run_id", "tag"),
-        "repeats": ("run_id", "experiment_id", "item_id", "number")}
-_INSERT = re.compile(r"INSERT OR (IGNORE|REPLACE) INTO (\w+) \(([^)]*)\)(.*)", re.S)
-_JSON = re.compile(r"json_extract\(record, '\$\.scores\.\"([^\"']*)\"\.(\w+)'\)")
-_TABLE = re.compile(r"CREATE TABLE (IF NOT EXISTS )?(\w+) \(")
+CONNECT_SECONDS = 10
+_SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(7406177)"  # any number: yamleval's own
+_TABLES = "SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = current_schema()"
 
 
 def is_url(path: str | None) -> bool:
@@ -39,133 +35,120 @@ def shown_url(url: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
 
 
-def translated(statement: str) -> str:
-    """A statement written for SQLite, as PostgreSQL runs it."""
-    found = _INSERT.match(statement)
-    if found:
-        how, table, columns, rest = found.groups()
-        names = [c.strip() for c in columns.split(",")]
-        key = ", ".join(KEYS[table])
-        update = ", ".join(f"{c} = EXCLUDED.{c}" for c in names if c not in KEYS[table])
-        conflict = "DO NOTHING" if how == "IGNORE" or not update else f"DO UPDATE SET {update}"
-        statement = f"INSERT INTO {table} ({columns}){rest} ON CONFLICT ({key}) {conflict}"
-    statement = _JSON.sub(lambda m: f"(record::json -> 'scores' -> '{m[1]}' -> '{m[2]}')", statement)
-    statement = _TABLE.sub(lambda m: f"CREATE TABLE {m[1] or ''}{m[2]} (rowid BIGSERIAL, ", statement)
-    return statement.replace("%", "%%").replace("?", "%s")
+def _error(exc: Exception) -> DatabaseError:
+    """The store's error for one of psycopg's, in the server's words on one line."""
+    from psycopg import IntegrityError, errors
+
+    words = " ".join(str(exc).split())
+    if isinstance(exc, IntegrityError):
+        return Conflict(words)
+    if isinstance(exc, (errors.LockNotAvailable, errors.DeadlockDetected, errors.SerializationFailure)):
+        return Busy(words)
+    return (ReadOnly if isinstance(exc, errors.ReadOnlySqlTransaction) else DatabaseError)(words)
 
 
-def _row_factory(cursor):
-    names = [column.name for column in cursor.description or ()]
-    return lambda values: Row(names, values)
-
-
-class Row(tuple):
-    """A result row read by position or by column name, as ``sqlite3.Row``."""
-
-    def __new__(cls, names: Sequence[str], values: Sequence[Any]):
-        row = super().__new__(cls, values)
-        row._names = names
-        return row
-
-    def __getitem__(self, key):
-        if isinstance(key, str):
-            return tuple.__getitem__(self, self._names.index(key))
-        return tuple.__getitem__(self, key)
-
-    def keys(self) -> list[str]:
-        return list(self._names)
-
-
-def _as_sqlite_error(exc: Exception) -> sqlite3.Error:
+@contextlib.contextmanager
+def _errors() -> Iterator[None]:
     import psycopg
 
-    kind = (sqlite3.IntegrityError if isinstance(exc, psycopg.IntegrityError) else
-            sqlite3.OperationalError if isinstance(exc, psycopg.OperationalError) else sqlite3.DatabaseError)
-    return kind(" ".join(str(exc).split()))  # one line
+    try:
+        yield
+    except psycopg.Error as exc:
+        raise _error(exc) from None
+
+
+def _connect(url: str):
+    try:
+        import psycopg
+    except ImportError:
+        raise DatabaseError("psycopg is not installed") from None
+    with _errors():
+        return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_SECONDS)
 
 
 def _values(parameters: Iterable[Any]) -> tuple:
-    """Booleans as the 0 and 1 SQLite stores (the columns are INTEGER)."""
+    """Booleans as the 0 and 1 the INTEGER columns hold (as SQLite stores them)."""
     return tuple(int(v) if isinstance(v, bool) else v for v in parameters)
 
 
-class Connection:
-    """A PostgreSQL connection with the calls the store makes of a ``sqlite3`` one: ``execute``,
-    ``executemany`` and, as a context manager, a transaction that commits or rolls back."""
+class PostgresDatabase:
+    """A PostgreSQL database as the results database (``Database``)."""
+
+    placeholder = "%s"
 
     def __init__(self, url: str):
-        import psycopg
+        """Connect to ``url``: DatabaseError with the server's words when it cannot be reached or
+        refuses the login, or when psycopg is not installed."""
+        self.name, self.read_only, self._url = shown_url(url), False, url
+        self._db = _connect(url)
 
-        try:
-            self._db = psycopg.connect(url, autocommit=True, row_factory=_row_factory, connect_timeout=10)
-        except psycopg.Error as exc:
-            raise _as_sqlite_error(exc) from None
-        self.in_transaction = False
-
-    def execute(self, statement: str, parameters: Sequence[Any] = ()) -> "_Cursor":
-        if statement == "BEGIN IMMEDIATE":
-            statement = "BEGIN"
-        try:
-            cursor = self._db.execute(translated(statement), _values(parameters))
-        except Exception as exc:
-            raise _as_sqlite_error(exc) from None
-        if statement == "BEGIN":
-            self.in_transaction = True
-        return _Cursor(cursor)
+    def execute(self, statement: str, parameters: Sequence[Any] = ()) -> None:
+        with _errors():
+            self._db.execute(bound(statement, "%s"), _values(parameters))
 
     def executemany(self, statement: str, rows: Iterable[Sequence[Any]]) -> None:
-        try:
-            with self._db.cursor() as cursor:
-                cursor.executemany(translated(statement), [_values(row) for row in rows])
-        except Exception as exc:
-            raise _as_sqlite_error(exc) from None
+        with _errors(), self._db.cursor() as cursor:
+            cursor.executemany(bound(statement, "%s"), [_values(row) for row in rows])
 
-    def __enter__(self) -> "Connection":
-        return self
+    def rows(self, statement: str, parameters: Sequence[Any] = ()) -> list[tuple]:
+        with _errors():
+            cursor = self._db.execute(bound(statement, "%s"), _values(parameters))
+            return cursor.fetchall() if cursor.description else []
 
-    def __exit__(self, kind, value, traceback) -> None:
-        if not self.in_transaction:
-            return
-        self.in_transaction = False
+    def records(self, statement: str, parameters: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        from psycopg.rows import dict_row
+
+        with _errors(), self._db.cursor(row_factory=dict_row) as cursor:
+            cursor.execute(bound(statement, "%s"), _values(parameters))
+            return cursor.fetchall() if cursor.description else []
+
+    def stream(self, statement: str, parameters: Sequence[Any] = ()) -> Iterator[tuple]:
+        db = _connect(self._url)
         try:
-            self._db.execute("ROLLBACK" if kind is not None else "COMMIT")
-        except Exception as exc:
-            if kind is None:
-                raise _as_sqlite_error(exc) from None
+            with _errors():
+                cursor = db.execute(bound(statement, "%s"), _values(parameters))
+                yield from cursor if cursor.description else ()
+        finally:
+            db.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        with _errors(), self._db.transaction():
+            yield
 
     def close(self) -> None:
         self._db.close()
 
+    def insert(self, table: str, columns: Sequence[str], on_conflict: OnConflict = "fail") -> str:
+        statement = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(['{p}'] * len(columns))})"
+        if on_conflict == "fail":
+            return statement
+        key = TABLES[table].key
+        update = ", ".join(f"{c} = EXCLUDED.{c}" for c in columns if c not in key)
+        how = f"DO UPDATE SET {update}" if on_conflict == "replace" and update else "DO NOTHING"
+        return f"{statement} ON CONFLICT ({', '.join(key)}) {how}"
 
-class _Cursor:
-    def __init__(self, cursor):
-        self._cursor = cursor
+    def json_field(self, column: str, *keys: str) -> str:
+        return f"({column}::json" + "".join(f" -> '{key}'" for key in keys) + ")"
 
-    def fetchall(self) -> list:
-        return self._cursor.fetchall() if self._cursor.description else []
+    def create_table(self, table: Table) -> str:
+        return f"CREATE TABLE IF NOT EXISTS {table.name} (rowid BIGSERIAL, {table.columns})"
 
-    def fetchone(self):
-        return self._cursor.fetchone() if self._cursor.description else None
+    def has_table(self, name: str) -> bool:
+        return bool(self.rows(_TABLES + " AND tablename = {p}", (name,)))
 
-    def __iter__(self) -> Iterator:
-        return iter(self._cursor) if self._cursor.description else iter(())
+    def tables(self) -> list[str]:
+        return [name for name, in self.rows(_TABLES)]
 
+    def schema_version(self) -> int:
+        if not self.has_table("yamleval_schema"):
+            return 0
+        return self.rows("SELECT version FROM yamleval_schema")[0][0]
 
-def connect(url: str) -> Connection:
-    """The database at ``url``; sqlite3.OperationalError (with the server's words) when it cannot
-    be reached or the login fails, ImportError's message when psycopg is not installed."""
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        raise sqlite3.OperationalError("psycopg is not installed") from None
-    return Connection(url)
+    def begin_upgrade(self) -> None:
+        self.execute(_SCHEMA_LOCK)  # PostgreSQL's write lock for the schema: held to the transaction's end
 
-
-SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(7406177)"  # any number: yamleval's own
-SCHEMA_TABLE = "CREATE TABLE IF NOT EXISTS yamleval_schema (version INTEGER NOT NULL)"
-TABLES = "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
-
-
-def has_table(db, name: str) -> bool:
-    return bool(db.execute("SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema()"
-                           " AND table_name = ?", (name,)).fetchall())
+    def set_schema_version(self, version: int) -> None:
+        self.execute("CREATE TABLE IF NOT EXISTS yamleval_schema (version INTEGER NOT NULL)")
+        self.execute("DELETE FROM yamleval_schema")
+        self.execute("INSERT INTO yamleval_schema (version) VALUES ({p})", (version,))

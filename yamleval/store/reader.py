@@ -2,38 +2,30 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Iterator, Sequence
 
-from yamleval.store import postgres
-from yamleval.records.errors import UsageError
 from yamleval.records.codec import item_from_record, storable_text
-from yamleval.store.errors import cannot
+from yamleval.records.errors import UsageError
 from yamleval.records.types import ItemResult, ItemResults, Verdicts
+from yamleval.store.database import Database
+from yamleval.store.errors import DatabaseError, cannot
 
-BUSY_SECONDS = 10.0  # how long a statement waits for another process's lock (Ctrl-C waits as long)
-
-_ITEMS = "SELECT record FROM items WHERE run_id = ? AND experiment_id = ? ORDER BY position"
-_VERDICTS = "SELECT item_id, position, status{} FROM items WHERE run_id = ? AND experiment_id = ? ORDER BY position"
+_ITEMS = "SELECT record FROM items WHERE run_id = {p} AND experiment_id = {p} ORDER BY position"
+_VERDICTS = "SELECT item_id, position, status{fields} FROM items WHERE run_id = {p} AND experiment_id = {p} ORDER BY position"
 _SCORE_FIELDS = ("status", "passed", "score")
-_ITEM = "SELECT record FROM items WHERE run_id = ? AND experiment_id = ? AND item_id = ?"
-_ITEMS_WITH_STATUS = ("SELECT record FROM items WHERE run_id = ? AND experiment_id = ? AND status IN (?, ?, ?, ?)"
-                      " ORDER BY position LIMIT ?")
+_ITEM = "SELECT record FROM items WHERE run_id = {p} AND experiment_id = {p} AND item_id = {p}"
+_ITEMS_WITH_STATUS = ("SELECT record FROM items WHERE run_id = {p} AND experiment_id = {p}"
+                      " AND status IN ({p}, {p}, {p}, {p}) ORDER BY position LIMIT {p}")
+_NOT_IN_A_PATH = set("\"'\\{}")  # a scorer id with one of these is read from whole records instead
 
 
-def read_rows(uri: str, path: str, statement: str, parameters: tuple) -> Iterator[tuple]:
-    """The rows of a query, read as they are iterated, on a connection of their own to the
-    database ``uri`` (a SQLite URI or a PostgreSQL URL) named ``path`` in messages."""
+def read_rows(database: Database, statement: str, parameters: tuple) -> Iterator[tuple]:
+    """The rows of a query, read as they are iterated on a connection of their own; UsageError
+    (``cannot read the results database …``) when the database fails."""
     try:
-        db = postgres.connect(uri) if postgres.is_url(uri) else sqlite3.connect(uri, uri=True, timeout=BUSY_SECONDS)
-    except sqlite3.Error as exc:
-        raise UsageError(cannot("read", path, exc, "")) from None
-    try:
-        yield from db.execute(statement, parameters)
-    except sqlite3.Error as exc:
-        raise UsageError(cannot("read", path, exc, "")) from None
-    finally:
-        db.close()
+        yield from database.stream(statement, parameters)
+    except DatabaseError as exc:
+        raise UsageError(cannot("read", database.name, exc, "")) from None
 
 
 class StoredItems(ItemResults):
@@ -41,28 +33,27 @@ class StoredItems(ItemResults):
     time they are iterated, so a run of any size is never held in memory. Each reading opens
     a connection of its own; the view outlives the ``Store`` it came from."""
 
-    def __init__(self, path: str, run_id: str, experiment_id: str, count: int, uri: str):
-        """``uri``: how to open the database for reading (``Store.reading``)."""
-        self.path, self.run_id, self.experiment_id, self.count, self.uri = path, run_id, experiment_id, count, uri
+    def __init__(self, database: Database, run_id: str, experiment_id: str, count: int):
+        self.database, self.run_id, self.experiment_id, self.count = database, run_id, experiment_id, count
 
     def __len__(self) -> int:
         return self.count
 
     def _select(self, statement: str, parameters: tuple = ()) -> Iterator[tuple]:
-        return read_rows(self.uri, self.path, statement, (self.run_id, self.experiment_id, *parameters))
+        return read_rows(self.database, statement, (self.run_id, self.experiment_id, *parameters))
 
     def __iter__(self) -> Iterator[ItemResult]:
         return (item_from_record(json.loads(text), text) for text, in self._select(_ITEMS))
 
     def verdicts(self, scorers: Sequence[str]) -> Iterator[Verdicts]:
-        """As ``ItemResults.verdicts``, SQLite reading just those fields out of each record: a
+        """As ``ItemResults.verdicts``, the database reading just those fields out of each record: a
         third of the time of reading whole records, for two runs of 100,000 items."""
-        if any('"' in sid for sid in scorers):  # not a scorer id the config allows: not a path to write
+        if any(_NOT_IN_A_PATH.intersection(sid) for sid in scorers):  # not an id to write into a JSON path
             yield from super().verdicts(scorers)
             return
-        fields = "".join(f", json_extract(record, '$.scores.\"{sid}\".{field}')"
+        fields = "".join(f", {self.database.json_field('record', 'scores', sid, field)}"
                          for sid in scorers for field in _SCORE_FIELDS)
-        for item_id, position, status, *values in self._select(_VERDICTS.format(fields)):
+        for item_id, position, status, *values in self._select(_VERDICTS.replace("{fields}", fields)):
             found = {}
             for at, sid in enumerate(scorers):
                 scored, passed, score = values[3 * at:3 * at + 3]

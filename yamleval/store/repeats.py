@@ -1,6 +1,6 @@
 """The finished repeats of items not yet finished, kept so that a resumed run runs only the
-repeats an item still lacks (``repeats``). Kept in the results database's ``repeats`` table, a
-row a repeat, written with the items in the store's batches. A repeat queued in the same batch
+repeats an item still lacks (``repeats``). Kept in the results database's ``repeats`` table
+(``schema.REPEATS``), a row a repeat, written with the items in the store's batches. A repeat queued in the same batch
 as its item is never written (the item's record holds it), and the rows of finished items are
 deleted as their experiment ends: the table keeps only the repeats of items cut short.
 """
@@ -11,14 +11,12 @@ from typing import Sequence
 
 from yamleval.records.codec import encode_record, item_from_record, storable_text
 from yamleval.records.types import ItemResult
+from yamleval.store.database import Database
 
-TABLE = ("CREATE TABLE IF NOT EXISTS repeats (run_id TEXT NOT NULL, experiment_id TEXT NOT NULL,"
-         " item_id TEXT NOT NULL, number INTEGER NOT NULL, record TEXT NOT NULL,"
-         " PRIMARY KEY (run_id, experiment_id, item_id, number))")
-_INSERT = "INSERT OR REPLACE INTO repeats (run_id, experiment_id, item_id, number, record) VALUES (?, ?, ?, ?, ?)"
-_OF_ITEMS = "SELECT item_id FROM items WHERE run_id = ? AND experiment_id = ?"
-DONE = f"DELETE FROM repeats WHERE run_id = ? AND experiment_id = ? AND item_id IN ({_OF_ITEMS})"
-_UNFINISHED = ("SELECT item_id, number, record FROM repeats WHERE run_id = ? AND experiment_id = ?"
+_COLUMNS = ("run_id", "experiment_id", "item_id", "number", "record")
+_OF_ITEMS = "SELECT item_id FROM items WHERE run_id = {p} AND experiment_id = {p}"
+DONE = f"DELETE FROM repeats WHERE run_id = {{p}} AND experiment_id = {{p}} AND item_id IN ({_OF_ITEMS})"
+_UNFINISHED = ("SELECT item_id, number, record FROM repeats WHERE run_id = {p} AND experiment_id = {p}"
                f" AND item_id NOT IN ({_OF_ITEMS}) ORDER BY item_id, number")
 
 
@@ -27,11 +25,12 @@ def queued(run_id: str, experiment_id: str, number: int, result: ItemResult) -> 
     return run_id, experiment_id, storable_text(result.item.id), number, result
 
 
-def write(db, repeats: Sequence[tuple], items: Sequence[tuple]) -> None:
+def write(db: Database, repeats: Sequence[tuple], items: Sequence[tuple]) -> None:
     """In the store's transaction: the queued ``repeats`` of items not among the queued ``items``
     (rows of the ``items`` table, whose first three fields are the key)."""
     finished = {item[:3] for item in items}
-    db.executemany(_INSERT, [(*r[:4], encode_record(r[4])) for r in repeats if r[:3] not in finished])
+    db.executemany(db.insert("repeats", _COLUMNS, on_conflict="replace"),
+                   [(*r[:4], encode_record(r[4])) for r in repeats if r[:3] not in finished])
 
 
 def unfinished(store, run_id: str, experiment_id: str) -> dict[str, dict[int, ItemResult]]:
@@ -39,6 +38,6 @@ def unfinished(store, run_id: str, experiment_id: str) -> dict[str, dict[int, It
     found: dict[str, dict[int, ItemResult]] = {}
     if not store.has_table("repeats"):
         return found  # a read-only database of an older schema, read unmigrated
-    for item_id, number, text in store._query(_UNFINISHED, (run_id, experiment_id, run_id, experiment_id)):
+    for item_id, number, text in store.query(_UNFINISHED, (run_id, experiment_id, run_id, experiment_id)):
         found.setdefault(item_id, {})[number] = item_from_record(json.loads(text))
     return found

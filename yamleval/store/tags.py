@@ -1,6 +1,6 @@
 """Run tags: names given to stored runs (``main``, ``release-1.2``) so that a later run can
-find its baseline by name. Kept in the results database's ``run_tags`` table; the statements
-live here so the store itself stays about its runs and items."""
+find its baseline by name. Kept in the results database's ``run_tags`` table (``schema.RUN_TAGS``);
+the statements live here so the store itself stays about its runs and items."""
 from __future__ import annotations
 
 import re
@@ -8,7 +8,6 @@ from typing import Iterable, Sequence
 
 from yamleval.records.errors import UsageError
 
-TABLE = "CREATE TABLE IF NOT EXISTS run_tags (run_id TEXT NOT NULL, tag TEXT NOT NULL, PRIMARY KEY (run_id, tag))"
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,99}")
 
 
@@ -24,8 +23,8 @@ def checked(names: Iterable[str]) -> tuple[str, ...]:
 
 def add(store, run_id: str, names: Sequence[str]) -> None:
     """Tag the stored run ``run_id`` with each of ``names`` (a tag it has already is kept once)."""
-    store._write("INSERT OR IGNORE INTO run_tags (run_id, tag) VALUES (?, ?)",
-                 [(run_id, name) for name in checked(names)], then="then tag the run again")
+    store.insert("run_tags", ("run_id", "tag"), [(run_id, name) for name in checked(names)], on_conflict="ignore",
+                 then="then tag the run again")
 
 
 def _readable(store) -> bool:
@@ -37,7 +36,7 @@ def of_run(store, run_id: str) -> tuple[str, ...]:
     """The run's tags, in the order they were given."""
     if not _readable(store):
         return ()
-    return tuple(row[0] for row in store._query("SELECT tag FROM run_tags WHERE run_id = ? ORDER BY rowid", (run_id,)))
+    return tuple(row[0] for row in store.query("SELECT tag FROM run_tags WHERE run_id = {p} ORDER BY rowid", (run_id,)))
 
 
 def latest_with(store, tag: str, experiment_id: str, other_than: str) -> str | None:
@@ -45,10 +44,10 @@ def latest_with(store, tag: str, experiment_id: str, other_than: str) -> str | N
     ``experiment_id`` completed, or None."""
     if not _readable(store):
         return None
-    rows = store._query(
+    rows = store.query(
         "SELECT runs.run_id FROM runs JOIN run_tags ON run_tags.run_id = runs.run_id"
         " JOIN experiments ON experiments.run_id = runs.run_id"
-        " WHERE run_tags.tag = ? AND runs.status = 'completed' AND runs.run_id != ?"
-        " AND experiments.experiment_id = ? AND experiments.status = 'completed'"
+        " WHERE run_tags.tag = {p} AND runs.status = 'completed' AND runs.run_id != {p}"
+        " AND experiments.experiment_id = {p} AND experiments.status = 'completed'"
         " ORDER BY runs.started_at DESC, runs.rowid DESC LIMIT 1", (tag, other_than, experiment_id))
     return rows[0][0] if rows else None

@@ -1,9 +1,10 @@
 """The results database: every run, experiment, item and score, written as items finish.
 
-SQLite in WAL mode by default, shared by any number of processes. Every statement is plain,
-parameterised SQL kept in this module (and ``stored_items``, which reads items), so another
-database can serve the same schema later. JSON values (inputs, outputs, scores, summaries)
-are stored whole; ``store_errors`` words failures.
+SQLite in WAL mode by default, shared by any number of processes, or PostgreSQL (a URL):
+``Store`` speaks to either through one ``Database`` (``store.database``), each backend in its
+own SQL. The statements both share are kept here (and in ``reader``, which reads items, and
+``tags``, ``repeats``, ``shards``). JSON values (inputs, outputs, scores, summaries) are stored
+whole; ``store.errors`` words failures.
 """
 from __future__ import annotations
 
@@ -11,41 +12,45 @@ import dataclasses
 import json
 from dataclasses import asdict
 import os
-import sqlite3
 import time
-import urllib.parse
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import tenacity
 
 from yamleval.engine import criteria
-from yamleval.store import postgres
+from yamleval.store import locations
 from yamleval.store import schema as store_schema
 from yamleval.store import repeats as stored_repeats
 from yamleval.analysis.aggregate import Aggregator, recount
 from yamleval.config.model import Experiment
 from yamleval.records.errors import UsageError, display_path
 from yamleval.records.codec import encode, encode_record, storable_text, summary_from_json, summary_to_json
-from yamleval.store.errors import RESUME_HINT, StoreWriteError, cannot, cause, duplicate_item
+from yamleval.store.database import Database, OnConflict
+from yamleval.store.errors import (RESUME_HINT, Conflict, DatabaseError, ReadOnly, StoreWriteError, cannot, cause,
+                                   duplicate_item)
 from yamleval.store.schema import SCHEMA_VERSION  # noqa: F401  (the store's version, for callers)
-from yamleval.store.reader import BUSY_SECONDS, StoredItems, read_rows
+from yamleval.store.reader import StoredItems, read_rows
 from yamleval.records.types import ExperimentResult, ItemResult, RunInfo, StoredExperiment, Summary, Variant
 
 FLUSH_ITEMS = 500
 FLUSH_SECONDS = 1.0
 LOCKED_TRIES = 6  # tries of a write transaction still refused "database is locked" after that wait
 
-_RUN_DETAILS = {key: f"SELECT {key} FROM runs WHERE run_id = ?" for key in ("plugin_versions", "experiment_ids",
-                                                                             "fingerprint")}
+_RUN_COLUMNS = ("run_id", "status", "started_at", "completed_at", "passed", "yamleval_version", "python_version",
+                "host", "pid", "config_files", "config_hash", "config_text", "git_commit", "git_dirty",
+                "plugin_versions", "experiment_ids", "fingerprint", "rescored_from")
+_EXPERIMENT_COLUMNS = ("run_id", "experiment_id", "position", "label", "description", "tags", "runner", "dataset",
+                       "scorers", "dataset_hash", "status", "started_at", "summary", "variant")
+_ITEM_COLUMNS = ("run_id", "experiment_id", "item_id", "position", "status", "record")
+_RUN_DETAILS = {key: f"SELECT {key} FROM runs WHERE run_id = {{p}}" for key in ("plugin_versions", "experiment_ids",
+                                                                                "fingerprint")}
 # ``yamleval merge``: a shard's experiment and items, as the merged run's
-_EXPERIMENT_ROW = ("SELECT experiment_id, position, label, description, tags, runner, dataset, scorers, dataset_hash,"
-                   " started_at, summary, variant FROM experiments WHERE run_id = ? AND experiment_id = ?")
-_COPY_EXPERIMENT = ("INSERT OR IGNORE INTO experiments (run_id, experiment_id, position, label, description, tags,"
-                    " runner, dataset, scorers, dataset_hash, started_at, summary, variant, status)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running')")
-_ITEM_ROWS = "SELECT item_id, position, status, record FROM items WHERE run_id = ? AND experiment_id = ? ORDER BY position"
-_INSERT_ITEM = ("INSERT INTO items (run_id, experiment_id, item_id, position, status, record)"
-                " VALUES (?, ?, ?, ?, ?, ?)")
+_COPIED_COLUMNS = ("run_id", "experiment_id", "position", "label", "description", "tags", "runner", "dataset",
+                   "scorers", "dataset_hash", "started_at", "summary", "variant", "status")
+_EXPERIMENT_ROW = (f"SELECT {', '.join(_COPIED_COLUMNS[1:-1])} FROM experiments"
+                   " WHERE run_id = {p} AND experiment_id = {p}")
+_ITEM_ROWS = ("SELECT item_id, position, status, record FROM items WHERE run_id = {p} AND experiment_id = {p}"
+              " ORDER BY position")
 
 
 def _counted(summary: Summary | None, items: StoredItems) -> Summary:
@@ -68,22 +73,21 @@ def _with_counted(summary: Summary, items: StoredItems) -> Summary:
 
 
 class Store:
-    """One results database. Not shared between threads at once: writes come from one place at a time."""
+    """One results database. Not shared between threads at once: writes come from one place at a time.
+
+    Its statements are written with ``{p}`` for each parameter (``store.database``)."""
 
     def __init__(self, path: str):
         """``path``: a SQLite file, or a PostgreSQL URL (``postgresql://user:password@host/db``)."""
-        self.postgres = postgres.is_url(path)
-        self.path = postgres.shown_url(path) if self.postgres else path  # a URL's password is never shown
+        self.path = locations.shown(path)  # a URL's password is never shown
+        self.database: Database | None = None
         try:
-            if self.postgres:
-                self.db, self.read_only, self.reading = postgres.connect(path), False, path
-            else:
-                os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-                self.db = self._connect(path)
+            self.database = locations.connect(path)
+            self.read_only = self.database.read_only
             self._migrate()
-        except (sqlite3.DatabaseError, UsageError) as exc:
-            if hasattr(self, "db"):
-                self.db.close()
+        except (DatabaseError, UsageError) as exc:
+            if self.database is not None:
+                self.database.close()
             if isinstance(exc, UsageError):
                 raise
             raise UsageError(cannot("open", self.path, exc)) from None
@@ -91,112 +95,104 @@ class Store:
         self._repeats: list[tuple] = []  # rows of stored_repeats, written with the items
         self._flushed = time.monotonic()
 
-    def _connect(self, path: str) -> sqlite3.Connection:
-        """The connection, in write-ahead logging mode. A database that cannot be written (a
-        read-only file or folder: a CI artefact, a mounted share) is read as it is, since nothing
-        can change it, unless a log of writes not yet folded into it is there to be read too."""
-        self.read_only = False
-        self.reading = f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro"  # how views open it
-        db = sqlite3.connect(path, timeout=BUSY_SECONDS, check_same_thread=False, isolation_level=None)
-        db.row_factory = sqlite3.Row
-        try:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-        except sqlite3.OperationalError as exc:
-            if cause(exc) != "read-only" or (os.path.exists(log := path + "-wal") and os.path.getsize(log) > 0):
-                raise
-            db.close()
-            self.read_only = True
-            self.reading += "&immutable=1"
-            db = sqlite3.connect(self.reading, uri=True, check_same_thread=False, isolation_level=None)
-            db.row_factory = sqlite3.Row
-        return db
-
     def has_table(self, name: str) -> bool:
-        return store_schema.has_table(self.db, self.postgres, name)
+        return self.database.has_table(name)
 
     def _migrate(self) -> None:
         """Bring the schema up to this version: under the write lock, where the version is read
         again, so that processes opening a new database at once create its tables only once."""
-        version = store_schema.version(self.db, self.postgres)
+        version = self.database.schema_version()
         if version > SCHEMA_VERSION:
             raise UsageError(f"{self.path} was written by a newer yamleval (schema {version}); upgrade yamleval")
         if version == SCHEMA_VERSION or (self.read_only and version > 0):
             return  # nothing to do, or readable as it is (see store_schema.MIGRATIONS)
         try:
-            self._transaction(lambda: store_schema.upgrade(self.db, self.postgres))
-        except sqlite3.OperationalError as exc:
-            if version == 0 or cause(exc) != "read-only":
+            self.transaction(store_schema.upgrade)
+        except ReadOnly:
+            if version == 0:
                 raise
             self.read_only = True  # a read-only file in a WAL database: readable as it is
 
-    def _transaction(self, work: Callable[[], Any]) -> None:
-        """``work`` as one write transaction that takes the write lock before it reads (a lock upgraded
-        later fails at once if another process wrote meanwhile); still "locked" after BUSY_SECONDS, again."""
+    def transaction(self, work: Callable[[Database], Any]) -> None:
+        """``work(database)`` as one write transaction that holds the write lock from its start;
+        still ``Busy`` after the database's wait, tried again (LOCKED_TRIES in all). Raises the
+        database's errors (``store.errors.DatabaseError``)."""
         for attempt in tenacity.Retrying(stop=tenacity.stop_after_attempt(LOCKED_TRIES), reraise=True,
                                          wait=tenacity.wait_random_exponential(multiplier=0.2, max=2.0),
                                          retry=tenacity.retry_if_exception(lambda e: cause(e) == "locked")):
-            with attempt, self.db:
-                self.db.execute("BEGIN IMMEDIATE")
-                work()
+            with attempt, self.database.transaction():
+                work(self.database)
 
-    def _write(self, statement: str, rows: Iterable[tuple], then: str = RESUME_HINT) -> None:
-        """``statement`` once for each of ``rows``, in one write transaction."""
+    def write(self, statement: str, rows: Iterable[tuple], then: str = RESUME_HINT) -> None:
+        """``statement`` once for each of ``rows``, in one write transaction; StoreWriteError (saying
+        why, what to do, ``then``) when it cannot be written."""
         try:
-            self._transaction(lambda: self.db.executemany(statement, rows))
-        except sqlite3.Error as exc:
+            self.transaction(lambda db: db.executemany(statement, rows))
+        except DatabaseError as exc:
             raise StoreWriteError(cannot("write", self.path, exc, then)) from None
 
-    def _select(self, statement: str, parameters: tuple = ()):
-        """The rows of a query, read as they are iterated (on a connection of their own)."""
-        return read_rows(self.reading, self.path, statement, parameters)
+    def insert(self, table: str, columns: Sequence[str], rows: Iterable[tuple], on_conflict: OnConflict = "fail",
+               then: str = RESUME_HINT) -> None:
+        """``rows`` of ``columns`` into ``table``, as ``write``; a row whose key is taken fails the
+        whole write, or is left out (``ignore``) or replaces the row stored (``replace``)."""
+        self.write(self.database.insert(table, columns, on_conflict), rows, then)
 
-    def _query(self, statement: str, parameters: tuple = ()) -> list[sqlite3.Row]:
+    def stream(self, statement: str, parameters: tuple = ()) -> Iterator[tuple]:
+        """The rows of a query, read as they are iterated (on a connection of their own)."""
+        return read_rows(self.database, statement, parameters)
+
+    def query(self, statement: str, parameters: tuple = ()) -> list[tuple]:
+        """The rows of a query; UsageError (``cannot read the results database …``) when it fails."""
         try:
-            return self.db.execute(statement, parameters).fetchall()
-        except sqlite3.Error as exc:
+            return self.database.rows(statement, parameters)
+        except DatabaseError as exc:
+            raise UsageError(cannot("read", self.path, exc, "")) from None
+
+    def _records(self, statement: str, parameters: tuple = ()) -> list[dict[str, Any]]:
+        try:
+            return self.database.records(statement, parameters)
+        except DatabaseError as exc:
             raise UsageError(cannot("read", self.path, exc, "")) from None
 
     def close(self) -> None:
         self.flush()
-        self.db.close()
+        self.database.close()
 
     def abandon(self) -> None:
         """Let the database go without writing what is queued (the run has failed)."""
         self._pending, self._repeats = [], []
-        self.db.close()
+        self.database.close()
 
     # -- writing -------------------------------------------------------------------------
 
     def create_run(self, run: RunInfo, plugin_versions: dict[str, str], experiment_ids: Sequence[str],
                    fingerprint: dict[str, Any] | None = None, if_absent: bool = False) -> None:
         """Store a new run; ``if_absent``: unless one of that id is there (made by another shard)."""
-        self._write(
-            ("INSERT OR IGNORE" if if_absent else "INSERT") + " INTO runs (run_id, status, started_at, completed_at, passed, yamleval_version, python_version,"
-            " host, pid, config_files, config_hash, config_text, git_commit, git_dirty, plugin_versions,"
-            " experiment_ids, fingerprint, rescored_from) VALUES (" + ", ".join("?" * 18) + ")",
+        self.insert(
+            "runs", _RUN_COLUMNS,
             [(run.run_id, run.status, run.started_at, run.completed_at, run.passed, run.yamleval_version,
               run.python_version, run.host, os.getpid(), encode(list(run.config_files)), run.config_hash,
               encode(dict(run.config_text)), run.git_commit, run.git_dirty, encode(plugin_versions),
               encode(list(experiment_ids)), None if fingerprint is None else encode(fingerprint),
               run.rescored_from)],
-            then="then run again")
+            on_conflict="ignore" if if_absent else "fail", then="then run again")
 
     def record_config(self, run_id: str, config_hash: str, config_text: dict[str, str],
                       plugin_versions: dict[str, str], fingerprint: dict[str, Any]) -> None:
         """The config a resumed run goes on with (``--force``): the one that scores its items."""
-        self._write("UPDATE runs SET config_hash = ?, config_text = ?, plugin_versions = ?, fingerprint = ?"
-                    " WHERE run_id = ?", [(config_hash, encode(config_text), encode(plugin_versions),
-                                           encode(fingerprint), run_id)])
+        self.write("UPDATE runs SET config_hash = {p}, config_text = {p}, plugin_versions = {p}, fingerprint = {p}"
+                   " WHERE run_id = {p}", [(config_hash, encode(config_text), encode(plugin_versions),
+                                            encode(fingerprint), run_id)])
 
     def replace_items(self, run_id: str, experiment_id: str, results: Sequence[ItemResult]) -> None:
         """Store these items (of ids stored already) again, as re-scored."""
-        self._write("UPDATE items SET status = ?, record = ? WHERE run_id = ? AND experiment_id = ? AND item_id = ?",
-                    [(r.status, encode_record(r), run_id, experiment_id, storable_text(r.item.id)) for r in results])
+        self.write("UPDATE items SET status = {p}, record = {p}"
+                   " WHERE run_id = {p} AND experiment_id = {p} AND item_id = {p}",
+                   [(r.status, encode_record(r), run_id, experiment_id, storable_text(r.item.id)) for r in results])
 
     def reopen_run(self, run_id: str) -> None:
-        self._write("UPDATE runs SET status = 'running', completed_at = NULL, passed = NULL, pid = ? WHERE run_id = ?",
-                    [(os.getpid(), run_id)])
+        self.write("UPDATE runs SET status = 'running', completed_at = NULL, passed = NULL, pid = {p}"
+                   " WHERE run_id = {p}", [(os.getpid(), run_id)])
 
     def start_experiment(self, run_id: str, position: int, experiment: Experiment, dataset_hash: str,
                          started_at: str, shared: bool = False) -> None:
@@ -205,15 +201,13 @@ class Store:
         ``shared``: by one shard of several, which keeps it as the first shard started it."""
         summary = criteria.with_criteria(Aggregator({s.id: (s.name, s.threshold) for s in experiment.scorers},
                                                     experiment.confidence).summary(0.0), experiment.pass_criteria)
-        self._write(
-            ("INSERT OR IGNORE" if shared else "INSERT OR REPLACE") +
-            " INTO experiments (run_id, experiment_id, position, label, description, tags, runner,"
-            " dataset, scorers, dataset_hash, status, started_at, summary, variant)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
+        self.insert(
+            "experiments", _EXPERIMENT_COLUMNS,
             [(run_id, experiment.id, position, experiment.label, experiment.description, encode(list(experiment.tags)),
               experiment.runner.written(), experiment.dataset.describe(),
-              encode([s.plugin.written() for s in experiment.scorers]), dataset_hash, started_at,
-              summary_to_json(summary), None if experiment.variant is None else encode(asdict(experiment.variant)))])
+              encode([s.plugin.written() for s in experiment.scorers]), dataset_hash, "running", started_at,
+              summary_to_json(summary), None if experiment.variant is None else encode(asdict(experiment.variant)))],
+            on_conflict="ignore" if shared else "replace")
 
     def add_item(self, run_id: str, experiment_id: str, result: ItemResult) -> None:
         """Queue one finished item; the queue is written in one transaction every
@@ -242,13 +236,13 @@ class Store:
         rows, self._pending = self._pending, []
         repeats, self._repeats = self._repeats, []
         try:
-            self._transaction(lambda: (self.db.executemany(_INSERT_ITEM, rows),
-                                       repeats and stored_repeats.write(self.db, repeats, rows)))
-        except sqlite3.IntegrityError as exc:  # a repeated id: keep the batch's other items, report it
-            duplicate = duplicate_item(self._query, rows)
-            self._write(_INSERT_ITEM.replace("INSERT", "INSERT OR IGNORE", 1), rows)
+            self.transaction(lambda db: (db.executemany(db.insert("items", _ITEM_COLUMNS), rows),
+                                         repeats and stored_repeats.write(db, repeats, rows)))
+        except Conflict as exc:  # a repeated id: keep the batch's other items, report it
+            duplicate = duplicate_item(self.query, rows)
+            self.insert("items", _ITEM_COLUMNS, rows, on_conflict="ignore")
             raise duplicate or StoreWriteError(cannot("write", self.path, exc, RESUME_HINT))
-        except sqlite3.Error as exc:
+        except DatabaseError as exc:
             raise StoreWriteError(cannot("write", self.path, exc, RESUME_HINT)) from None
 
     def copy_experiment(self, run_id: str, source: "Store", source_run_id: str, experiment_id: str) -> None:
@@ -256,36 +250,37 @@ class Store:
         unfinished: the part of a merged run a shard ran (``yamleval merge``), read and written a
         batch at a time. UsageError when one of its items is in the run already (another shard's)."""
         self.flush()
-        [row] = source._query(_EXPERIMENT_ROW, (source_run_id, experiment_id))
-        rows = ((run_id, experiment_id, *item) for item in source._select(_ITEM_ROWS, (source_run_id, experiment_id)))
+        [row] = source.query(_EXPERIMENT_ROW, (source_run_id, experiment_id))
+        rows = ((run_id, experiment_id, *item) for item in source.stream(_ITEM_ROWS, (source_run_id, experiment_id)))
         try:
-            self._transaction(lambda: (self.db.execute(_COPY_EXPERIMENT, (run_id, *row)),
-                                       [self.db.executemany(_INSERT_ITEM, batch) for batch in _batches(rows)]))
-        except sqlite3.IntegrityError:
+            self.transaction(lambda db: (
+                db.execute(db.insert("experiments", _COPIED_COLUMNS, on_conflict="ignore"), (run_id, *row, "running")),
+                [db.executemany(db.insert("items", _ITEM_COLUMNS), batch) for batch in _batches(rows)]))
+        except Conflict:
             raise UsageError(f"{display_path(source.path)} holds items of '{experiment_id}' that another shard"
                              " holds too: the shards overlap; merge the stores of one sharded run") from None
-        except sqlite3.Error as exc:
+        except DatabaseError as exc:
             raise StoreWriteError(cannot("write", self.path, exc, "then merge again")) from None
 
     def finish_experiment(self, run_id: str, result: ExperimentResult) -> None:
         self.flush()
-        self._write(stored_repeats.DONE, [(run_id, result.experiment_id) * 2])
+        self.write(stored_repeats.DONE, [(run_id, result.experiment_id) * 2])
         status = ("interrupted" if result.interrupted else "unevaluated" if result.could_not_evaluate
                   else "stopped" if result.stopped_by_budget else "aborted" if result.aborted else "completed")
-        self._write(
-            "UPDATE experiments SET status = ?, passed = ?, interrupted = ?, aborted = ?, warnings = ?,"
-            " completed_at = ?, summary = ?, started_at = ? WHERE run_id = ? AND experiment_id = ?",
+        self.write(
+            "UPDATE experiments SET status = {p}, passed = {p}, interrupted = {p}, aborted = {p}, warnings = {p},"
+            " completed_at = {p}, summary = {p}, started_at = {p} WHERE run_id = {p} AND experiment_id = {p}",
             [(status, result.passed, result.interrupted, result.aborted, encode(list(result.warnings)),
               result.completed_at, summary_to_json(result.summary), result.started_at, run_id, result.experiment_id)])
 
     def finish_run(self, run_id: str, status: str, passed: bool | None, completed_at: str) -> None:
         self.flush()
-        self._write("UPDATE runs SET status = ?, passed = ?, completed_at = ? WHERE run_id = ?",
-                    [(status, passed, completed_at, run_id)])
+        self.write("UPDATE runs SET status = {p}, passed = {p}, completed_at = {p} WHERE run_id = {p}",
+                   [(status, passed, completed_at, run_id)])
 
     # -- reading -------------------------------------------------------------------------
 
-    def _run_info(self, row: sqlite3.Row) -> RunInfo:
+    def _run_info(self, row: dict[str, Any]) -> RunInfo:
         status = row["status"]
         if status == "running" and not _alive(row["pid"], row["host"]):
             status = "crashed"
@@ -295,10 +290,10 @@ class Store:
                        python_version=row["python_version"], config_files=tuple(json.loads(row["config_files"])),
                        config_hash=row["config_hash"], git_commit=row["git_commit"], git_dirty=dirty,
                        config_text=json.loads(row["config_text"] or "{}"),
-                       rescored_from=row["rescored_from"] if "rescored_from" in row.keys() else None)
+                       rescored_from=row.get("rescored_from"))
 
     def runs(self, limit: int = 20) -> list[RunInfo]:
-        rows = self._query("SELECT * FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?", (limit,))
+        rows = self._records("SELECT * FROM runs ORDER BY started_at DESC, rowid DESC LIMIT {p}", (limit,))
         return [self._run_info(row) for row in rows]
 
     def find_run(self, ref: str) -> RunInfo:
@@ -308,7 +303,7 @@ class Store:
             if not found:
                 raise UsageError(f"no runs stored in {self.path} yet")
             return found[0]
-        rows = self._query("SELECT * FROM runs WHERE run_id LIKE ? ESCAPE '\\' ORDER BY started_at DESC",
+        rows = self._records("SELECT * FROM runs WHERE run_id LIKE {p} ESCAPE '\\' ORDER BY started_at DESC",
                            (ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%",))
         exact = [r for r in rows if r["run_id"] == ref]
         if exact or len(rows) == 1:
@@ -318,11 +313,11 @@ class Store:
         raise UsageError(f"'{ref}' matches {len(rows)} runs; give more of the id")
 
     def has_run(self, run_id: str) -> bool:
-        return bool(self._query("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)))
+        return bool(self.query("SELECT 1 FROM runs WHERE run_id = {p}", (run_id,)))
 
     def run_detail(self, run_id: str, key: str) -> Any:
         """A JSON column of a run: ``plugin_versions``, ``experiment_ids`` or ``fingerprint``."""
-        rows = self._query(_RUN_DETAILS[key], (run_id,))
+        rows = self.query(_RUN_DETAILS[key], (run_id,))
         return json.loads(rows[0][0]) if rows and rows[0][0] is not None else None
 
     def experiments(self, run_id: str) -> list[StoredExperiment]:
@@ -330,12 +325,12 @@ class Store:
         return [StoredExperiment(row["experiment_id"], row["status"], row["dataset_hash"])
                 for row in self._experiment_rows(run_id)]
 
-    def _experiment_rows(self, run_id: str) -> list[sqlite3.Row]:
-        return self._query("SELECT * FROM experiments WHERE run_id = ? ORDER BY position", (run_id,))
+    def _experiment_rows(self, run_id: str) -> list[dict[str, Any]]:
+        return self._records("SELECT * FROM experiments WHERE run_id = {p} ORDER BY position", (run_id,))
 
     def item_view(self, run_id: str, experiment_id: str, count: int) -> StoredItems:
         """The experiment's stored items, read from the database each time they are iterated."""
-        return StoredItems(self.path, run_id, experiment_id, count, self.reading)
+        return StoredItems(self.database, run_id, experiment_id, count)
 
     def summaries(self, run_id: str) -> list[Summary]:
         """The stored summaries of a run's experiments, without reading their items."""
@@ -364,9 +359,9 @@ class Store:
         return out
 
 
-def _variant(row: sqlite3.Row) -> Variant | None:
+def _variant(row: dict[str, Any]) -> Variant | None:
     """What a stored experiment is a variant of (none in a database older than variants)."""
-    text = row["variant"] if "variant" in row.keys() else None
+    text = row.get("variant")
     return None if text is None else Variant(**json.loads(text))
 
 
