@@ -37,9 +37,9 @@ LONGER = """\
 """
 
 
-def _run(write_config, tmp_path, script: str):
+def _run(write_config, tmp_path, script: str, config: str = CONFIG):
     write_config(script, "judge.yaml")
-    project = load_project([str(write_config(CONFIG))])
+    project = load_project([str(write_config(config))])
     outcome = run_project(project, store=str(tmp_path / "r.db"), report_dir=str(tmp_path / "out"),
                           formats=["json", "markdown"])
     report = json.loads((tmp_path / "out" / "results.json").read_text())
@@ -92,3 +92,24 @@ def test_a_rescored_run_judges_each_variant_against_the_baseline_it_stored(write
     rescore_run(project, "latest", store=str(tmp_path / "r.db"), report_dir=str(tmp_path / "again"), formats=["json"])
     report = json.loads((tmp_path / "again" / "results.json").read_text())
     assert _preferred(report["experiments"][0]["variants"][1]) == ["variant", "variant", "variant"]
+
+
+def test_a_variants_mean_and_its_comparison_use_only_the_scorers_the_baseline_has_too(write_config, tmp_path):
+    """The pairwise judge scores the variant (0.5 a tie) and never the baseline: counting it on one
+    side would skew the variant's mean and the paired difference."""
+    config = CONFIG.replace("      - {uses: pairwise, with: {model: judge}}",
+                            "      - {uses: levenshtein, id: close}\n      - {uses: pairwise, with: {model: judge}}")
+    config = config.replace("- {id: one, input: hello, expected: a greeting}", "- {id: one, input: hello, expected: hello}")
+    outcome, short, long = _run(write_config, tmp_path, FIRST_SHOWN, config)
+    close = {v: [item["scores"]["close"]["score"] for item in variant["items"]]
+             for v, variant in (("short", short), ("long", long))}
+    shared = [b - a for a, b in zip(close["short"], close["long"])]
+    change = long["comparison"]["change"]
+    assert abs(change["mean_difference"] - sum(shared) / 3) < 1e-9
+    from yamleval.analysis.compare import diff_experiments
+
+    base, variant = outcome.results
+    diff = diff_experiments(base, variant)
+    assert abs(diff.summary_deltas["mean_score"] - (sum(close["long"]) - sum(close["short"])) / 3) < 1e-9
+    assert "pairwise" not in diff.scorer_changes
+    assert variant.summary.scorers["pairwise"].mean == 0.5  # reported on its own: ties count half

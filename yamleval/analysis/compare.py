@@ -17,7 +17,7 @@ from typing import Mapping, Sequence
 
 from yamleval.analysis import figures
 from yamleval.analysis import stats
-from yamleval.records.types import ExperimentResult, ItemResults, RunInfo, Verdicts
+from yamleval.records.types import ExperimentResult, ItemResults, RunInfo, Summary, Verdicts
 
 RANK = {"passed": 2, "skipped": 1, "failed": 0, "error": -1}
 CONFIG_DIFF_LINES = 40  # of the diff printed; the JSON has all of it
@@ -226,13 +226,39 @@ def named_changes(e: ExperimentDiff) -> list[tuple[str, PairedChange]]:
     return found + [(f"{e.experiment_id} › {sid}", change) for sid, change in e.scorer_changes.items()]
 
 
+def shared_scorers(base: Summary, candidate: Summary) -> list[str]:
+    """The scorers that scored items on both sides. Means and paired verdicts are counted over
+    these alone: a ``pairwise`` judge scores a variant against the baseline, never the baseline
+    itself, and a mean over it on one side only would compare different things."""
+    def scored(summary: Summary, sid: str) -> bool:
+        found = summary.scorers.get(sid)
+        unscored = found is not None and found.mean is None and found.passed + found.failed == 0 \
+            and found.skipped + found.errored > 0  # skipped or failed wherever it ran
+        return found is not None and not unscored
+
+    return [sid for sid in base.scorers if scored(base, sid) and scored(candidate, sid)]
+
+
+def mean_over(summary: Summary, scorers: Sequence[str]) -> float | None:
+    """The mean of every numeric score of ``scorers`` (the summary's ``mean_score`` when they are all)."""
+    if list(scorers) == list(summary.scorers):
+        return summary.mean_score
+    total = count = 0.0
+    for sid in scorers:
+        found = summary.scorers.get(sid)
+        if found is not None and found.mean is not None and found.histogram:
+            total, count = total + found.mean * sum(found.histogram), count + sum(found.histogram)
+    return total / count if count else None
+
+
 def diff_experiments(base: ExperimentResult, candidate: ExperimentResult, alpha: float = ALPHA,
                      margin: float = 0.0) -> ExperimentDiff:
-    """Two results of an experiment (of two runs, or two variants of one), their items paired by id."""
+    """Two results of an experiment (of two runs, or two variants of one), their items paired by id;
+    their means and paired verdicts over the scorers both have (``shared_scorers``)."""
     scorers = dict.fromkeys([*base.summary.scorers, *candidate.summary.scorers])
-    both = [sid for sid in scorers if sid in base.summary.scorers and sid in candidate.summary.scorers]
+    both = shared_scorers(base.summary, candidate.summary)
     tally, scorer_tallies, flips = _Tally(), {sid: _Tally() for sid in both}, []
-    for before, after in (pairing := _Pairing(base.items, candidate.items, list(scorers))):
+    for before, after in (pairing := _Pairing(base.items, candidate.items, both)):
         if before.status != after.status:
             flips.append((after.index, Flip(candidate.experiment_id, after.id, before.status, after.status)))
         tally.add(before.judged, after.judged)
@@ -247,7 +273,7 @@ def diff_experiments(base: ExperimentResult, candidate: ExperimentResult, alpha:
         added=tuple(pairing.added), removed=tuple(pairing.removed),
         score_deltas=score_deltas,
         summary_deltas={"pass_rate": _delta(base.summary.pass_rate, candidate.summary.pass_rate),
-                        "mean_score": _delta(base.summary.mean_score, candidate.summary.mean_score)},
+                        "mean_score": _delta(mean_over(base.summary, both), mean_over(candidate.summary, both))},
         change=tally.change(alpha, margin),
         scorer_changes={sid: t.change(alpha, margin) for sid, t in scorer_tallies.items()},
     )

@@ -12,7 +12,7 @@ from typing import Sequence
 
 from yamleval.analysis import figures
 from yamleval.analysis import stats
-from yamleval.analysis.compare import ALPHA, ExperimentDiff, change_text, diff_experiments
+from yamleval.analysis.compare import ALPHA, ExperimentDiff, change_text, diff_experiments, mean_over
 from yamleval.records.types import ExperimentResult
 
 PAIRWISE = "pairwise"
@@ -59,8 +59,10 @@ def pairwise_scorers(result: ExperimentResult) -> list[str]:
 
 
 def _values(result: ExperimentResult, scorers: Sequence[str]) -> dict[str, float | None]:
+    """The figures of one variant; its mean score over ``scorers``, those every variant has
+    (a ``pairwise`` judge's ties would lift a variant's mean over the baseline's)."""
     s = result.summary
-    values = {"pass_rate": s.pass_rate, "mean_score": s.mean_score, "p50": s.latency_ms.p50, "p95": s.latency_ms.p95,
+    values = {"pass_rate": s.pass_rate, "mean_score": mean_over(s, [sid for sid in s.scorers if sid in scorers]), "p50": s.latency_ms.p50, "p95": s.latency_ms.p95,
               "tokens": float(s.tokens.total_tokens) if s.completed else None, "cost": s.tokens.cost}
     for sid in scorers:
         found = s.scorers.get(sid)
