@@ -585,23 +585,26 @@ def test_the_api_tags_its_run(write_config, tmp_path, monkeypatch, store_at):
     store.close()
 
 
-def test_a_database_of_an_older_schema_opens_and_takes_tags(write_config, tmp_path):
-    write_config(TAGGED)
+def test_a_database_of_an_older_schema_opens_and_takes_tags(write_config, tmp_path, store_at):
+    write_config(store_at.config(TAGGED))
     assert run_cli("run", "-q", cwd=tmp_path).returncode == 0
-    with sqlite3.connect(tmp_path / "r.db") as con:  # as version 3 left it: no tags, no stored repeats, no source
-        con.execute("DROP TABLE run_tags")
-        con.execute("DROP TABLE repeats")
-        con.execute("ALTER TABLE runs DROP COLUMN rescored_from")
-        con.execute("ALTER TABLE experiments DROP COLUMN variant")
-        con.execute("PRAGMA user_version = 3")
-    os.chmod(tmp_path / "r.db", 0o444)
-    assert run_cli("runs", "--store", "r.db", cwd=tmp_path).returncode == 0  # read-only: read unmigrated
-    os.chmod(tmp_path / "r.db", 0o644)
-    assert run_cli("tag", "latest", "main", "--store", "r.db", cwd=tmp_path).returncode == 0
-    with sqlite3.connect(tmp_path / "r.db") as con:
-        assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-        assert con.execute("SELECT tag FROM run_tags").fetchall() == [("main",)]
-        assert con.execute("SELECT count(*) FROM repeats").fetchone() == (0,)
+    # as version 3 left it: no tags, no stored repeats, no shards, no source
+    for statement in ("DROP TABLE run_tags", "DROP TABLE repeats", "DROP TABLE run_shards",
+                      "ALTER TABLE runs DROP COLUMN rescored_from", "ALTER TABLE experiments DROP COLUMN variant",
+                      "UPDATE yamleval_schema SET version = 3" if store_at.postgres else "PRAGMA user_version = 3"):
+        store_at.query("r.db", statement)
+    db = store_at.url("r.db")
+    if not store_at.postgres:
+        os.chmod(tmp_path / "r.db", 0o444)
+        assert run_cli("runs", "--store", db, cwd=tmp_path).returncode == 0  # read-only: read unmigrated
+        os.chmod(tmp_path / "r.db", 0o644)
+    assert run_cli("tag", "latest", "main", "--store", db, cwd=tmp_path).returncode == 0
+    version = "SELECT version FROM yamleval_schema" if store_at.postgres else "PRAGMA user_version"
+    assert store_at.query("r.db", version) == [(SCHEMA_VERSION,)]
+    assert store_at.query("r.db", "SELECT tag FROM run_tags") == [("main",)]
+    assert store_at.query("r.db", "SELECT count(*) FROM repeats") == [(0,)]
+    listed = run_cli("runs", "--store", db, cwd=tmp_path)
+    assert listed.returncode == 0 and "main" in listed.stdout
 
 
 def test_what_compare_reads_of_stored_items_is_what_their_whole_records_say(write_config, tmp_path, store_at):

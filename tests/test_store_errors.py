@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 from conftest import run_cli
-from yamleval.records.errors import UsageError
+from yamleval.records.errors import UsageError, display_path
 from yamleval.store.writer import Store
 from yamleval.store.errors import cannot
 
@@ -66,16 +66,17 @@ def test_a_damaged_database_is_named_with_what_to_do_and_nothing_is_half_written
     assert not (tmp_path / "again").exists() or list((tmp_path / "again").iterdir()) == []
 
 
-def test_another_programs_database_is_refused_and_left_as_it_was(write_config, tmp_path):
+def test_another_programs_database_is_refused_and_left_as_it_was(write_config, tmp_path, store_at):
     _project(write_config, tmp_path, items=3)
-    with sqlite3.connect(tmp_path / "results.db") as con:
-        con.execute("CREATE TABLE notes (body TEXT)")
-    done = run_cli("run", "-q", cwd=tmp_path)
+    store_at.query("results.db", "CREATE TABLE notes (body TEXT)")
+    done = run_cli("run", "-q", "--store", store_at.url("results.db"), cwd=tmp_path)
     assert done.returncode == 2
-    assert _one_line(done) == ("error: cannot open the results database results.db: it is not a yamleval results"
+    shown = display_path(store_at.url("results.db"))
+    assert _one_line(done) == (f"error: cannot open the results database {shown}: it is not a yamleval results"
                                " database (it holds other tables: notes); give another file with --store or `store:`")
-    with sqlite3.connect(tmp_path / "results.db") as con:
-        assert con.execute("SELECT name FROM sqlite_master").fetchall() == [("notes",)]
+    tables = ("SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = current_schema()" if store_at.postgres
+              else "SELECT name FROM sqlite_master")
+    assert store_at.query("results.db", tables) == [("notes",)]
 
 
 def _full(db):

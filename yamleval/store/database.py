@@ -52,8 +52,9 @@ class Database(Protocol):
     def close(self) -> None:
         """Let the connection go."""
 
-    def insert(self, table: str, columns: Sequence[str], on_conflict: OnConflict = "fail") -> str:
-        """The statement that inserts a row of ``columns`` (in that order) into ``table``."""
+    def insert(self, table: Table, columns: Sequence[str], on_conflict: OnConflict = "fail") -> str:
+        """The statement that inserts a row of ``columns`` (in that order) into ``table``; a row whose
+        key is taken fails it (``Conflict``), is left out (``ignore``) or replaces the row (``replace``)."""
 
     def json_field(self, column: str, *keys: str) -> str:
         """The expression for the value at ``keys`` of the JSON text in ``column`` (NULL if absent);

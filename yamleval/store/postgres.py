@@ -13,7 +13,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from yamleval.store.database import OnConflict, bound
 from yamleval.store.errors import Busy, Conflict, DatabaseError, ReadOnly
-from yamleval.store.schema import TABLES, Table
+from yamleval.store.schema import Table
 
 SCHEMES = ("postgresql://", "postgres://")
 CONNECT_SECONDS = 10
@@ -119,14 +119,13 @@ class PostgresDatabase:
     def close(self) -> None:
         self._db.close()
 
-    def insert(self, table: str, columns: Sequence[str], on_conflict: OnConflict = "fail") -> str:
-        statement = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(['{p}'] * len(columns))})"
+    def insert(self, table: Table, columns: Sequence[str], on_conflict: OnConflict = "fail") -> str:
+        statement = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({', '.join(['{p}'] * len(columns))})"
         if on_conflict == "fail":
             return statement
-        key = TABLES[table].key
-        update = ", ".join(f"{c} = EXCLUDED.{c}" for c in columns if c not in key)
+        update = ", ".join(f"{c} = EXCLUDED.{c}" for c in columns if c not in table.key)
         how = f"DO UPDATE SET {update}" if on_conflict == "replace" and update else "DO NOTHING"
-        return f"{statement} ON CONFLICT ({', '.join(key)}) {how}"
+        return f"{statement} ON CONFLICT ({', '.join(table.key)}) {how}"
 
     def json_field(self, column: str, *keys: str) -> str:
         return f"({column}::json" + "".join(f" -> '{key}'" for key in keys) + ")"

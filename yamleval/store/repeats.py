@@ -12,6 +12,7 @@ from typing import Sequence
 from yamleval.records.codec import encode_record, item_from_record, storable_text
 from yamleval.records.types import ItemResult
 from yamleval.store.database import Database
+from yamleval.store.schema import REPEATS
 
 _COLUMNS = ("run_id", "experiment_id", "item_id", "number", "record")
 _OF_ITEMS = "SELECT item_id FROM items WHERE run_id = {p} AND experiment_id = {p}"
@@ -29,7 +30,7 @@ def write(db: Database, repeats: Sequence[tuple], items: Sequence[tuple]) -> Non
     """In the store's transaction: the queued ``repeats`` of items not among the queued ``items``
     (rows of the ``items`` table, whose first three fields are the key)."""
     finished = {item[:3] for item in items}
-    db.executemany(db.insert("repeats", _COLUMNS, on_conflict="replace"),
+    db.executemany(db.insert(REPEATS, _COLUMNS, on_conflict="replace"),
                    [(*r[:4], encode_record(r[4])) for r in repeats if r[:3] not in finished])
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from yamleval.store.errors import Conflict, DatabaseError, StoreWriteError, cannot
+from yamleval.store.schema import RUN_SHARDS
 
 _COLUMNS = ("run_id", "shard", "count", "status", "pid", "host")
 _OF_RUN = "SELECT shard, count, status, pid, host, parts FROM run_shards WHERE run_id = {p} ORDER BY shard"
@@ -22,7 +23,7 @@ def of_run(store, run_id: str) -> dict[int, tuple]:
 def join(store, run_id: str, number: int, count: int, pid: int, host: str) -> bool:
     """Store shard ``number`` of ``count`` as running in this process; False if it is stored already."""
     try:
-        store.transaction(lambda db: db.execute(db.insert("run_shards", _COLUMNS),
+        store.transaction(lambda db: db.execute(db.insert(RUN_SHARDS, _COLUMNS),
                                                 (run_id, number, count, "running", pid, host)))
     except Conflict:
         return False
@@ -38,7 +39,7 @@ def restart(store, run_id: str, number: int, pid: int, host: str) -> None:
 
 def copy(store, run_id: str, shards: dict[int, tuple]) -> None:
     """``shards`` (as ``of_run`` reads them from another store) as this store's run ``run_id``'s."""
-    store.insert("run_shards", ("run_id", "shard", "count", "status", "parts"),
+    store.insert(RUN_SHARDS, ("run_id", "shard", "count", "status", "parts"),
                  [(run_id, number, count, status, parts) for number, (count, status, _, _, parts) in shards.items()],
                  then="then merge again")
 

@@ -105,8 +105,8 @@ class SQLiteDatabase:
     def close(self) -> None:
         self._db.close()
 
-    def insert(self, table: str, columns: Sequence[str], on_conflict: OnConflict = "fail") -> str:
-        return (f"{_INSERT[on_conflict]} INTO {table} ({', '.join(columns)})"
+    def insert(self, table: Table, columns: Sequence[str], on_conflict: OnConflict = "fail") -> str:
+        return (f"{_INSERT[on_conflict]} INTO {table.name} ({', '.join(columns)})"
                 f" VALUES ({', '.join(['{p}'] * len(columns))})")
 
     def json_field(self, column: str, *keys: str) -> str:

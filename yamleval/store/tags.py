@@ -7,6 +7,7 @@ import re
 from typing import Iterable, Sequence
 
 from yamleval.records.errors import UsageError
+from yamleval.store.schema import RUN_TAGS
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,99}")
 
@@ -23,7 +24,7 @@ def checked(names: Iterable[str]) -> tuple[str, ...]:
 
 def add(store, run_id: str, names: Sequence[str]) -> None:
     """Tag the stored run ``run_id`` with each of ``names`` (a tag it has already is kept once)."""
-    store.insert("run_tags", ("run_id", "tag"), [(run_id, name) for name in checked(names)], on_conflict="ignore",
+    store.insert(RUN_TAGS, ("run_id", "tag"), [(run_id, name) for name in checked(names)], on_conflict="ignore",
                  then="then tag the run again")
 
 

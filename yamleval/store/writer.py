@@ -28,7 +28,7 @@ from yamleval.records.codec import encode, encode_record, storable_text, summary
 from yamleval.store.database import Database, OnConflict
 from yamleval.store.errors import (RESUME_HINT, Conflict, DatabaseError, ReadOnly, StoreWriteError, cannot, cause,
                                    duplicate_item)
-from yamleval.store.schema import SCHEMA_VERSION  # noqa: F401  (the store's version, for callers)
+from yamleval.store.schema import SCHEMA_VERSION, Table  # noqa: F401  (the store's version, for callers)
 from yamleval.store.reader import StoredItems, read_rows
 from yamleval.records.types import ExperimentResult, ItemResult, RunInfo, StoredExperiment, Summary, Variant
 
@@ -131,7 +131,7 @@ class Store:
         except DatabaseError as exc:
             raise StoreWriteError(cannot("write", self.path, exc, then)) from None
 
-    def insert(self, table: str, columns: Sequence[str], rows: Iterable[tuple], on_conflict: OnConflict = "fail",
+    def insert(self, table: Table, columns: Sequence[str], rows: Iterable[tuple], on_conflict: OnConflict = "fail",
                then: str = RESUME_HINT) -> None:
         """``rows`` of ``columns`` into ``table``, as ``write``; a row whose key is taken fails the
         whole write, or is left out (``ignore``) or replaces the row stored (``replace``)."""
@@ -169,7 +169,7 @@ class Store:
                    fingerprint: dict[str, Any] | None = None, if_absent: bool = False) -> None:
         """Store a new run; ``if_absent``: unless one of that id is there (made by another shard)."""
         self.insert(
-            "runs", _RUN_COLUMNS,
+            store_schema.RUNS, _RUN_COLUMNS,
             [(run.run_id, run.status, run.started_at, run.completed_at, run.passed, run.yamleval_version,
               run.python_version, run.host, os.getpid(), encode(list(run.config_files)), run.config_hash,
               encode(dict(run.config_text)), run.git_commit, run.git_dirty, encode(plugin_versions),
@@ -202,7 +202,7 @@ class Store:
         summary = criteria.with_criteria(Aggregator({s.id: (s.name, s.threshold) for s in experiment.scorers},
                                                     experiment.confidence).summary(0.0), experiment.pass_criteria)
         self.insert(
-            "experiments", _EXPERIMENT_COLUMNS,
+            store_schema.EXPERIMENTS, _EXPERIMENT_COLUMNS,
             [(run_id, experiment.id, position, experiment.label, experiment.description, encode(list(experiment.tags)),
               experiment.runner.written(), experiment.dataset.describe(),
               encode([s.plugin.written() for s in experiment.scorers]), dataset_hash, "running", started_at,
@@ -236,11 +236,11 @@ class Store:
         rows, self._pending = self._pending, []
         repeats, self._repeats = self._repeats, []
         try:
-            self.transaction(lambda db: (db.executemany(db.insert("items", _ITEM_COLUMNS), rows),
+            self.transaction(lambda db: (db.executemany(db.insert(store_schema.ITEMS, _ITEM_COLUMNS), rows),
                                          repeats and stored_repeats.write(db, repeats, rows)))
         except Conflict as exc:  # a repeated id: keep the batch's other items, report it
             duplicate = duplicate_item(self.query, rows)
-            self.insert("items", _ITEM_COLUMNS, rows, on_conflict="ignore")
+            self.insert(store_schema.ITEMS, _ITEM_COLUMNS, rows, on_conflict="ignore")
             raise duplicate or StoreWriteError(cannot("write", self.path, exc, RESUME_HINT))
         except DatabaseError as exc:
             raise StoreWriteError(cannot("write", self.path, exc, RESUME_HINT)) from None
@@ -254,8 +254,8 @@ class Store:
         rows = ((run_id, experiment_id, *item) for item in source.stream(_ITEM_ROWS, (source_run_id, experiment_id)))
         try:
             self.transaction(lambda db: (
-                db.execute(db.insert("experiments", _COPIED_COLUMNS, on_conflict="ignore"), (run_id, *row, "running")),
-                [db.executemany(db.insert("items", _ITEM_COLUMNS), batch) for batch in _batches(rows)]))
+                db.execute(db.insert(store_schema.EXPERIMENTS, _COPIED_COLUMNS, on_conflict="ignore"), (run_id, *row, "running")),
+                [db.executemany(db.insert(store_schema.ITEMS, _ITEM_COLUMNS), batch) for batch in _batches(rows)]))
         except Conflict:
             raise UsageError(f"{display_path(source.path)} holds items of '{experiment_id}' that another shard"
                              " holds too: the shards overlap; merge the stores of one sharded run") from None
