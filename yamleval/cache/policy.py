@@ -16,8 +16,6 @@ from yamleval.cache import answers as cache
 from yamleval.records.errors import UsageError
 from yamleval.records.types import Item
 
-MODEL_RUNNERS = frozenset({"openai", "agent"})  # whose model calls are cached one request at a time
-
 
 class Caching:
     """The cache of one experiment's run: opened when an item first needs it, closed by ``close``."""
@@ -30,7 +28,7 @@ class Caching:
         self.settings, self.secrets = settings, prepared.secrets
         self._cache: cache.Cache | None = None
         self._opening = threading.Lock()
-        self.requests = experiment.runner.uses in MODEL_RUNNERS
+        self.requests = prepared.runner.hooks.model_runner  # its model calls are cached one request at a time
         self.runner = None
         if settings.runner and not self.requests:
             uses = experiment.runner.uses

@@ -101,9 +101,10 @@ def _models(experiment: Experiment) -> Models:
 
 
 def _check_model_names(spec: PluginSpec, bound: calls.BoundCall | None, models: Models, context: str) -> list:
-    """A ``with: {model: name}`` for a plugin that uses ``models`` must name one of ``models:``."""
+    """A ``with: {model: name}`` for a plugin that asks for ``models`` must name one of ``models:``;
+    one that only accepts anything (``**kwargs``) has its own ``model``."""
     name = spec.with_.get("model")
-    if bound is None or "models" not in bound.wanted or not isinstance(name, str):
+    if bound is None or not bound.asks_for("models") or not isinstance(name, str):
         return []
     problem = models.unknown(name)
     return [spec.error(problem, sub=("with", "model"), context=context)] if problem else []
@@ -148,7 +149,7 @@ def _check_executor(experiment: Experiment) -> list[ConfigError]:
     else:
         path, where = experiment.path + ("id",), " (by `defaults`)"
     errors = []
-    from yamleval.executors import ray as ray_executor
+    from yamleval.config import ray_install as ray_executor
 
     if not ray_executor.installed():
         errors.append(experiment.source.error(path, f"this experiment runs on Ray{where}, which is not installed",

@@ -27,9 +27,9 @@ class Scorer:
 
     @property
     def corpus(self) -> Callable[[list], float] | None:
-        """The plugin's ``corpus_score(stats, **with)``, its ``with:`` bound: the whole run's score
-        from its items' summed ``corpus_stats`` (None for a scorer without one)."""
-        found = getattr(self.call.function, "corpus_score", None)
+        """The plugin's ``corpus_score(stats, **with)`` (``hooks.CorpusScorer``), its ``with:``
+        bound: the whole run's score from its items' summed ``corpus_stats`` (None without one)."""
+        found = self.call.hooks.corpus_score
         return None if found is None else functools.partial(found, **self.call.static)
 
 

@@ -2,10 +2,11 @@
 
 For the first items of each experiment, the runner's request and every LLM judge's prompt are
 built by the code a run uses, stopped where it would send: model calls at the client
-(``_Recorder.post``), the ``http`` and ``command`` runners by their own ``request`` function
-(what they send or run for an item), and other Python runners are shown as their reference and
-``with:`` values, never called. Then an approximate estimate of the whole run: calls, prompt
-tokens (characters / 4), the completion bound of ``max_tokens`` and the cost from ``price:``.
+(``_Recorder.post``), the ``http`` and ``command`` runners by their own ``request`` hook
+(``hooks.ShowsRequest``: what they send or run for an item), and other Python runners are
+shown as their reference and ``with:`` values, never called. Then an approximate estimate of
+the whole run: calls, prompt tokens (characters / 4), the completion bound of ``max_tokens``
+and the cost from ``price:``.
 """
 from __future__ import annotations
 
@@ -139,7 +140,7 @@ def _runner_call(prepared: plan.Prepared, context: ItemContext) -> Call:
     what = f"runner {spec.uses}"
     try:
         arguments = bound.arguments(context)
-        request = getattr(bound.function, "request", None) if _built_in(bound) else None
+        request = bound.hooks.request if _built_in(bound) else None  # preview never calls the user's code
         if request is not None:
             shown = request(**arguments)
             if "url" in shown:  # a request: its method and URL are the line above what it sends
@@ -148,7 +149,7 @@ def _runner_call(prepared: plan.Prepared, context: ItemContext) -> Call:
             return Call(what, "a program, run for the item", shown)
     except Exception as exc:
         return Call(what, "no request", problem=f"the run would fail here: {describe_exception(exc)}")
-    if "models" in bound.wanted and _built_in(bound):
+    if bound.hooks.model_runner and _built_in(bound):
         return _model_call(what, bound, arguments, 1)
     return Call(what, "Python code, not called", {"uses": spec.uses, "with": {
         key: arguments.get(key, value) for key, value in spec.with_.items()}})
@@ -208,8 +209,8 @@ def preview_experiment(experiment: Experiment, limit: int = 3) -> ExperimentPrev
                 description = dataset.description
     finally:
         models.close()
-    if experiment.runner.uses == "agent":
-        notes.append("the agent makes a model call per step (up to its max_steps); counted once per item")
+    if prepared.runner.hooks.model_calls:
+        notes.append(f"{prepared.runner.hooks.model_calls}; counted once per item")
     elif not _built_in(prepared.runner):
         notes.append("the runner is Python code: what it calls is not counted")
     price = {name: models.config(name).price for name in experiment.models}

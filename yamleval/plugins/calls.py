@@ -11,6 +11,7 @@ import inspect
 import threading
 from typing import Any, Callable, Mapping
 
+from yamleval.plugins import hooks as plugin_hooks
 from yamleval.plugins import registry as plugins
 from yamleval.plugins import templating
 from yamleval.config.model import PluginSpec
@@ -91,18 +92,28 @@ def close_thread_loop() -> None:
 
 
 class BoundCall:
-    """A plugin function with its options fixed and its context names known."""
+    """A plugin function with its options fixed and its context names known. ``wanted``: the
+    context names it is called with (all of them for ``**kwargs``); ``named``: those its
+    signature spells out; ``hooks``: what else it implements, read once when it was bound."""
 
-    __slots__ = ("function", "wanted", "static", "templated", "is_async", "requires_expected")
+    __slots__ = ("function", "wanted", "named", "static", "templated", "is_async", "requires_expected", "hooks")
 
     def __init__(self, function: Callable, wanted: tuple[str, ...], static: Mapping[str, Any],
-                 templated: Mapping[str, Callable] | None, is_async: bool, requires_expected: bool):
+                 templated: Mapping[str, Callable] | None, is_async: bool, requires_expected: bool,
+                 named: tuple[str, ...] | None = None, hooks: plugin_hooks.Hooks = plugin_hooks.NONE):
         self.function = function
         self.wanted = wanted
+        self.named = wanted if named is None else named
         self.static = dict(static)
         self.templated = templated or None
         self.is_async = is_async
         self.requires_expected = requires_expected
+        self.hooks = hooks
+
+    def asks_for(self, name: str) -> bool:
+        """Whether the plugin names the context value ``name`` among its parameters: accepting
+        anything (``**kwargs``) is not asking for it."""
+        return name in self.named
 
     def arguments(self, context: ItemContext) -> dict[str, Any]:
         """The keyword arguments the plugin is called with for this item: the context names it
@@ -149,23 +160,17 @@ def bind(spec: PluginSpec, target: Any, kind: str, reserved: tuple[str, ...], co
                 templated[key] = templating.compile_value(value)
             except templating.TemplateProblem as exc:
                 errors.append(_template_error(spec, key, value, exc, context))
-    check = getattr(constructor or function, "validate_with", None)
-    if check is not None and not errors:
-        try:
-            check(dict(static))
-        except ValueError as exc:  # the plugin's own load-time check of its `with:` values
-            key = getattr(exc, "key", None)  # the with: key at fault, when the plugin says
-            at = ("with", key) if key in spec.with_ else (
-                ("with",) if (spec.path + ("with",)) in spec.source.values else ())
-            errors.append(spec.error(str(exc), sub=at, hint=getattr(exc, "hint", None), context=context))
-        except Exception as exc:  # the check itself is broken: say so, at the plugin
-            where = plugins.raised_at(exc)
-            errors.append(spec.error(f"checking the `with:` values of '{spec.uses}' raised "
-                                     f"{describe_exception(exc)}", context=context,
-                                     hint=f"raised at {where}" if where else None))
+    try:
+        found = plugin_hooks.hooks_of(constructor or function)
+    except plugin_hooks.HookProblem as exc:
+        errors.append(spec.error(f"'{spec.uses}' cannot be used: {exc}", context=context))
+        found = plugin_hooks.NONE
+    if found.validate_with is not None and not errors:
+        errors.extend(_validate_with(spec, found.validate_with, static, context))
     raise_all(errors)
     if constructor is None:
-        return BoundCall(function, sig.wanted, static, templated, sig.is_async, _requires_expected(function))
+        return BoundCall(function, sig.wanted, static, templated, sig.is_async, _requires_expected(function),
+                         sig.named, found)
     if not instantiate:
         return None
     try:
@@ -175,7 +180,28 @@ def bind(spec: PluginSpec, target: Any, kind: str, reserved: tuple[str, ...], co
         raise spec.error(f"creating '{spec.uses}' raised {describe_exception(exc)}", context=context,
                          hint=f"raised at {where}" if where else None) from None
     call_sig = plugins.signature_of(instance, reserved)
-    return BoundCall(instance, call_sig.wanted, {}, None, call_sig.is_async, _requires_expected(instance))
+    try:
+        own = plugin_hooks.hooks_of(instance)
+    except plugin_hooks.HookProblem as exc:
+        raise spec.error(f"'{spec.uses}' cannot be used: {exc}", context=context) from None
+    return BoundCall(instance, call_sig.wanted, {}, None, call_sig.is_async, _requires_expected(instance),
+                     call_sig.named, own)
+
+
+def _validate_with(spec: PluginSpec, check: Callable[[dict], None], static: dict, context: str | None) -> list:
+    """The errors of the plugin's own load-time check of its ``with:`` values."""
+    try:
+        check(dict(static))
+    except ValueError as exc:
+        key = getattr(exc, "key", None)  # the with: key at fault, when the plugin says
+        at = ("with", key) if key in spec.with_ else (
+            ("with",) if (spec.path + ("with",)) in spec.source.values else ())
+        return [spec.error(str(exc), sub=at, hint=getattr(exc, "hint", None), context=context)]
+    except Exception as exc:  # the check itself is broken: say so, at the plugin
+        where = plugins.raised_at(exc)
+        return [spec.error(f"checking the `with:` values of '{spec.uses}' raised {describe_exception(exc)}",
+                           context=context, hint=f"raised at {where}" if where else None)]
+    return []
 
 
 def _template_error(spec: PluginSpec, key: str, value: Any, problem: templating.TemplateProblem,

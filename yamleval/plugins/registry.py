@@ -56,7 +56,7 @@ def find(kind: str, name: str) -> EntryPoint | None:
 
 
 class OptionError(ValueError):
-    """What a plugin's ``validate_with`` raises for a bad ``with:`` value: ``key`` names the
+    """What a plugin's ``validate_with`` hook (``hooks.ValidatesWith``) raises for a bad ``with:`` value: ``key`` names the
     option at fault (the error points there), ``hint`` suggests a fix."""
 
     def __init__(self, message: str, key: str | None = None, hint: str | None = None) -> None:
@@ -175,13 +175,15 @@ def resolve(spec: PluginSpec, kind: str, context: str | None = None) -> Any:
 
 @dataclass(frozen=True)
 class Signature:
-    """What a plugin function accepts: context names it wants, user options, and whether it is async."""
+    """What a plugin function accepts: the context names it is given (``wanted``: every one for
+    ``**kwargs``; ``named``: those its parameters spell out), user options, and whether it is async."""
 
     wanted: tuple[str, ...]
     options: tuple[str, ...]
     required: tuple[str, ...]
     any_keyword: bool
     is_async: bool
+    named: tuple[str, ...] = ()
 
 
 def signature_of(func: Callable, reserved: Iterable[str]) -> Signature:
@@ -189,7 +191,7 @@ def signature_of(func: Callable, reserved: Iterable[str]) -> Signature:
     try:
         params = inspect.signature(func).parameters.values()
     except (TypeError, ValueError):
-        return Signature((), (), (), True, False)
+        return Signature((), (), (), True, False, ())
     wanted, options, required, any_keyword = [], [], [], False
     for p in params:
         if p.kind is p.VAR_KEYWORD:
@@ -203,9 +205,10 @@ def signature_of(func: Callable, reserved: Iterable[str]) -> Signature:
                     required.append(p.name)
     target = func.__call__ if not inspect.isroutine(func) and callable(func) else func
     is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(target)
+    named = tuple(wanted)
     if any_keyword:
         wanted = list(reserved)
-    return Signature(tuple(wanted), tuple(options), tuple(required), any_keyword, is_async)
+    return Signature(tuple(wanted), tuple(options), tuple(required), any_keyword, is_async, named)
 
 
 def accepted_hint(key: str, options: Iterable[str]) -> str:

@@ -191,3 +191,4 @@ def _validate_with(arguments: dict) -> None:
 
 
 agent.validate_with = _validate_with
+agent.model_calls = "the agent makes a model call per step (up to its max_steps)"  # hooks.ModelRunner

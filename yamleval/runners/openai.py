@@ -59,6 +59,9 @@ def openai(item: Item, models: Models, model: str, system: str | None = None, pr
     return RunnerResult(output=output, usage=usage, metadata=metadata, trace=calls or None)
 
 
+openai.model_calls = ""  # hooks.ModelRunner: one model request per item
+
+
 def _conversation(item: Item, system: Any, prompt: Any, messages: Any) -> list[dict[str, Any]]:
     if system is not None and not isinstance(system, str):
         raise ValueError(f"`system` must be text, not {type(system).__name__}")
