@@ -57,8 +57,12 @@ class Database(Protocol):
         key is taken fails it (``Conflict``), is left out (``ignore``) or replaces the row (``replace``)."""
 
     def json_field(self, column: str, *keys: str) -> str:
-        """The expression for the value at ``keys`` of the JSON text in ``column`` (NULL if absent);
-        no key holds a quote, a backslash or a brace."""
+        """The expression for the value at ``keys`` of the JSON text in ``column`` (NULL if absent, or
+        if ``json_unreadable``); no key holds a quote, a backslash or a brace."""
+
+    def json_unreadable(self, column: str) -> str:
+        """The condition that the JSON text in ``column`` is one ``json_field`` cannot read into: the
+        text holds what the database's JSON cannot (PostgreSQL's, an escaped U+0000)."""
 
     def create_table(self, table: Table) -> str:
         """The statement that creates ``table`` (unless it exists)."""

@@ -4,6 +4,9 @@ disk is full", "password authentication failed"). Each backend raises these type
 driver's, so that the store handles SQLite and PostgreSQL in one way."""
 from __future__ import annotations
 
+import json
+
+from yamleval.records.codec import storable_text
 from yamleval.records.errors import UsageError, display_path
 
 RESUME_HINT = "then `yamleval run --resume` continues the run"
@@ -81,14 +84,15 @@ def duplicate_item(query, rows: list[tuple]) -> DuplicateItemError | None:
     (``query`` reads the store), or earlier in the batch. Datasets check ids as they are read, but
     only so many, so that a run of any size needs bounded memory; the database's key checks them all."""
     first: dict[tuple, int] = {}
-    for run_id, experiment_id, item_id, position, _, _ in rows:
-        key = (run_id, experiment_id, item_id)
+    for run_id, experiment_id, item_key, position, _, record in rows:
+        key = (run_id, experiment_id, item_key)
         earlier = first.get(key)
         if earlier is None:
             found = query("SELECT position FROM items WHERE run_id = {p} AND experiment_id = {p} AND item_id = {p}",
                           key)
             earlier = found[0][0] if found else None
         if earlier is not None:
+            item_id = storable_text(json.loads(record)["id"])  # the key may be a digest of it (schema.item_key)
             return DuplicateItemError(
                 f"duplicate item id '{item_id}' in experiment '{experiment_id}': items {earlier + 1} and"
                 f" {position + 1} of the dataset; ids must be unique, so fix the dataset and run again")

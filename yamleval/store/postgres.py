@@ -128,7 +128,13 @@ class PostgresDatabase:
         return f"{statement} ON CONFLICT ({', '.join(table.key)}) {how}"
 
     def json_field(self, column: str, *keys: str) -> str:
-        return f"({column}::json" + "".join(f" -> '{key}'" for key in keys) + ")"
+        path = "".join(f" -> '{key}'" for key in keys)
+        return f"(CASE WHEN NOT {self.json_unreadable(column)} THEN {column}::json{path} END)"
+
+    def json_unreadable(self, column: str) -> str:
+        # json's operators turn every string they pass into text, and no text holds U+0000 (JSON
+        # keeps one as \u0000: found so, or where a text holds a backslash and u0000, read whole)
+        return f"strpos({column}, '\\u0000') > 0"
 
     def create_table(self, table: Table) -> str:
         return f"CREATE TABLE IF NOT EXISTS {table.name} (rowid BIGSERIAL, {table.columns})"

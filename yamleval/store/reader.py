@@ -4,14 +4,18 @@ from __future__ import annotations
 import json
 from typing import Iterator, Sequence
 
-from yamleval.records.codec import item_from_record, storable_text
+from yamleval.records.codec import item_from_record
 from yamleval.records.errors import UsageError
 from yamleval.records.types import ItemResult, ItemResults, Verdicts
 from yamleval.store.database import Database
 from yamleval.store.errors import DatabaseError, cannot
+from yamleval.store.schema import HASHED, item_key
 
 _ITEMS = "SELECT record FROM items WHERE run_id = {p} AND experiment_id = {p} ORDER BY position"
-_VERDICTS = "SELECT item_id, position, status{fields} FROM items WHERE run_id = {p} AND experiment_id = {p} ORDER BY position"
+# an item keyed by a digest of its id (schema.item_key), or whose fields the database cannot read
+# out of its record, gives its record, read whole
+_VERDICTS = ("SELECT item_id, CASE WHEN item_id LIKE {p} OR {unreadable} THEN record END, position, status{fields}"
+             " FROM items WHERE run_id = {p} AND experiment_id = {p} ORDER BY position")
 _SCORE_FIELDS = ("status", "passed", "score")
 _ITEM = "SELECT record FROM items WHERE run_id = {p} AND experiment_id = {p} AND item_id = {p}"
 _ITEMS_WITH_STATUS = ("SELECT record FROM items WHERE run_id = {p} AND experiment_id = {p}"
@@ -53,7 +57,15 @@ class StoredItems(ItemResults):
             return
         fields = "".join(f", {self.database.json_field('record', 'scores', sid, field)}"
                          for sid in scorers for field in _SCORE_FIELDS)
-        for item_id, position, status, *values in self._select(_VERDICTS.replace("{fields}", fields)):
+        statement = _VERDICTS.replace("{fields}", fields).replace("{unreadable}",
+                                                                  self.database.json_unreadable("record"))
+        for item_id, record, position, status, *values in read_rows(self.database, statement,
+                                                                    (HASHED + "%", self.run_id, self.experiment_id)):
+            if record is not None:
+                whole = item_from_record(json.loads(record), record)
+                yield whole.item.id, position, status, {sid: (s.status, s.passed, s.score)
+                                                        for sid, s in whole.scores.items() if sid in scorers}
+                continue
             found = {}
             for at, sid in enumerate(scorers):
                 scored, passed, score = values[3 * at:3 * at + 3]
@@ -68,5 +80,5 @@ class StoredItems(ItemResults):
 
     def find(self, item_id: str) -> ItemResult | None:
         """The stored item with this id, or None."""
-        found = list(self._select(_ITEM, (storable_text(item_id),)))  # read to the end: the connection closes
+        found = list(self._select(_ITEM, (item_key(item_id),)))  # read to the end: the connection closes
         return item_from_record(json.loads(found[0][0]), found[0][0]) if found else None

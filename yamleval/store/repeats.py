@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from typing import Sequence
 
-from yamleval.records.codec import encode_record, item_from_record, storable_text
+from yamleval.records.codec import encode_record, item_from_record
 from yamleval.records.types import ItemResult
 from yamleval.store.database import Database
-from yamleval.store.schema import REPEATS
+from yamleval.store.schema import REPEATS, item_key
 
 _COLUMNS = ("run_id", "experiment_id", "item_id", "number", "record")
 _OF_ITEMS = "SELECT item_id FROM items WHERE run_id = {p} AND experiment_id = {p}"
@@ -23,7 +23,7 @@ _UNFINISHED = ("SELECT item_id, number, record FROM repeats WHERE run_id = {p} A
 
 def queued(run_id: str, experiment_id: str, number: int, result: ItemResult) -> tuple:
     """Repeat ``number`` (from 0) of an item, as the store queues it: encoded only if written."""
-    return run_id, experiment_id, storable_text(result.item.id), number, result
+    return run_id, experiment_id, item_key(result.item.id), number, result
 
 
 def write(db: Database, repeats: Sequence[tuple], items: Sequence[tuple]) -> None:
@@ -39,6 +39,7 @@ def unfinished(store, run_id: str, experiment_id: str) -> dict[str, dict[int, It
     found: dict[str, dict[int, ItemResult]] = {}
     if not store.has_table("repeats"):
         return found  # a read-only database of an older schema, read unmigrated
-    for item_id, number, text in store.query(_UNFINISHED, (run_id, experiment_id, run_id, experiment_id)):
-        found.setdefault(item_id, {})[number] = item_from_record(json.loads(text))
+    for _, number, text in store.query(_UNFINISHED, (run_id, experiment_id, run_id, experiment_id)):
+        result = item_from_record(json.loads(text))
+        found.setdefault(result.item.id, {})[number] = result
     return found

@@ -3,9 +3,11 @@ older database is brought up to this version (``Store`` runs ``upgrade`` under i
 How a table is created, and where the version is kept, each backend says (``Database``)."""
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from yamleval.records.codec import storable_text
 from yamleval.store.errors import FOREIGN, DatabaseError
 
 if TYPE_CHECKING:
@@ -38,6 +40,21 @@ EXPERIMENTS = Table(
 ITEMS = Table("items", "run_id TEXT NOT NULL, experiment_id TEXT NOT NULL, item_id TEXT NOT NULL,"
               " position INTEGER NOT NULL, status TEXT NOT NULL, record TEXT NOT NULL,"
               " PRIMARY KEY (run_id, experiment_id, item_id)", ("run_id", "experiment_id", "item_id"))
+# An item's key (``item_id``) is its id, or, for an id no key of PostgreSQL's can hold (one with
+# U+0000, or of more than KEY_BYTES: an index entry has room for about 2,700), a digest of it, on
+# both backends alike, so that their stores merge; the record keeps the id.
+KEY_BYTES = 2000
+HASHED = "\x1fsha256:"  # how a digest key starts: an id that starts so is a digest key too
+
+
+def item_key(item_id: str) -> str:
+    """How the store keys the item ``item_id`` (its id, or a digest of it)."""
+    text = storable_text(item_id)
+    if "\x00" in text or text.startswith(HASHED) or (len(text) > KEY_BYTES // 4 and len(text.encode()) > KEY_BYTES):
+        return HASHED + hashlib.sha256(text.encode()).hexdigest()
+    return text
+
+
 # names of runs (yamleval.store.tags)
 RUN_TAGS = Table("run_tags", "run_id TEXT NOT NULL, tag TEXT NOT NULL, PRIMARY KEY (run_id, tag)", ("run_id", "tag"))
 # the finished repeats of items cut short (yamleval.store.repeats)

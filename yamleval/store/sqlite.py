@@ -112,6 +112,9 @@ class SQLiteDatabase:
     def json_field(self, column: str, *keys: str) -> str:
         return f"json_extract({column}, '$" + "".join(f'."{key}"' for key in keys) + "')"
 
+    def json_unreadable(self, column: str) -> str:
+        return "FALSE"  # SQLite's JSON reads any JSON text
+
     def create_table(self, table: Table) -> str:
         return f"CREATE TABLE IF NOT EXISTS {table.name} ({table.columns})"
 

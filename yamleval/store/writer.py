@@ -24,7 +24,7 @@ from yamleval.store import repeats as stored_repeats
 from yamleval.analysis.aggregate import Aggregator, recount
 from yamleval.config.model import Experiment
 from yamleval.records.errors import UsageError, display_path
-from yamleval.records.codec import encode, encode_record, storable_text, summary_from_json, summary_to_json
+from yamleval.records.codec import encode, encode_record, summary_from_json, summary_to_json
 from yamleval.store.database import Database, OnConflict
 from yamleval.store.errors import (RESUME_HINT, Conflict, DatabaseError, ReadOnly, StoreWriteError, cannot, cause,
                                    duplicate_item)
@@ -188,7 +188,7 @@ class Store:
         """Store these items (of ids stored already) again, as re-scored."""
         self.write("UPDATE items SET status = {p}, record = {p}"
                    " WHERE run_id = {p} AND experiment_id = {p} AND item_id = {p}",
-                   [(r.status, encode_record(r), run_id, experiment_id, storable_text(r.item.id)) for r in results])
+                   [(r.status, encode_record(r), run_id, experiment_id, store_schema.item_key(r.item.id)) for r in results])
 
     def reopen_run(self, run_id: str) -> None:
         self.write("UPDATE runs SET status = 'running', completed_at = NULL, passed = NULL, pid = {p}"
@@ -216,8 +216,8 @@ class Store:
         Raises StoreWriteError when a batch cannot be written, so a run whose results cannot
         be kept stops early rather than running (and paying for) every item in vain.
         """
-        self._pending.append((run_id, experiment_id, storable_text(result.item.id), result.item.index, result.status,
-                              encode_record(result)))
+        self._pending.append((run_id, experiment_id, store_schema.item_key(result.item.id), result.item.index,
+                              result.status, encode_record(result)))
         if len(self._pending) >= FLUSH_ITEMS or time.monotonic() - self._flushed >= FLUSH_SECONDS:
             self.flush()
 
