@@ -1,60 +1,227 @@
-"""The Python API: everything ``yamleval run`` does, from Python.
+"""The Python API: every ``yamleval`` verb, from Python, with the options of the command.
 
-    >>> import yamleval
-    >>> outcome = yamleval.run("evals.yaml", store="results.db", report_dir="reports")
+    >>> from yamleval import api
+    >>> outcome = api.run("evals.yaml", store="results.db", report_dir="reports")
     >>> outcome.passed, outcome.exit_code, outcome.reports
-    >>> outcome = yamleval.run("evals.yaml", store="results.db", resume="latest")
+    >>> api.compare(outcome.run.run_id, store="results.db").comparison.verdict
 
-``run_experiment`` runs one experiment in memory, without a store or reports.
+Each verb returns a typed record (``RunOutcome``, ``Compared``, ``ListedRun`` ...) that the
+command line prints; a problem raises a ``YamlevalError`` that knows its exit code. The verbs
+over stored runs take ``store`` (a path or a ``postgresql://`` URL; default: the ``store:`` of
+./evals.yaml, else .yamleval/results.db), which must exist. ``run_experiment`` runs one
+experiment in memory, without a store or reports.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import threading
-from typing import Iterable, Sequence, Union
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Iterable, Mapping, Sequence, Union
 
-from yamleval.engine import experiment as engine
-from yamleval.engine import plan
-from yamleval.config.loader import Project, load_project
+from yamleval.config.loader import Project, load_project as _load_project
 from yamleval.config.model import Experiment
-from yamleval.lifecycle.run import RunOutcome, RunWatcher, run_project, select_experiments
+from yamleval.lifecycle import stored_runs
+from yamleval.lifecycle.stored_runs import Compared, Exported, History, ListedRun, Shown, Tagged  # noqa: F401
+from yamleval.records.errors import UsageError
+from yamleval.records.outcome import RunOutcome, RunWatcher
 from yamleval.records.types import ExperimentResult
 
+if TYPE_CHECKING:  # pragma: no cover
+    from yamleval.cache import answers
+    from yamleval.engine import experiment as engine
+    from yamleval.engine import plan
+
 Paths = Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]]
+StoreLocation = Union[str, os.PathLike, None]
 
 
 def _paths(paths) -> list[str]:
     if isinstance(paths, (str, os.PathLike)):
         return [os.fspath(paths)]
-    return [os.fspath(p) for p in paths]
+    return [os.fspath(p) for p in paths] or [stored_runs.DEFAULT_CONFIG]
+
+
+def _project(config: Union[Paths, Project], sets: Sequence[str] = ()) -> Project:
+    if not isinstance(config, Project):
+        return _load_project(_paths(config), sets=sets)
+    if sets:
+        raise UsageError("--set values change the files a project is loaded from: give its paths, not the Project")
+    return config
+
+
+def load_project(paths: Paths, sets: Sequence[str] = ()) -> Project:
+    """The project in these files (``evals.yaml`` when none is given), with ``--set`` values;
+    ConfigError if invalid."""
+    return _load_project(_paths(paths), sets=sets)
 
 
 def load_experiments(paths: Paths) -> list[Experiment]:
     """The experiments in a project or experiment file (or several); ConfigError if invalid."""
-    return list(load_project(_paths(paths)).experiments)
+    return list(load_project(paths).experiments)
 
 
-def run(config: Union[Paths, Project], *, experiments: Sequence[str] | None = None, store: str | None = None,
-        report_dir: str | None = None, formats: Sequence[str] | None = None, resume: str | None = None,
+def run(config: Union[Paths, Project], *, experiments: Sequence[str] | None = None, variants: Sequence[str] = (),
+        sets: Sequence[str] = (), store: StoreLocation = None, report_dir: str | None = None,
+        formats: Sequence[str] | None = None, junit_family: str | None = None, resume: str | None = None,
         force: bool = False, limit: int | None = None, concurrency: int | None = None,
         stop: threading.Event | None = None, abandon: threading.Event | None = None,
         watcher: RunWatcher | None = None, repeats: int | None = None, tags: Sequence[str] = (),
         cache: bool | None = None, refresh_cache: bool = False, shard: str | None = None,
-        run_id: str | None = None) -> RunOutcome:
-    """Run a project's experiments (or those whose ids are in ``experiments``) as one stored
-    run, exactly as ``yamleval run`` does: every item stored as it finishes, resumable
-    (``resume``: a run id or ``latest``), reports written, the run tagged with ``tags``;
-    ``shard="2/4"`` runs one shard of the items, as a run named ``run_id`` if given.
-    See ``runs.run_project``."""
-    from yamleval.engine import shards as sharding
+        run_id: str | None = None, executor: str | None = None, ray_address: str | None = None) -> RunOutcome:
+    """Run a project's experiments as one stored run, exactly as ``yamleval run`` does: every item
+    stored as it finishes, resumable (``resume``: a run id or ``latest``), reports written, the
+    run tagged with ``tags``.
 
-    project = config if isinstance(config, Project) else load_project(_paths(config))
-    chosen = None if experiments is None else select_experiments(project, experiments)
-    return run_project(project, chosen, store=store, report_dir=report_dir, formats=formats, resume=resume,
-                       force=force, limit=limit, concurrency=concurrency, stop=stop, abandon=abandon,
-                       watcher=watcher, repeats=repeats, tags=tags, cache=cache, refresh_cache=refresh_cache,
-                       shard=None if shard is None else sharding.parse(shard), run_id=run_id)
+    ``experiments`` and ``variants``: only these ids (``-e``, ``--variant``); ``sets``:
+    ``[ID:]PATH=VALUE`` overrides of the files (``--set``); ``shard="2/4"`` runs one shard of the
+    items, as a run named ``run_id`` if given; ``executor`` (``local`` or ``ray``) and
+    ``ray_address`` say where items run. ``stop`` set: start no new items; ``abandon`` set: stop
+    waiting for running ones. See ``lifecycle.run.run_project`` for every option."""
+    from yamleval.config.loader import with_junit_family
+    from yamleval.engine import shards as sharding
+    from yamleval.lifecycle.run import run_project, select_experiments
+
+    part = None if shard is None else sharding.parse(shard)
+    project = _project(config, sets)
+    chosen = (None if experiments is None and not variants else
+              select_experiments(project, experiments or (), variants))
+    if junit_family is not None:
+        formats = with_junit_family(project.report_formats if formats is None else formats, junit_family)
+    return run_project(project, chosen, store=None if store is None else os.fspath(store), report_dir=report_dir,
+                       formats=formats, resume=resume, force=force, limit=limit, concurrency=concurrency,
+                       stop=stop, abandon=abandon, watcher=watcher, repeats=repeats, tags=tags, cache=cache,
+                       refresh_cache=refresh_cache, shard=part, run_id=run_id, executor=executor,
+                       ray_address=ray_address)
+
+
+def rescore(run: str, config: Union[Paths, Project] = stored_runs.DEFAULT_CONFIG, *, experiments: Sequence[str] = (),
+            store: StoreLocation = None, report_dir: str | None = None, formats: Sequence[str] | None = None,
+            junit_family: str | None = None, tags: Sequence[str] = (), stop: threading.Event | None = None,
+            watcher: RunWatcher | None = None) -> RunOutcome:
+    """Score the stored outputs of ``run`` (an id, a unique prefix of one, or ``latest``) again
+    with the scorers and criteria of ``config`` as it is now, as a new run, as ``yamleval
+    rescore`` does; no runner is called. ``formats`` (names: ``html``, ``junit``, ``json``,
+    ``markdown``) take the config's settings; default: the config's ``reports.formats``."""
+    from yamleval.config.loader import with_junit_family
+    from yamleval.lifecycle.rescore import rescore_run
+
+    project = _project(config)
+    chosen = (project.report_formats if formats is None else
+              stored_runs.report_formats(formats, project.report_settings))
+    return rescore_run(project, run, experiments, store=None if store is None else os.fspath(store),
+                       report_dir=report_dir, formats=with_junit_family(chosen, junit_family), tags=tags, stop=stop,
+                       watcher=watcher)
+
+
+def report(run: str = "latest", *, store: StoreLocation = None, formats: Sequence[str] = stored_runs.DEFAULT_REPORTS,
+           report_dir: str = "reports", junit_family: str | None = None, gate: bool = False,
+           max_html_mb: float | None = None) -> RunOutcome:
+    """Render the reports of a stored ``run`` again into ``report_dir``: its outcome, whose
+    ``exit_code`` is the run's verdict. ``gate``: first check that verdict is final (the run
+    finished, every shard of it in), UsageError else (``yamleval report --gate``)."""
+    return stored_runs.report(store, run, formats, report_dir, junit_family, gate, max_html_mb)
+
+
+def merge(out: Union[str, os.PathLike], shards: Sequence[Union[str, os.PathLike]]) -> RunOutcome:
+    """Merge the stores of a sharded run's jobs into one run stored in ``out`` (made if missing),
+    counted and judged from all their items (``yamleval merge``); no report is written."""
+    from yamleval.lifecycle.merge import merge as merge_stores
+
+    return merge_stores(os.fspath(out), [os.fspath(s) for s in shards])
+
+
+def compare(base: str, candidate: str = "latest", *, store: StoreLocation = None, alpha: float = 0.05,
+            margin: float = 0.0, format: str = "text") -> Compared:
+    """Compare two stored runs item by item, with a paired verdict per experiment and scorer
+    (``yamleval compare``); ``text`` is the comparison written as ``format`` (``text``,
+    ``markdown``, ``json`` or ``html``); ``comparison.gate_failure()`` says why a gate fails."""
+    return stored_runs.compare(store, base, candidate, alpha, margin, format)
+
+
+def export(run: str = "latest", *, store: StoreLocation = None, format: str = "csv", experiments: Sequence[str] = (),
+           statuses: Sequence[str] = (), output: Union[str, os.PathLike, IO[str], None] = None) -> Exported:
+    """Write the items of a stored ``run`` as ``csv`` or ``jsonl`` (``yamleval export``) to
+    ``output``: a file (written whole or not at all), a text stream, or (None) the standard output;
+    only the ``experiments`` and item ``statuses`` given, if any."""
+    import sys
+
+    if format not in ("csv", "jsonl"):
+        raise UsageError(f"unknown format {format}; choose from csv, jsonl")
+    return stored_runs.export(store, run, format, experiments, statuses, sys.stdout if output is None else output)
+
+
+def history(*, store: StoreLocation = None, last: int = 10, tag: str | None = None,
+            html: Union[str, os.PathLike, None] = None) -> History:
+    """How each experiment moved over the newest ``last`` runs (tagged ``tag``, if given): pass
+    rate, mean score and verdict per run, and the items whose verdict changes most
+    (``yamleval history``); ``html``: also write that as a page there."""
+    return stored_runs.history(store, last, tag, html)
+
+
+def tag(run: str, names: Sequence[str], *, store: StoreLocation = None) -> Tagged:
+    """Tag a stored ``run`` with each of ``names`` (``yamleval tag``), for a no_regression
+    criterion's baseline: the run with all its tags."""
+    return stored_runs.tag(store, run, names)
+
+
+def runs(*, store: StoreLocation = None, limit: int = 20) -> tuple[ListedRun, ...]:
+    """The newest ``limit`` stored runs, newest first, each with its experiments, pass rate, mean
+    score and tags (``yamleval runs``)."""
+    return stored_runs.runs(store, limit)
+
+
+def show(run: str = "latest", *, store: StoreLocation = None, by: str | None = None, config: bool = False) -> Shown:
+    """A stored ``run`` with its experiments' results (``yamleval show``); ``by``: each one's
+    breakdown by an item field (``metadata.KEY`` or ``tags``); ``config``: the run only (its
+    stored configuration is ``run.config_text``), no results read."""
+    return stored_runs.show(store, run, by, config)
+
+
+@dataclass(frozen=True)
+class Validated:
+    """A valid project: its files, and its experiments by the id written, each with its variants."""
+
+    files: tuple[str, ...]
+    experiments: Mapping[str, tuple[Experiment, ...]]
+
+
+def validate(config: Paths = stored_runs.DEFAULT_CONFIG, *, sets: Sequence[str] = ()) -> Validated:
+    """Check a project without running anything (``yamleval validate``): schema, ids, plugins,
+    arguments, datasets. ConfigError (every problem, each once) when it is not valid."""
+    from yamleval.config.variants import parents
+    from yamleval.engine import plan
+    from yamleval.records.errors import raise_all
+
+    project = load_project(config, sets)
+    errors = {}  # variants share their experiment's problems: each once
+    for experiment in project.experiments:
+        errors.update((error.format_message(), error) for error in plan.check(experiment))
+    raise_all(list(errors.values()))
+    grouped = parents(list(project.experiments))
+    return Validated(tuple(project.files), {eid: tuple(found) for eid, found in grouped.items()})
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What a run would send for its first items, and its estimate (``lifecycle.preview``), with
+    ``text``: all of it as ``yamleval preview`` prints it, secrets masked."""
+
+    experiments: tuple
+    text: str
+
+
+def preview(config: Paths = stored_runs.DEFAULT_CONFIG, *, experiments: Sequence[str] = (), limit: int = 3) -> Preview:
+    """What a run would send, and an estimate of its calls, tokens and cost, without calling
+    anything (``yamleval preview``): the requests of the first ``limit`` items of each experiment."""
+    from yamleval.lifecycle import preview as previewing
+    from yamleval.lifecycle.run import select_experiments
+
+    chosen = select_experiments(load_project(config), experiments)
+    shown = previewing.preview(chosen, limit)
+    secrets = chosen[0].secrets if chosen else None
+    return Preview(shown, previewing.render(shown, secrets) if secrets else "no experiments\n")
 
 
 def run_experiment(experiment: Experiment | plan.Prepared, *, concurrency: int | None = None,
@@ -62,12 +229,71 @@ def run_experiment(experiment: Experiment | plan.Prepared, *, concurrency: int |
                    on_progress: engine.ProgressCallback | None = None,
                    stop: threading.Event | None = None, repeats: int | None = None) -> ExperimentResult:
     """Run one experiment in memory (nothing stored). ``on_item(item_result)`` and
-    ``on_progress(completed, total)`` are called as items finish; an exception in either is
-    kept in ``result.warnings``. ``repeats``: how many times each item runs, whatever the
-    experiment says."""
+    ``on_progress(completed, total)`` are called as items finish; an exception in either is kept
+    in ``result.warnings``. ``repeats``: how many times each item runs, whatever the experiment says."""
+    from yamleval.engine import experiment as engine
+    from yamleval.engine import plan
+
     prepared = experiment if isinstance(experiment, plan.Prepared) else plan.prepare(experiment)
     if repeats is not None:
         prepared = dataclasses.replace(prepared, experiment=dataclasses.replace(prepared.experiment, repeats=repeats))
     with plan.importable(prepared.experiment):
         return engine.run_experiment(prepared, concurrency=concurrency, limit=limit, on_item=on_item,
                                      on_progress=on_progress, stop=stop)
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """How many answers a prune (or a clear) of the answer cache deleted, and what it keeps after."""
+
+    removed: int
+    kept: "answers.Stats"
+
+
+def cache_stats(path: Union[str, os.PathLike, None] = None) -> "answers.Stats":
+    """How many answers the answer cache at ``path`` keeps (default: the ``defaults.cache.path`` of
+    ./evals.yaml, else .yamleval/cache.db), their size and the tokens they took (``yamleval cache stats``)."""
+    with _cache(path) as kept:
+        return kept.stats()
+
+
+def prune_cache(path: Union[str, os.PathLike, None] = None, *, ttl: str | None = None,
+                max_size: str | None = None) -> Pruned:
+    """Delete the cache's answers older than ``ttl`` (``7d``, ``12h``; default 7d), then the least
+    recently used past ``max_size`` (``2GB``, ``500MB``; default 2GB), as ``yamleval cache prune``."""
+    from yamleval.cache import answers
+    from yamleval.config.model import size_bytes
+    from yamleval.engine.budget import seconds
+
+    try:
+        limits = (seconds(ttl) if ttl else answers.DEFAULT_TTL,
+                  size_bytes(max_size) if max_size else answers.DEFAULT_MAX_SIZE)
+        if not limits[0]:
+            raise ValueError(ttl)
+    except (AttributeError, KeyError, ValueError):
+        raise UsageError("give --ttl as a number and s, m, h, d or w (`7d`, `12h`), and --max-size as a number and"
+                         " B, KB, MB, GB or TB (`2GB`)") from None
+    with _cache(path, *limits) as kept:
+        return Pruned(kept.prune(), kept.stats())
+
+
+def clear_cache(path: Union[str, os.PathLike, None] = None) -> Pruned:
+    """Delete every answer the cache keeps (``yamleval cache clear``)."""
+    with _cache(path) as kept:
+        return Pruned(kept.clear(), kept.stats())
+
+
+@contextlib.contextmanager
+def _cache(path, *limits: float):
+    """The cache file at ``path`` (which must exist), closed after use; ``limits``: its ttl and max size."""
+    from yamleval.cache.answers import DEFAULT_PATH, Cache
+
+    path = os.fspath(path) if path else (stored_runs.configured_path(stored_runs.DEFAULT_CONFIG, "defaults", "cache",
+                                                                     "path") or DEFAULT_PATH)
+    if not os.path.exists(path):
+        raise UsageError(f"no cache at {path} yet: a run keeps answers there once a cached call is made")
+    kept = Cache(path, *limits)
+    try:
+        yield kept
+    finally:
+        kept.close()

@@ -1,7 +1,8 @@
-"""The ``yamleval`` command. One module per group of commands:
+"""The ``yamleval`` command: click options → ``yamleval.api`` → printing and exit codes; nothing
+below the api. One module per group of commands:
 
     running   run (with --resume), rescore
-    history   runs, show, report, compare
+    history   runs, show, tag, report, merge, export, compare, history
     here      init, validate, preview, schema
     cache_commands  cache stats, prune, clear
 """

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import click
 
+from yamleval import api
 from yamleval.cli import cli
-from yamleval.cli.common import load
 
 # What `init` writes, from the package's starter/ folder; the schema comes beside them.
 STARTER_FILES = ("evals.yaml", "datasets/cases.yaml", "plugins/__init__.py", "plugins/assistant.py")
@@ -45,19 +45,10 @@ def validate(paths, sets):
     """Check PATHS (default: evals.yaml) without running anything: schema, ids, plugins,
     arguments, datasets; list the variants of the experiments that have them. Exit code 0
     when valid, 2 otherwise."""
-    from yamleval.engine import plan
-    from yamleval.config.variants import parents
-    from yamleval.records.errors import raise_all
-
-    project = load(paths, sets)
-    errors = {}  # variants share their experiment's problems: each once
-    for experiment in project.experiments:
-        errors.update((error.format_message(), error) for error in plan.check(experiment))
-    raise_all(list(errors.values()))
-    grouped = parents(list(project.experiments))
-    count = len(grouped)
-    click.echo(f"ok: {count} experiment{'s' if count != 1 else ''} in {', '.join(project.files)}")
-    for experiment_id, experiments in grouped.items():
+    found = api.validate(paths, sets=sets)
+    count = len(found.experiments)
+    click.echo(f"ok: {count} experiment{'s' if count != 1 else ''} in {', '.join(found.files)}")
+    for experiment_id, experiments in found.experiments.items():
         if experiments[0].variant is not None:
             click.echo(f"{experiment_id}: {len(experiments)} variants")
             for variant in (e.variant for e in experiments):
@@ -76,14 +67,7 @@ def preview(paths, experiment_ids, limit):
     """Show what a run of PATHS (default: evals.yaml) would send, and estimate its calls, tokens
     and cost, without calling anything: the runner's request and every LLM judge's prompt for
     the first items, secrets masked. Exit code 0, or 2 for an invalid config."""
-    from yamleval.lifecycle import preview as previewing
-    from yamleval.lifecycle.run import select_experiments
-
-    project = load(paths)
-    experiments = select_experiments(project, experiment_ids)
-    shown = previewing.preview(experiments, limit)
-    secrets = experiments[0].secrets if experiments else None
-    click.echo(previewing.render(shown, secrets) if secrets else "no experiments\n", nl=False)
+    click.echo(api.preview(paths, experiments=experiment_ids, limit=limit).text, nl=False)
 
 
 @cli.command()

@@ -1,43 +1,18 @@
-"""Commands over stored runs: runs, show, tag, report, merge, export, compare."""
+"""Commands over stored runs: runs, show, tag, report, merge, export, compare, history."""
 from __future__ import annotations
 
 import sys
 
 import click
 
+from yamleval import api
 from yamleval.analysis import figures
 from yamleval.cli import cli
-from yamleval.cli.common import JUNIT_FAMILY_OPTION, github_outputs, report_formats, store_path
+from yamleval.cli.common import JUNIT_FAMILY_OPTION, format_names, github_outputs
 from yamleval.records.errors import ExitCode, display_path
 
 STORE_OPTION = click.option("--store", "store_file", type=click.Path(dir_okay=False),
                             help="The results database [./evals.yaml `store:`, else .yamleval/results.db].")
-
-
-def _open(store_file):
-    import os
-
-    from yamleval.records.errors import UsageError
-    from yamleval.store.writer import Store
-
-    from yamleval.store import postgres
-
-    path = store_path(store_file)
-    if not postgres.is_url(path) and not os.path.isfile(path):
-        raise UsageError(f"no results database at {path}; run `yamleval run` first, or give --store")
-    return Store(path)
-
-
-def _rate(summaries) -> str:
-    judged = sum(s.completed - s.skipped for s in summaries)
-    passed = sum(s.passed for s in summaries)
-    return figures.percent(passed / judged if judged else None)
-
-
-def _mean(summaries) -> str:
-    scores = [(s.mean_score, s.completed) for s in summaries if s.mean_score is not None]
-    weight = sum(n for _, n in scores)
-    return figures.number(sum(m * n for m, n in scores) / weight if weight else None)
 
 
 @cli.command()
@@ -47,20 +22,14 @@ def _mean(summaries) -> str:
 def runs(store_file, limit, ids_only):
     """List recent runs: id, start, experiments, status, pass rate, mean score, tags, and the run
     a re-scored one came from."""
-    from yamleval.store import tags as run_tags
-
-    store = _open(store_file)
+    listed = api.runs(store=store_file, limit=limit)
     if ids_only:
-        for info in store.runs(limit):
-            click.echo(info.run_id)
+        for found in listed:
+            click.echo(found.run.run_id)
         return
-    rows = []
-    for info in store.runs(limit):
-        summaries = store.summaries(info.run_id)
-        ids = store.run_detail(info.run_id, "experiment_ids") or []
-        rows.append((info.run_id, info.started_at[:19].replace("T", " "), ",".join(ids), info.status,
-                     _rate(summaries), _mean(summaries), ",".join(run_tags.of_run(store, info.run_id)),
-                     info.rescored_from or ""))
+    rows = [(f.run.run_id, f.run.started_at[:19].replace("T", " "), ",".join(f.experiment_ids), f.run.status,
+             figures.percent(f.summary.pass_rate), figures.number(f.summary.mean_score), ",".join(f.tags),
+             f.run.rescored_from or "") for f in listed]
     if not rows:
         click.echo("no runs yet")
         return
@@ -85,13 +54,8 @@ def show(run_ref, store_file, config, by):
     RUN is a run id, a unique prefix of one, or `latest` (the default)."""
     from yamleval.reporting.console import summary_text
 
-    if by is not None and not _breakdown_field(by):
-        from yamleval.records.errors import UsageError
-
-        raise UsageError(f"--by {by}: not an item field to break down by; give metadata.KEY (a path into the items'"
-                         " metadata) or tags")
-    store = _open(store_file)
-    info = store.find_run(run_ref)
+    shown = api.show(run_ref, store=store_file, by=by, config=config)
+    info = shown.run
     if config:
         click.echo(_config_listing(info), nl=False)
         return
@@ -99,23 +63,13 @@ def show(run_ref, store_file, config, by):
                + (f" · git {info.git_commit[:12]}{' (dirty)' if info.git_dirty else ''}" if info.git_commit else "")
                + (f" · rescored from {info.rescored_from}" if info.rescored_from else ""))
     click.echo("")
-    for result in store.results(info.run_id):
-        click.echo(summary_text(result) + "\n" + ("" if by is None else _breakdown_text(result, by) + "\n"))
+    for result, found in zip(shown.results, shown.breakdowns or (None,) * len(shown.results)):
+        click.echo(summary_text(result) + "\n" + ("" if found is None else _breakdown_text(result, found) + "\n"))
 
 
-def _breakdown_field(field: str) -> bool:
-    parts = field.split(".")
-    return field == "tags" or (len(parts) > 1 and parts[0] == "metadata" and all(parts[1:]))
-
-
-def _breakdown_text(result, field: str) -> str:
-    """The experiment's breakdown by ``field``: as stored with its summary, else counted from its items."""
-    from yamleval.analysis.aggregate import recount
+def _breakdown_text(result, found) -> str:
     from yamleval.reporting import breakdowns
 
-    found = next((b for b in result.summary.breakdowns if b.field == field), None)
-    if found is None:
-        found = recount(result.summary, result.items, (field,)).breakdowns[0]
     return "\n".join(breakdowns.table_lines(found, figures.level(result.summary.confidence)))
 
 
@@ -127,13 +81,8 @@ def tag(run_ref, names, store_file):
     """Tag a stored RUN with each NAME (e.g. `main`), for a no_regression criterion's baseline.
 
     RUN is a run id, a unique prefix of one, or `latest`."""
-    from yamleval.store import tags as run_tags
-
-    store = _open(store_file)
-    info = store.find_run(run_ref)
-    run_tags.add(store, info.run_id, names)
-    click.echo(f"run {info.run_id} tagged {', '.join(run_tags.of_run(store, info.run_id))}")
-    store.close()
+    tagged = api.tag(run_ref, names, store=store_file)
+    click.echo(f"run {tagged.run.run_id} tagged {', '.join(tagged.tags)}")
 
 
 def _config_listing(info) -> str:
@@ -162,23 +111,13 @@ def report(run_ref, store_file, formats, report_dir, junit_family, gate, max_htm
     """Render the reports of a stored RUN again.
 
     RUN is a run id, a unique prefix of one, or `latest` (the default)."""
-    from yamleval.config.loader import with_html_budget, with_junit_family
-    from yamleval.reporting import write_reports
-    from yamleval.lifecycle.run import RunOutcome
-
-    wanted = with_html_budget(report_formats(formats), max_html_mb)
-    store = _open(store_file)
-    info = store.find_run(run_ref)
-    if gate:
-        _gateable(store, info)
-    results = store.results(info.run_id)
-    written = write_reports(report_dir, with_junit_family(wanted, junit_family), info, results)
-    for path in written:
+    outcome = api.report(run_ref, store=store_file, formats=format_names(formats), report_dir=report_dir,
+                         junit_family=junit_family, gate=gate, max_html_mb=max_html_mb)
+    for path in outcome.reports:
         click.echo(f"report: {display_path(path)}")
     if gate:
-        outcome = RunOutcome(info, tuple(results), tuple(written))
-        github_outputs(info, results, written)
-        _verdicts(results)
+        github_outputs(outcome.run, outcome.results, outcome.reports)
+        _verdicts(outcome.results)
         sys.exit(outcome.exit_code)
 
 
@@ -188,21 +127,6 @@ def _verdicts(results) -> None:
     for result in results:
         click.echo(f"{result.experiment_id}: {verdict_word(result, short=True)}"
                    f" ({result.summary.passed}/{result.summary.completed} items passed)")
-
-
-def _gateable(store, info) -> None:
-    """A run whose stored verdict is final: finished, every shard of it (if it is split) in."""
-    from yamleval.lifecycle import shards as shard_runs
-    from yamleval.records.errors import UsageError
-
-    missing = shard_runs.missing(store, info.run_id)
-    if missing:
-        raise UsageError(f"run {info.run_id} is split into shards and {', '.join(missing)} "
-                         f"{'is' if len(missing) == 1 else 'are'} not in: its verdict is not the run's yet; gate once"
-                         " every shard has completed, or on the run `yamleval merge` makes of the shards' stores")
-    if info.status in ("running", "crashed"):
-        raise UsageError(f"run {info.run_id} is {info.status}, with no verdict yet: resume it"
-                         f" (`yamleval run --resume {info.run_id}`), then gate")
 
 
 @cli.command()
@@ -215,9 +139,7 @@ def merge(out, shards):
     Every shard must be there, once, each run to its end with the same config. The merged
     run's summaries, criteria and verdict are counted from all the items: `yamleval report
     RUN --store OUT --gate` writes its reports and exits with its verdict."""
-    from yamleval.lifecycle.merge import merge as merge_stores
-
-    outcome = merge_stores(out, shards)
+    outcome = api.merge(out, shards)
     _verdicts(outcome.results)
     click.echo(f"merged {len(shards)} shards into run {outcome.run.run_id} in {display_path(out)}:"
                f" `yamleval report {outcome.run.run_id} --store {display_path(out)} --gate` writes its reports"
@@ -238,26 +160,10 @@ def export(run_ref, store_file, fmt, experiment_ids, statuses, output):
     score per scorer; the same columns as the report page's export buttons.
 
     RUN is a run id, a unique prefix of one, or `latest` (the default)."""
-    from yamleval.records.errors import UsageError
-    from yamleval.reporting import export as exporting
-    from yamleval.reporting.files import atomic_output
-
-    store = _open(store_file)
-    info = store.find_run(run_ref)
-    results = store.results(info.run_id, set(experiment_ids) if experiment_ids else None)
-    missing = sorted(set(experiment_ids) - {r.experiment_id for r in results})
-    if missing:
-        known = ", ".join(r.experiment_id for r in store.results(info.run_id)) or "none"
-        raise UsageError(f"--experiment {missing[0]}: run {info.run_id} has no such experiment (it has: {known})")
-    if output is None:
-        exporting.write(click.get_text_stream("stdout"), results, fmt, statuses)
-        return
-    try:
-        with atomic_output(output) as out:
-            count = exporting.write(out, results, fmt, statuses)
-    except OSError as exc:
-        raise UsageError(f"cannot write {display_path(output)}: {exc.strerror or exc}") from None
-    click.echo(f"export: {display_path(output)} ({count:,} items)", err=True)
+    done = api.export(run_ref, store=store_file, format=fmt, experiments=experiment_ids, statuses=statuses,
+                      output=click.get_text_stream("stdout") if output is None else output)
+    if done.path is not None:
+        click.echo(f"export: {display_path(done.path)} ({done.count:,} items)", err=True)
 
 
 @cli.command()
@@ -282,21 +188,10 @@ def compare(base_ref, candidate_ref, store_file, fmt, alpha, margin, fail_on_reg
 
     BASE and CANDIDATE are each a run id, a unique prefix of one, or `latest`; CANDIDATE is
     `latest` when it is not given."""
-    from yamleval.analysis import compare as comparing
-
-    store = _open(store_file)
-    base, candidate = store.find_run(base_ref), store.find_run(candidate_ref)
-    base_results, candidate_results = store.results(base.run_id), store.results(candidate.run_id)
-    result = comparing.compare(base, base_results, candidate, candidate_results, alpha=alpha, margin=margin)
-    if fmt == "html":
-        from yamleval.reporting import compare_html
-
-        text = compare_html.render(result, base_results, candidate_results)
-    else:
-        text = comparing.to_json(result) if fmt == "json" else comparing.to_text(result, markdown=fmt == "markdown")
-    click.echo(text, nl=False)
+    compared = api.compare(base_ref, candidate_ref, store=store_file, alpha=alpha, margin=margin, format=fmt)
+    click.echo(compared.text, nl=False)
     if fail_on_regression or fail_on_any_regression:
-        failure = result.gate_failure(strict=fail_on_any_regression)
+        failure = compared.comparison.gate_failure(strict=fail_on_any_regression)
         if failure:
             click.echo(f"regression gate failed: {failure}", err=True)
             sys.exit(ExitCode.FAILED)
@@ -313,16 +208,11 @@ def compare(base_ref, candidate_ref, store_file, fmt, alpha, margin, fail_on_reg
 def history_command(store_file, last, tag, html_file):
     """How each experiment has moved over the newest runs: pass rate, mean score and verdict per
     run, and the items whose verdict changes most often."""
-    from yamleval.analysis import history
-
-    store = _open(store_file)
-    histories = history.read(store, history.recent_runs(store, last, tag))
-    if html_file:
-        from yamleval.reporting import history_html
-
-        history_html.write(html_file, histories, display_path(store.path))
-        click.echo(f"history: {display_path(html_file)}")
+    found = api.history(store=store_file, last=last, tag=tag, html=html_file)
+    if found.page is not None:
+        click.echo(f"history: {display_path(found.page)}")
         return
+    histories = found.experiments
     if not histories:
         click.echo("no runs yet" if tag is None else f"no run tagged {tag}")
     for found in histories:

@@ -8,9 +8,9 @@ import sys
 import threading
 import click
 
+from yamleval import api
 from yamleval.cli import cli
-from yamleval.cli.common import JUNIT_FAMILY_OPTION, github_outputs, load, report_formats
-from yamleval.lifecycle.run import select_experiments
+from yamleval.cli.common import JUNIT_FAMILY_OPTION, format_names, github_outputs
 from yamleval.records.errors import display_path
 
 
@@ -85,21 +85,14 @@ def run(paths, experiment_ids, variant_ids, sets, limit, concurrency, repeats, r
     endpoint cannot be used), 4 stopped by a budget (resume with a larger one), 130 interrupted.
     A shard that runs to its end exits 0: the merged run has the verdict.
     """
-    from yamleval.engine import shards as sharding
-    from yamleval.config.loader import with_junit_family
-    from yamleval.lifecycle.run import run_project
-
-    shard = None if shard is None else sharding.parse(shard)
-    project = load(paths, sets)
-    experiments = select_experiments(project, experiment_ids, variant_ids) if experiment_ids or variant_ids else None
-    formats = with_junit_family(project.report_formats, junit_family)
+    project = api.load_project(paths, sets)  # loaded before Ctrl-C comes to mean "start no new items"
     with _Interrupts() as interrupts:
-        watcher = _Console(interrupts, quiet)
-        outcome = run_project(project, experiments, store=store_file, report_dir=report_dir, formats=formats,
-                              resume=resume, force=force, limit=limit, concurrency=concurrency, stop=interrupts.stop,
-                              abandon=interrupts.abandon, watcher=watcher, repeats=repeats, tags=tags, cache=cache,
-                              refresh_cache=refresh_cache, shard=shard, run_id=run_id, executor=executor,
-                              ray_address=ray_address)
+        outcome = api.run(project, experiments=experiment_ids or None, variants=variant_ids, store=store_file,
+                          report_dir=report_dir, junit_family=junit_family, resume=resume, force=force, limit=limit,
+                          concurrency=concurrency, stop=interrupts.stop, abandon=interrupts.abandon,
+                          watcher=_Console(interrupts, quiet), repeats=repeats, tags=tags, cache=cache,
+                          refresh_cache=refresh_cache, shard=shard, run_id=run_id, executor=executor,
+                          ray_address=ray_address)
     config = "".join(f"{shlex.quote(path)} " for path in paths)
     _finish(outcome, quiet, f"`yamleval run {config}--resume {outcome.run.run_id}`")
 
@@ -124,15 +117,11 @@ def rescore(run_ref, paths, experiment_ids, report_dir, formats, store_file, tag
 
     RUN is a run id, a unique prefix of one, or `latest`. Exit codes as `yamleval run`.
     """
-    from yamleval.config.loader import with_junit_family
-    from yamleval.lifecycle.rescore import rescore_run
-
-    project = load(paths)
-    chosen = project.report_formats if formats is None else report_formats(formats, project.report_settings)
+    project = api.load_project(paths)
     with _Interrupts() as interrupts:
-        outcome = rescore_run(project, run_ref, experiment_ids, store=store_file, report_dir=report_dir,
-                              formats=with_junit_family(chosen, junit_family), tags=tags, stop=interrupts.stop,
-                              watcher=_Console(interrupts, quiet))
+        outcome = api.rescore(run_ref, project, experiments=experiment_ids, store=store_file, report_dir=report_dir,
+                              formats=None if formats is None else format_names(formats), junit_family=junit_family,
+                              tags=tags, stop=interrupts.stop, watcher=_Console(interrupts, quiet))
     click.echo(f"run {outcome.run.run_id}: run {outcome.run.rescored_from} scored again", err=quiet)
     _finish(outcome, quiet)
 
