@@ -5,7 +5,8 @@ Each program starts in a session of its own with a tag of its own in its environ
 carries the tag, so what it left running dies with it, also a daemon that called
 ``setsid``. Only a process that drops the variable from its environment and leaves the
 group, or runs as another user, escapes. Programs still running when yamleval exits
-(normally or by Ctrl-C) are ended then.
+(normally or by Ctrl-C) are ended then: each one started is registered with ``atexit``
+until it is ended.
 """
 from __future__ import annotations
 
@@ -17,24 +18,37 @@ import subprocess
 import threading
 
 TAG = "YAMLEVAL_PROCESS"
-_live: dict[int, str] = {}  # pid -> tag of the programs started and not yet ended
-_lock = threading.Lock()
 
 
-def start(args: list[str], env: dict[str, str], **options) -> subprocess.Popen:
+class Program(subprocess.Popen):
+    """A program started for an item: its process, in a session of its own, and the ``tag`` that
+    it and what it starts carry in their environment."""
+
+    def __init__(self, args: list[str], env: dict[str, str], tag: str, **options):
+        super().__init__(args, env={**env, TAG: tag}, start_new_session=True, **options)
+        self.tag = tag
+        self._ending = threading.Lock()
+        self._ended = False
+        atexit.register(self.kill_all)  # until ``end``: yamleval exiting ends it
+
+    def kill_all(self) -> set[int]:
+        """Kill it and all it left running (at exit, or by ``end``); the others it killed."""
+        with self._ending:
+            if self._ended:
+                return set()
+            self._ended = True
+        atexit.unregister(self.kill_all)
+        return _kill(self.pid, self.tag)
+
+
+def start(args: list[str], env: dict[str, str], **options) -> Program:
     """``subprocess.Popen`` in a new session, tagged; ``end`` it when done with it."""
-    tag = secrets.token_hex(8)
-    process = subprocess.Popen(args, env={**env, TAG: tag}, start_new_session=True, **options)
-    with _lock:
-        _live[process.pid] = tag
-    return process
+    return Program(args, env, secrets.token_hex(8), **options)
 
 
-def end(process: subprocess.Popen) -> int:
+def end(process: Program) -> int:
     """Kill ``process`` and all it left running, reap it; return how many others were running."""
-    with _lock:
-        tag = _live.pop(process.pid, None)
-    killed = _kill(process.pid, tag)
+    killed = process.kill_all()
     process.kill()  # a no-op once it has been reaped
     process.wait()
     return len(killed - {process.pid})
@@ -77,15 +91,6 @@ def _tagged(tag: str) -> set[int]:
             except OSError:  # gone meanwhile, or another user's
                 pass
     return found
-
-
-@atexit.register
-def _end_all() -> None:
-    with _lock:
-        live = list(_live.items())
-        _live.clear()
-    for pid, tag in live:
-        _kill(pid, tag)
 
 
 def running(pid: int) -> bool:
