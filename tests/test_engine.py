@@ -614,3 +614,25 @@ def test_a_recording_that_fails_stops_the_run_without_a_hang_and_keeps_the_failu
     assert done.wait(60), "the run hung"
     assert str(executor.failure) == "gone"
     assert 1 <= len(offered) <= 1 + 2 * concurrency  # it stopped taking items at the first failure
+
+
+def test_the_engine_imports_no_executor_and_the_network_knows_neither():
+    """The executor is chosen above the engine (``engine.run_experiment(executor=...)``), and the
+    run's network, below both, imports neither: no import circle between them."""
+    import ast
+    from pathlib import Path
+
+    package = Path(yamleval.__file__).parent
+
+    def imported(folder: str) -> set[str]:
+        names = set()
+        for path in (package / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and node.module:
+                    names |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
+                elif isinstance(node, ast.Import):
+                    names |= {alias.name for alias in node.names}
+        return names
+
+    assert not {n for n in imported("engine") if n.startswith("yamleval.executors")}
+    assert not {n for n in imported("net") if n.startswith(("yamleval.engine", "yamleval.executors"))}

@@ -61,17 +61,18 @@ def _wait_for(path, seconds=60):
         time.sleep(0.05)
 
 
-def ends_the_run_state(input, folder):
-    """Take a turn at a rate limit (the run's actor keeps it). "end" kills that actor once "c" is
-    running and the driver knows both have started; "c" asks for its turn after that."""
+def ends_the_run_state(input, folder, network):
+    """Take a turn at a rate limit of the run's network (the run's actor keeps it). "end" kills
+    that actor once "c" is running and the driver knows both have started; "c" asks for its
+    turn after that."""
     import ray
-    from yamleval.net import limits as throttle
+    from yamleval.net.limits import RateLimit
 
-    limiter = throttle.limiter(("test-endpoint",), throttle.RateLimit(6000), False)
+    limiter = network.limiter(("test-endpoint",), RateLimit(6000), False)
     if input == "end":
         _wait_for(os.path.join(folder, "c-started"))
         time.sleep(1.5)  # the driver looks at the tasks' starts at least once a second
-        ray.kill(throttle.shared().actor, no_restart=True)
+        ray.kill(network.actor, no_restart=True)
         open(os.path.join(folder, "killed"), "w").close()
         time.sleep(30)  # cancelled when the run stops
         return input

@@ -11,8 +11,8 @@ import pytest
 import yamleval
 from conftest import run_cli
 from servers.throttled import ThrottledServer
-from yamleval.net import limits as throttle
 from yamleval.reporting.console import summary_text
+from yamleval.net import Network
 from yamleval.net.limits import Limiter, RateLimit
 
 CONFIG = """
@@ -82,12 +82,35 @@ def test_without_adaptive_concurrency_the_same_service_refuses_items_to_the_end(
     assert all("HTTP 429" in r.error for r in result.items if r.status == "error")
 
 
-def test_an_endpoint_has_one_limiter_whose_settings_the_latest_caller_gives():
-    first = throttle.limiter(("http", "limited.invalid", 80), RateLimit(requests_per_minute=60))
-    assert throttle.limiter(("http", "limited.invalid", 80), RateLimit(requests_per_minute=60)) is first
-    assert throttle.limiter(("http", "limited.invalid", 80), None, adaptive=False) is first
-    assert (first.rate_limit, first.adaptive) == (RateLimit(), False)
-    assert throttle.limiter(("http", "free.invalid", 80), None, adaptive=False) is None
+def test_an_endpoint_has_one_limiter_per_run_whose_first_caller_sets_it_and_a_stricter_one_tightens_it():
+    run = Network()
+    first = run.limiter(("http", "limited.invalid", 80), RateLimit(requests_per_minute=60), adaptive=False)
+    assert run.limiter(("http", "limited.invalid", 80), RateLimit(requests_per_minute=60), adaptive=False) is first
+    assert run.limiter(("http", "limited.invalid", 80), None, adaptive=False) is first  # a looser caller: as it was
+    assert (first.rate_limit, first.adaptive) == (RateLimit(requests_per_minute=60), False)
+    run.limiter(("http", "limited.invalid", 80), RateLimit(requests_per_minute=120, tokens_per_minute=1000))
+    assert (first.rate_limit, first.adaptive) == (RateLimit(requests_per_minute=60, tokens_per_minute=1000), True)
+    assert run.limiter(("http", "free.invalid", 80), None, adaptive=False) is None
+
+
+def test_two_runs_in_one_process_share_no_limiter():
+    endpoint = ("http", "limited.invalid", 80)
+    one, other = Network(), Network()
+    mine = one.limiter(endpoint, RateLimit(requests_per_minute=60))
+    theirs = other.limiter(endpoint, RateLimit(requests_per_minute=6000))
+    assert mine is not theirs and one.limiter(endpoint, None) is mine
+    assert mine.rate_limit == RateLimit(requests_per_minute=60)  # the other run's settings are its own
+    mine.release(mine.acquire(), 200)
+    assert (one.throttling().calls, other.throttling().calls) == (1, 0)
+
+
+def test_a_call_with_nothing_to_space_starts_without_waiting_its_turn():
+    """No requests_per_minute and adaptive concurrency not limiting: a call does not wait for
+    another call's start, however many are in flight."""
+    limiter = Limiter(None, adaptive=True)
+    with limiter._turn:  # a spaced call would wait for this
+        started = [limiter.acquire() for _ in range(50)]
+    assert len(started) == 50 and limiter.calls == 50 and limiter.limit == math.inf
 
 
 def test_refusals_shrink_the_calls_allowed_and_answers_grow_them_back():

@@ -233,13 +233,14 @@ def run_experiment(experiment: Experiment | plan.Prepared, *, concurrency: int |
     in ``result.warnings``. ``repeats``: how many times each item runs, whatever the experiment says."""
     from yamleval.engine import experiment as engine
     from yamleval.engine import plan
+    from yamleval.executors.choice import executor_for
 
     prepared = experiment if isinstance(experiment, plan.Prepared) else plan.prepare(experiment)
     if repeats is not None:
         prepared = dataclasses.replace(prepared, experiment=dataclasses.replace(prepared.experiment, repeats=repeats))
     with plan.importable(prepared.experiment):
-        return engine.run_experiment(prepared, concurrency=concurrency, limit=limit, on_item=on_item,
-                                     on_progress=on_progress, stop=stop)
+        return engine.run_experiment(prepared, executor=executor_for, concurrency=concurrency, limit=limit,
+                                     on_item=on_item, on_progress=on_progress, stop=stop)
 
 
 @dataclass(frozen=True)

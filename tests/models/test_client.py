@@ -10,6 +10,7 @@ from servers.fixtures import openai_server  # noqa: F401
 from servers.openai_server import Reply, dropped, error_reply, malformed, text_reply, tool_reply
 from yamleval.records.errors import ConfigError
 from yamleval.models import ChatClient, ModelConfig, ModelError, Price, StructuredAnswerError, extract_json
+from yamleval.net import Network
 from yamleval.net.limits import RateLimit
 from yamleval.records.types import Usage
 
@@ -218,11 +219,12 @@ def test_model_config_from_mapping():
         ModelConfig.from_mapping("judge", {"base_url": "http://h", "model": "m", "rate_limit": {"tokens_per_minute": -1}})
 
 
-def test_the_tokens_one_client_used_hold_back_every_client_of_the_endpoint(openai_server):  # noqa: F811
+def test_the_tokens_one_client_used_hold_back_every_client_of_the_endpoint_in_the_run(openai_server):  # noqa: F811
     config = ModelConfig(name="judge", base_url=openai_server.base_url, model="tpm-model", retries=0, timeout=5,
                          rate_limit=RateLimit(tokens_per_minute=6000))  # 100 a second
     openai_server.push(text_reply("one", prompt_tokens=150, completion_tokens=50), text_reply("two"))
-    with ChatClient(config) as judge, ChatClient(config) as agent:
+    run = Network()
+    with ChatClient(config, network=run) as judge, ChatClient(config, network=run) as agent:
         judge.chat(ASK)  # 200 tokens: a second in debt
         agent.chat(ASK)
     first, second = openai_server.requests

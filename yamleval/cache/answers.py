@@ -13,8 +13,6 @@ entries go first.
 """
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import hashlib
 import json
 import os
@@ -170,22 +168,23 @@ class Cache:
 # -- what one call may use -----------------------------------------------------------------
 
 class Use:
-    """The cache as one run of one item may use it, and what it did: set for the thread (``using``)
-    while the runner runs (``role`` "runner") and while the scorers score ("judge")."""
+    """The cache as one run of one item may use it, and what it did. The engine hands it down to
+    the model clients the item's runner and scorers call (``Models.calling``), with the role of
+    the calls: "runner" while the runner runs, "judge" while the scorers score."""
 
     def __init__(self, open_cache, settings: CacheSettings, repeat: int, secrets, requests: bool):
         """``open_cache()``: the Cache, opened when first needed; ``requests``: the runner's model
         calls are cached one by one (a model runner), not its whole call."""
         self.open_cache, self.settings, self.repeat, self.secrets = open_cache, settings, repeat, secrets
         self.requests = requests
-        self.role = "runner"
         self.hits = self.misses = self.saved_tokens = 0
         self.saved_cost = 0.0
+        self._counting = threading.Lock()  # a runner may make its calls from threads of its own
 
-    def caches_request(self, body: Mapping[str, Any]) -> bool:
-        """Whether a model call with this request body is answered from the cache: a model
-        runner's with ``runner: true``; a judge's with ``judges: true`` at temperature 0."""
-        if self.role == "runner":
+    def caches_request(self, body: Mapping[str, Any], role: str) -> bool:
+        """Whether a model call with this request body, made as ``role``, is answered from the
+        cache: a model runner's with ``runner: true``; a judge's with ``judges: true`` at temperature 0."""
+        if role == "runner":
             return self.settings.runner and self.requests
         return self.settings.judges and body.get("temperature") == 0
 
@@ -194,12 +193,12 @@ class Use:
 
         return key({**redact_value(dict(record), self.secrets), "repeat": self.repeat})
 
-    def embeddings_key(self, record: Mapping[str, Any]) -> str | None:
-        """The key of an embedding, or None when it is not cached: a vector is the same at any
-        temperature and in every repeat, so it is kept whenever a judge's calls may be."""
+    def embeddings_key(self, record: Mapping[str, Any], role: str) -> str | None:
+        """The key of an embedding asked for as ``role``, or None when it is not cached: a vector
+        is the same at any temperature and in every repeat, so it is kept whenever a judge's calls may be."""
         from yamleval.engine.redaction import redact_value
 
-        if self.role != "judge" or not self.settings.judges:
+        if role != "judge" or not self.settings.judges:
             return None
         return key(redact_value(dict(record), self.secrets))
 
@@ -212,15 +211,17 @@ class Use:
         except (sqlite3.Error, UsageError):
             return None  # a cache that cannot be read answers nothing: the call is made
         if found is not None:
-            self.hits += 1
-            self.saved_tokens += found.get("tokens", 0)
-            self.saved_cost += found.get("cost") or 0.0
+            with self._counting:
+                self.hits += 1
+                self.saved_tokens += found.get("tokens", 0)
+                self.saved_cost += found.get("cost") or 0.0
         return found
 
     def put(self, entry: str, value: Mapping[str, Any], tokens: int, cost: float | None) -> None:
         from yamleval.engine.redaction import redact_value
 
-        self.misses += 1
+        with self._counting:
+            self.misses += 1
         try:
             self.open_cache().put(entry, redact_value({**value, "tokens": tokens, "cost": cost}, self.secrets), tokens, cost)
         except (sqlite3.Error, UsageError):
@@ -231,25 +232,3 @@ class Use:
         from yamleval.records.types import CacheUse
 
         return CacheUse(self.hits, self.misses, self.saved_tokens, self.saved_cost) if self.hits or self.misses else None
-
-
-_CURRENT: contextvars.ContextVar[Use | None] = contextvars.ContextVar("yamleval_cache", default=None)
-
-
-def current() -> Use | None:
-    """The cache the call under way may use, or None."""
-    return _CURRENT.get()
-
-
-@contextlib.contextmanager
-def using(use: Use | None, role: str):
-    """The calls made inside may use ``use`` (None: no cache), as ``role``."""
-    if use is None:
-        yield
-        return
-    use.role = role
-    token = _CURRENT.set(use)
-    try:
-        yield
-    finally:
-        _CURRENT.reset(token)

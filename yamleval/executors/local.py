@@ -18,91 +18,50 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
-# what the executor runs: an item, or whatever unit of work the engine makes of one (a repeat);
-# and what it records: what running one gives
-Unit = Any
-Done = Any
+from yamleval.executors.core import POLL_SECONDS, Done, Executor, LostResult, RunItem, Slot, Unit
 
-POLL_SECONDS = 0.05  # how often a waiting thread looks at stop and abandon, and the watchdog at the time
+__all__ = ["LocalExecutor", "LostResult", "POLL_SECONDS", "RunItem", "Slot", "Unit"]
 
 
-class Slot:
-    """The item one worker is running, and the phases it has entered (when), so that a
-    timeout can say where the item was when its time ran out."""
-
-    def __init__(self, item: Unit):
-        self.item = item
-        self.started = time.monotonic()
-        self.phases = [("runner", self.started)]
-
-    def enter(self, phase: str) -> None:
-        self.phases.append((phase, time.monotonic()))
-
-    def phase_at(self, moment: float) -> str:
-        return [name for name, since in self.phases if since <= moment][-1]
-
-
-RunItem = Callable[[Unit, Slot], Done]
-LostResult = Callable[[Unit, str, float], Done]
-
-
-class LocalExecutor:
-    """Items from an iterator through ``process`` on ``concurrency`` threads.
-
-    ``record`` is called once per item, one call at a time, in completion order.
-    ``lost(item, why, elapsed_ms)`` makes the error result of an item that timed out. An
-    item abandoned (``abandon``) is no result at all: it is not recorded, so a resumed run
-    runs it. A failure reading the dataset stops reading; it is kept in ``failure``.
-    """
+class LocalExecutor(Executor):
+    """``Executor`` on threads of this process; ``thread_exit`` is called in each as it ends.
+    ``network``: the run's, when the experiment is one of a run's (None: its own)."""
 
     def __init__(self, concurrency: int, timeout: float | None,
-                 thread_exit: Callable[[], None] | None = None):
-        self.concurrency = max(1, int(concurrency))
-        self.timeout = timeout
+                 thread_exit: Callable[[], None] | None = None, network: Any = None):
+        super().__init__(concurrency, timeout)
         self.thread_exit = thread_exit
-        self.failure: BaseException | None = None
+        self.network = network
         self._reading = threading.Lock()  # over the dataset: one thread reads at a time
         self._ahead: collections.deque[Unit] = collections.deque()  # read, not started
-        self._exhausted = False  # nothing more to read: the end, or a failure
-        self._taking = True  # whether workers take more items
         self._closed = False  # the run has ended: nothing more is recorded
         self._running: dict[Slot, None] = {}  # who removes a slot from here records its item
         self._finished: collections.deque[Done] = collections.deque()  # to record
-        self.recording = threading.Lock()  # held by the one thread recording
         self._counting = threading.Lock()
         self._workers = 0  # those that will take items again (not stuck in an item given up on)
         self._all_ended = threading.Event()
+        self._ended = threading.Event()
 
-    def run(self, items: Iterator[Unit], process: RunItem, record: Callable[[Done], None], lost: LostResult,
-            stop: threading.Event | None = None, abandon: threading.Event | None = None) -> None:
-        """Run every item; return when all have been recorded. ``stop`` set: start no new
-        items, wait for those running. ``abandon`` set: stop waiting for them; they are dropped."""
-        self._items, self._process, self._record, self._lost = items, process, record, lost
+    def _begin(self) -> None:
         self._workers = self.concurrency
         for _ in range(self.concurrency):
             self._start_worker()
-        ended = threading.Event()
         if self.timeout:
-            threading.Thread(target=self._watch, args=(ended,), name="yamleval-watchdog", daemon=True).start()
-        try:
-            while not self._all_ended.wait(POLL_SECONDS):
-                if (stop is not None and stop.is_set()) or (abandon is not None and abandon.is_set()):
-                    self._taking = False  # an item not started is not run: a resumed run starts it
-                if abandon is not None and abandon.is_set():
-                    self._running.clear()  # their results are dropped
-                    break
-        finally:
-            self._taking = False
-            ended.set()
-            with self.recording:  # whatever a worker left to record
-                self._record_finished()
-                self._closed = True
+            threading.Thread(target=self._watch, name="yamleval-watchdog", daemon=True).start()
 
-    def halt(self) -> None:
-        """Start no more items (those running finish); callable from ``record``."""
-        self._taking = False
+    def _wait(self, seconds: float) -> bool:
+        return self._all_ended.wait(seconds)
+
+    def _drop(self) -> None:
+        self._running.clear()
+
+    def _end(self) -> None:
+        self._ended.set()
+        with self.recording:  # whatever a worker left to record
+            self._record_finished()
+            self._closed = True
 
     def _start_worker(self) -> None:
         threading.Thread(target=self._work, name="yamleval-worker", daemon=True).start()
@@ -125,15 +84,8 @@ class LocalExecutor:
     def _read_ahead(self) -> None:
         """Read up to ``concurrency`` more items, one thread at a time."""
         with self._reading:
-            if self._ahead or self._exhausted:
-                return  # another thread has read meanwhile
-            try:
-                for _ in range(self.concurrency):
-                    self._ahead.append(next(self._items))
-            except StopIteration:
-                self._exhausted = True
-            except Exception as exc:  # a broken dataset row or plugin: stop reading; what was read runs
-                self.failure, self._exhausted = exc, True
+            if not self._ahead:  # else another thread has read meanwhile
+                self._ahead.extend(self._read(self.concurrency))
 
     def _work(self) -> None:
         try:
@@ -142,9 +94,7 @@ class LocalExecutor:
                 elapsed = time.monotonic() - slot.started
                 if self._running.pop(slot, False) is False:
                     return  # given up on (recorded already, or dropped): a worker took this one's place
-                if self.timeout and elapsed >= self.timeout:  # late, though the watchdog had not seen it yet
-                    result = self._lost(slot.item, self._timed_out(slot), elapsed * 1000.0)
-                self._finished.append(result)
+                self._finished.append(self._in_time(slot.item, result, elapsed, lambda: self._where(slot)))
                 self._record_when_free()
             with self._counting:
                 self._workers -= 1
@@ -170,25 +120,20 @@ class LocalExecutor:
 
     def _record_finished(self) -> None:
         while self._finished and not self._closed:
-            try:
-                self._record(self._finished.popleft())
-            except Exception as exc:  # after it kept the result (a shared state that is gone): the run stops
-                if self.failure is None:
-                    self.failure = exc
-                self._taking = False
+            self._keep(self._finished.popleft())
 
-    def _watch(self, ended: threading.Event) -> None:
+    def _watch(self) -> None:
         """Until the run ends: give up on the items past their timeout."""
-        while not ended.wait(min(POLL_SECONDS, self.timeout / 10)):
+        while not self._ended.wait(min(POLL_SECONDS, self.timeout / 10)):
             now = time.monotonic()
             for slot in [slot for slot in list(self._running) if now - slot.started >= self.timeout]:
                 if self._running.pop(slot, False) is not False:  # else it finished meanwhile
-                    self._finished.append(self._lost(slot.item, self._timed_out(slot),
+                    self._finished.append(self._lost(slot.item, self._timed_out(self._where(slot)),
                                                      (time.monotonic() - slot.started) * 1000.0))
                     self._start_worker()
             self._record_when_free()
 
-    def _timed_out(self, slot: Slot) -> str:
+    def _where(self, slot: Slot) -> str:
+        """Where ``slot``'s item was when its time ran out."""
         phase = slot.phase_at(slot.started + self.timeout)
-        where = "in the runner" if phase == "runner" else f"while {phase}"
-        return f"timed out after {self.timeout:g}s ({where})"
+        return "in the runner" if phase == "runner" else f"while {phase}"

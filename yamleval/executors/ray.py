@@ -11,39 +11,36 @@ none of its time.
 
 A worker gets the experiment as a task argument held in Ray's object store (with the values of
 its ``${VAR}``, which never go into the runtime environment or a log), prepares it once per
-worker process (``engine._processor_for``), in Ray's copy of the config's folder (its
-``working_dir``), so that the project's plugins import there.
+worker process (``engine.item.processor_for``), in Ray's copy of the config's folder (its
+``working_dir``, ``worker_folder``), so that the project's plugins import there.
 
 The rate limits of every endpoint hold across the cluster, and an endpoint that cannot be
-used stops the run as it does on local threads: the driver and the workers share them
-through one actor (``ray_shared``).
+used stops the run as it does on local threads: the driver and the workers share the run's
+network through one actor (``ray_shared``), the executor's ``network``.
+
+The connection is the run's (``start``, closed by the run), or, for an experiment run by
+itself, the executor's own, closed with it (``RayExecutor.close``).
 """
 from __future__ import annotations
 
-import atexit
-import importlib.util
+import itertools
 import logging
 import os
 import signal
 import socket
 import threading
 import time
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
-from yamleval.net import health as endpoints
+from yamleval.config.ray_install import INSTALL, installed
 from yamleval.executors import ray_shared
-from yamleval.net import limits as throttle
+from yamleval.executors.core import Executor, Slot, Unit
 from yamleval.records.errors import UsageError, describe_exception
-from yamleval.executors.local import POLL_SECONDS, LostResult, Slot, Unit
 
-INSTALL = "pip install 'yamleval[ray]'"
+__all__ = ["INSTALL", "Connection", "RayExecutor", "installed", "start"]
 START_SECONDS = 120.0  # how long a task may wait to start on a worker (a free CPU, a prepared experiment)
 CONNECT_SECONDS = 5.0  # how long a cluster's address may take to answer
 EXCLUDED = [".git", ".yamleval", ".venv", "venv", "node_modules", "__pycache__"]  # never sent to workers
-
-
-def installed() -> bool:
-    return importlib.util.find_spec("ray") is not None
 
 
 def _ray():
@@ -70,7 +67,7 @@ class Connection:
         env = dict(settings.runtime_env)
         if "working_dir" not in env:
             env["working_dir"] = os.path.commonpath([os.path.abspath(d) for d in config_dirs])
-            # where each experiment's folder is in the workers' copy of it (``engine._processor_for``)
+            # where each experiment's folder is in the workers' copy of it (``engine.item.processor_for``)
             env["env_vars"] = {**env.get("env_vars", {}), ray_shared.ROOT_VARIABLE: env["working_dir"]}
         env["excludes"] = [*EXCLUDED, *env.get("excludes", [])]
         try:
@@ -88,19 +85,13 @@ class Connection:
                              " and give its address (`executor.address`, `--ray-address`), or"
                              " leave the address out to run on this machine") from None
         self.state = ray_shared.start(ray)
-        throttle.share(ray_shared.SharedLimiters(self.state))  # the experiments' figures are the cluster's
-        endpoints.share(ray_shared.SharedEndpoints(self.state))
+        self.network = ray_shared.SharedNetwork(self.state)  # the run's limiters and endpoint records
         self._closed = False
 
     def close(self) -> None:
-        global _current
         if self._closed:
             return
         self._closed = True
-        throttle.share(None)
-        endpoints.share(None)
-        if _current is self:
-            _current = None
         import ray
 
         if self.owned:
@@ -125,14 +116,9 @@ def _reachable(address: str | None) -> None:
         raise ConnectionError(f"nothing answers at {address} ({exc.strerror or exc})") from None
 
 
-_current: Connection | None = None  # Ray's connection is one per process, as ``ray.init`` makes it
-_opening = threading.Lock()
-
-
 def start(experiments) -> Connection | None:
-    """The run's connection to Ray, when one of ``experiments`` runs there; they must agree on
-    the cluster and its runtime environment (set them in ``defaults``)."""
-    global _current
+    """The run's connection to Ray, when one of ``experiments`` runs there (the run closes it);
+    they must agree on the cluster and its runtime environment (set them in ``defaults``)."""
     on_ray = [e for e in experiments if e.executor.uses == "ray"]
     if not on_ray:
         return None
@@ -141,202 +127,177 @@ def start(experiments) -> Connection | None:
         if (other.executor.address, other.executor.runtime_env) != (first.address, first.runtime_env):
             raise UsageError(f"experiments '{on_ray[0].id}' and '{other.id}' run on Ray with different `address`"
                              " or `runtime_env`: a run joins one cluster; set `executor:` once, in `defaults`")
-    with _opening:
-        if _current is not None:
-            return None  # another caller's: it ends it
-        _current = Connection(first, [e.base_dir for e in on_ray])
+    connection = Connection(first, [e.base_dir for e in on_ray])
     try:
         for experiment in on_ray:
             _check_fits(_ray(), experiment.executor.num_cpus)
     except UsageError:
-        _current.close()
+        connection.close()
         raise
-    return _current
-
-
-def current(settings, config_dir: str) -> Connection:
-    """The connection of the run under way, or one made now that ends with the process (an
-    experiment run by itself through ``yamleval.api.run_experiment``)."""
-    global _current
-    with _opening:
-        if _current is None:
-            _current = Connection(settings, [config_dir])
-            atexit.register(_current.close)
-        return _current
+    return connection
 
 
 # -- the task a worker runs ---------------------------------------------------------------------
 
 def _run_unit(process: Callable, unit: Unit, state, number: int):
     """On a worker: one item (or one repeat of one) through the experiment's processor (made in
-    this process as Ray handed it over), its start told to the run's shared state."""
-    from yamleval.engine import experiment as engine
-
+    this process as Ray handed it over, with this run's network), its start told to the run's actor."""
     state.started.remote(number)
-    shared = throttle.shared()
-    if shared is None or shared.actor != state:  # this run's, not an earlier run's on the same connection
-        throttle.share(ray_shared.SharedLimiters(state))
-        endpoints.share(ray_shared.SharedEndpoints(state))
-    ray_shared.task_number = number  # the rate limits it takes are released for it if it is cancelled
-    ray_shared.lost = None
-    try:
-        result = process(unit, Slot(unit))
-    finally:
-        engine.flush_sent()  # the worker may end at any time: what the cache keeps is written now
-    if ray_shared.lost is not None:  # the item's error (if it has one) would be the cluster's, not its own
-        raise ray_shared.lost
+    network = ray_shared.worker_network(state)  # the one the processor calls out through
+    network.task, network.lost = number, None  # the rate limits it takes are released for it if it is cancelled
+    result = process(unit, Slot(unit))
+    if network.lost is not None:  # the item's error (if it has one) would be the cluster's, not its own
+        raise network.lost
     return result
 
 
-class RayExecutor:
-    """``LocalExecutor``'s interface, items run as Ray tasks: ``run`` returns once every item is
-    recorded (``record`` is called in this thread, one at a time, in completion order).
+class RayExecutor(Executor):
+    """``Executor`` with each item a Ray task: ``record`` is called in the thread of ``run``, one
+    at a time, in completion order. ``connection``: the run's; without one the executor opens
+    its own, closed by ``close``.
 
     A task whose worker dies (its process killed, out of memory) is run once more when the
     experiment's ``retries`` allow, else its item is an error saying so. After a stop, a task
     that ends that way is dropped, not recorded: a resumed run runs its item.
     """
 
-    def __init__(self, concurrency: int, timeout: float | None, settings, retries: int, config_dir: str):
-        self.concurrency = max(1, int(concurrency))
-        self.config_dir = config_dir
-        self.timeout = timeout
+    worker_folder = staticmethod(ray_shared.worker_folder)
+    WHERE = "on its Ray worker, whose task was cancelled"  # where a timed-out item was
+
+    def __init__(self, concurrency: int, timeout: float | None, settings, retries: int, config_dir: str,
+                 connection: Connection | None = None):
+        super().__init__(concurrency, timeout)
         self.settings = settings
         self.retries = retries
-        self.failure: BaseException | None = None
-        self.recording = threading.Lock()
-        self._taking = True
+        self._owned = connection is None
+        self.connection = connection if connection is not None else Connection(settings, [config_dir])
+        self.network = self.connection.network
+        self._running: dict[Any, _Task] = {}
+        self._numbers = itertools.count()
         self._next_look = 0.0  # when the tasks' starts are looked at next
 
-    def halt(self) -> None:
-        self._taking = False
+    def close(self) -> None:
+        if self._owned:
+            self.connection.close()
 
-    def run(self, items: Iterator[Unit], process: Callable, record: Callable[[Any], None], lost: LostResult,
-            stop: threading.Event | None = None, abandon: threading.Event | None = None) -> None:
-        ray = _ray()
-        connection = current(self.settings, self.config_dir)
-        task = ray.remote(_run_unit).options(num_cpus=self.settings.num_cpus, max_retries=0)
-        shipped = ray.put(process)
-        running: dict[Any, _Task] = {}
-        numbers = iter(range(1 << 62))
+    def _begin(self) -> None:
+        self.recording.acquire()  # records in this thread, from now to the end of the run
+        self._ray = _ray()
+        self._task = self._ray.remote(_run_unit).options(num_cpus=self.settings.num_cpus, max_retries=0)
+        self._shipped = self._ray.put(self._process)
 
-        def send(unit: Unit, tries: int = 0) -> None:
-            number = next(numbers)
-            running[task.remote(shipped, unit, connection.state, number)] = _Task(unit, number, tries, time.monotonic())
+    def _send(self, unit: Unit, tries: int = 0) -> None:
+        number = next(self._numbers)
+        ref = self._task.remote(self._shipped, unit, self.connection.state, number)
+        self._running[ref] = _Task(unit, number, tries, time.monotonic())
 
-        with self.recording:
+    def _wait(self, seconds: float) -> bool:
+        try:
+            return self._step(seconds)
+        except ray_shared.StateLost as exc:  # the run cannot go on: what runs is dropped, what finished kept
+            self.failure = exc
+            return True
+
+    def _step(self, seconds: float) -> bool:
+        """Keep the cluster's tasks full, record what finished; whether every item is done."""
+        while self._taking and len(self._running) < self.concurrency and (units := self._read(1)):
+            self._send(units[0])
+        if not self._running:
+            return True
+        ray = self._ray
+        done, rest = ray.wait(list(self._running), num_returns=1, timeout=seconds)
+        if done and rest:  # and whatever else has finished meanwhile
+            done += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
+        gone = None  # the run's actor, found gone: what has finished is recorded first
+        try:
+            self._note_starts()
+        except ray_shared.StateLost as exc:
+            gone = exc
+        for ref in done:
             try:
-                self._go(ray, connection, items, record, lost, stop, abandon, running, send)
-            except ray_shared.StateLost as exc:  # the run cannot go on: what runs is dropped, what finished kept
-                self.failure = exc
-            finally:
-                for ref, cancelled in running.items():
-                    self._cancel(ray, connection, ref, cancelled)
-
-    def _go(self, ray, connection: Connection, items: Iterator[Unit], record, lost: LostResult, stop, abandon,
-            running: dict, send: Callable) -> None:
-        """Keep ``running`` full from ``items`` and record what finishes, until every item is
-        recorded, or the run stops or is abandoned."""
-        exhausted = False
-        while True:
-            stopping = (stop is not None and stop.is_set()) or (abandon is not None and abandon.is_set())
-            while self._taking and not stopping and not exhausted and len(running) < self.concurrency:
-                try:
-                    unit = next(items)
-                except StopIteration:
-                    exhausted = True
-                    break
-                except Exception as exc:  # a broken dataset row or plugin: stop reading; what runs finishes
-                    self.failure, exhausted = exc, True
-                    break
-                send(unit)
-            if not running:
-                return
-            if abandon is not None and abandon.is_set():
-                return  # what runs is cancelled, its results dropped: a resumed run runs them
-            done, rest = ray.wait(list(running), num_returns=1, timeout=POLL_SECONDS)
-            if done and rest:  # and whatever else has finished meanwhile
-                done += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
-            gone = None  # the run's actor, found gone: what has finished is recorded first
-            try:
-                self._note_starts(ray, connection, running)
+                self._collect(self._running.pop(ref), ref)
             except ray_shared.StateLost as exc:
-                gone = exc
-            for ref in done:
-                try:
-                    self._finished(ray, connection, running.pop(ref), ref, record, lost, stop, send)
-                except ray_shared.StateLost as exc:
-                    gone = gone or exc
-            if gone is not None:
-                raise gone
-            self._give_up_late(ray, connection, running, record, lost)
+                gone = gone or exc
+        if gone is not None:
+            raise gone
+        self._give_up_late()
+        return False
 
-    @staticmethod
-    def _cancel(ray, connection: Connection, ref, task: "_Task") -> None:
+    def _end(self) -> None:
+        try:
+            for ref, task in self._running.items():
+                self._cancel(ref, task)
+            self._running.clear()
+        finally:
+            self.recording.release()
+
+    def _keep(self, done) -> None:
+        super()._keep(done)
+        if isinstance(self.failure, ray_shared.StateLost):  # the run's actor is gone: nothing more runs
+            raise self.failure
+
+    def _cancel(self, ref, task: "_Task") -> None:
         """Cancel a task (its worker killed) and release the rate limits it held."""
-        ray.cancel(ref, force=True)
-        connection.state.forget.remote(task.number)
+        self._ray.cancel(ref, force=True)
+        self.connection.state.forget.remote(task.number)
 
-    def _note_starts(self, ray, connection: Connection, running: dict) -> None:
+    def _note_starts(self) -> None:
         """Learn which tasks have started, as often as the timeouts need (a tenth of one, at
         most every second): each look is a call to the actor that keeps them."""
         now = time.monotonic()
-        if now < self._next_look or all(task.started is not None for task in running.values()):
+        if now < self._next_look or all(task.started is not None for task in self._running.values()):
             return
         self._next_look = now + min(1.0, (self.timeout or 10.0) / 10)
-        started = set(ray_shared.get(connection.state.take_started.remote()))
+        started = set(self.network.get(self.connection.state.take_started.remote()))
         if started:
             now = time.monotonic()
-            for task in running.values():
+            for task in self._running.values():
                 if task.number in started:
                     task.started = now
 
-    def _finished(self, ray, connection: Connection, task: "_Task", ref, record, lost, stop, send) -> None:
+    def _collect(self, task: "_Task", ref) -> None:
+        """Record what the finished ``task`` gave, or why it gave nothing."""
+        ray = self._ray
         now = time.monotonic()
         elapsed = now - (task.started or now)
         try:
             result = ray.get(ref)
         except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError, ray.exceptions.LocalRayletDiedError,
                 ray.exceptions.OutOfMemoryError) as exc:
-            connection.state.forget.remote(task.number)  # the rate limits it held
-            if stop is not None and stop.is_set():
+            self.connection.state.forget.remote(task.number)  # the rate limits it held
+            if self._stop is not None and self._stop.is_set():
                 return  # stopping: dropped, so a resumed run runs it
             if task.tries < min(1, self.retries):
-                send(task.unit, task.tries + 1)
+                self._send(task.unit, task.tries + 1)
                 return
             why = f"the Ray worker running it died ({_cause(exc)})" + (
                 ", and again when it ran once more" if task.tries else
                 "; with `retries` above 0 it runs once more" if not self.retries else "")
-            record(lost(task.unit, why, elapsed * 1000.0))
+            self._keep(self._lost(task.unit, why, elapsed * 1000.0))
             return
         except ray.exceptions.RayError as exc:  # cancelled by someone else, its arguments unreadable, ...
             cause = getattr(exc, "cause", None)
             if isinstance(cause, ray_shared.StateLost):  # not the item's failure: it is not recorded
                 raise ray_shared.StateLost(cause.message) from None
-            connection.state.forget.remote(task.number)
-            record(lost(task.unit, f"on its Ray worker: {_cause(exc)}", elapsed * 1000.0))
+            self.connection.state.forget.remote(task.number)
+            self._keep(self._lost(task.unit, f"on its Ray worker: {_cause(exc)}", elapsed * 1000.0))
             return
-        if self.timeout and elapsed >= self.timeout:  # late, though not seen late yet
-            result = lost(task.unit, self._timed_out(), elapsed * 1000.0)
-        record(result)
+        self._keep(self._in_time(task.unit, result, elapsed, lambda: self.WHERE))
 
-    def _give_up_late(self, ray, connection: Connection, running: dict, record, lost) -> None:
+    def _give_up_late(self) -> None:
         """Cancel the tasks past their timeout, and those that could not start for too long."""
         now = time.monotonic()
-        for ref, task in list(running.items()):
+        for ref, task in list(self._running.items()):
             if task.started is not None and self.timeout and now - task.started >= self.timeout:
-                why, elapsed = self._timed_out(), now - task.started
+                why, elapsed = self._timed_out(self.WHERE), now - task.started
             elif task.started is None and now - task.sent >= START_SECONDS + (self.timeout or 0):
                 why, elapsed = (f"did not start on a Ray worker within {START_SECONDS + (self.timeout or 0):g}s"
                                 " (no free CPU for it, or a worker that cannot prepare the experiment)"), 0.0
             else:
                 continue
-            del running[ref]
-            self._cancel(ray, connection, ref, task)
-            record(lost(task.unit, why, elapsed * 1000.0))
-
-    def _timed_out(self) -> str:
-        return f"timed out after {self.timeout:g}s (on its Ray worker, whose task was cancelled)"
+            del self._running[ref]
+            self._cancel(ref, task)
+            self._keep(self._lost(task.unit, why, elapsed * 1000.0))
 
 
 class _Task:

@@ -1,39 +1,41 @@
 """What the processes of a run on Ray share, kept in one actor (``RunState``) that they ask:
 
-- every endpoint's rate limiter (``throttle``): one limiter per endpoint for the whole cluster,
-  not one per worker;
-- how the requests to each endpoint ended (``endpoints``): an endpoint that cannot be used stops
-  the run early, as on local threads;
-- which tasks have started on a worker (``ray_executor``'s timeouts count from then).
+- the run's network (``yamleval.net.Network``): one limiter per endpoint for the whole cluster,
+  not one per worker, and how the requests to each endpoint ended (an endpoint that cannot be
+  used stops the run early, as on local threads);
+- which tasks have started on a worker (``ray``'s timeouts count from then).
 
-The driver and every worker hand ``SharedLimiters`` to ``throttle.share`` and
-``SharedEndpoints`` to ``endpoints.share``; both ask the actor.
+The driver and every worker reach it through a ``SharedNetwork``: the face of the run's
+network, each call asked of the actor. In a worker there is one per run (``worker_network``),
+which knows the task it runs (its rate limits are released for it if it is cancelled) and
+whether it found the actor gone (``lost``).
 """
 from __future__ import annotations
 
+import functools
 import os
 import threading
 
-from yamleval.net import health as endpoints
-from yamleval.net import limits as throttle
+from yamleval.net.network import Network
 from yamleval.records.errors import YamlevalError, describe_exception
 from yamleval.records.types import Throttling
 
 ROOT_VARIABLE = "YAMLEVAL_WORKING_DIR"  # the workers' working_dir as the driver knows it: a path, no secret
-task_number: int | None = None  # in a worker: the task it runs (``ray_executor._run_unit``)
+RUNS_KEPT = 16  # the runs a worker process keeps the network proxy of
 
 
 class RunState:
     """The actor. Threaded: a call waiting for its turn at a rate limit holds up no other."""
 
     def __init__(self):
+        self._network = Network()
         self._started: list[int] = []
         self._held: dict[int, list[tuple]] = {}  # task number -> the (limiter key, start) it holds
         self._lock = threading.Lock()
 
-    # throttle
+    # rate limits
     def acquire(self, key: tuple, number: int | None) -> float:
-        started = throttle.limiter(*key).acquire()
+        started = self._network.limiter(*key).acquire()
         with self._lock:
             self._held.setdefault(number, []).append((key, started))
         return started
@@ -46,30 +48,30 @@ class RunState:
             held.remove((key, started))
             if not held:
                 self._held.pop(number, None)
-        throttle.limiter(*key).release(started, status, retry_after)
+        self._network.limiter(*key).release(started, status, retry_after)
 
     def forget(self, number: int) -> None:
         """Task ``number`` was cancelled or its worker died: release what it held (no reply)."""
         with self._lock:
             held = self._held.pop(number, [])
         for key, started in held:
-            throttle.limiter(*key).release(started, None)
+            self._network.limiter(*key).release(started, None)
 
     def charge(self, key: tuple, tokens: int) -> None:
-        throttle.limiter(*key).charge(tokens)
+        self._network.limiter(*key).charge(tokens)
 
     def throttling(self):
-        return throttle.snapshot()
+        return self._network.throttling()
 
     # endpoints
     def ended(self, key, shown: str, where: dict, lasting: str | None) -> None:
-        endpoints.endpoint(key, shown, **where).ended(lasting)
+        self._network.endpoint(key, shown, **where).ended(lasting)
 
     def endpoint_counts(self):
-        return endpoints.snapshot()
+        return self._network.snapshot()
 
     def unusable(self, before, first: int):
-        return endpoints.unusable(before, first)
+        return self._network.unusable(before, first)
 
     # the tasks' starts
     def started(self, number: int) -> None:
@@ -111,84 +113,85 @@ class StateLost(YamlevalError):
                 " and reported; run it again to evaluate the rest")
 
 
-lost: StateLost | None = None  # set when this process finds the actor gone; ``ray_executor._run_unit`` asks
-
-
 def first_line(exc: BaseException) -> str:
     """The first line of what Ray says of a failure, without its boilerplate."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     return lines[0] if lines else describe_exception(exc)
 
 
-def get(ref):
-    """``ray.get`` of a call to the run's actor; StateLost when the actor is gone or out of reach
-    (the answer to a call is kept as it came: asking for it again gives the same)."""
-    import ray
-
-    global lost
-    try:
-        return ray.get(ref)
-    except ray.exceptions.RayActorError as exc:
-        why = first_line(exc).rstrip(".")
-        lost = StateLost(why[:1].lower() + why[1:])
-        raise lost from None
-
-
-class SharedLimiters:
-    """``throttle.share``'s object: the limiters the actor keeps."""
+class SharedNetwork:
+    """The run's network as a process of the cluster uses it: the face of ``yamleval.net.Network``,
+    every call asked of the run's actor. ``task``: the task this worker runs now (None on the
+    driver); ``lost``: set when this process finds the actor gone."""
 
     def __init__(self, actor):
         self.actor = actor
+        self.task: int | None = None
+        self.lost: StateLost | None = None
 
-    def limiter(self, endpoint, rate_limit, adaptive: bool) -> "_SharedLimiter | None":
-        if rate_limit is None and not adaptive:
-            return None  # as throttle.limiter: nothing is limited
-        return _SharedLimiter(self.actor, (endpoint, rate_limit, adaptive))
+    def __reduce__(self):  # a worker has one per run, whatever it was sent in
+        return worker_network, (self.actor,)
 
-    def snapshot(self):
+    def get(self, ref):
+        """``ray.get`` of a call to the run's actor; StateLost when the actor is gone or out of reach
+        (the answer to a call is kept as it came: asking for it again gives the same)."""
+        import ray
+
         try:
-            return get(self.actor.throttling.remote())
-        except StateLost:
-            return Throttling()  # the counts were the actor's: the run says it was lost
+            return ray.get(ref)
+        except ray.exceptions.RayActorError as exc:
+            why = first_line(exc).rstrip(".")
+            self.lost = StateLost(why[:1].lower() + why[1:])
+            raise self.lost from None
 
-
-class _SharedLimiter:
-    """One endpoint's limiter, used as a ``throttle.Limiter`` is."""
-
-    def __init__(self, actor, key: tuple):
-        self.actor, self.key = actor, key
-
-    def acquire(self) -> float:
-        return get(self.actor.acquire.remote(self.key, task_number))
-
-    def release(self, started: float, status, retry_after=None) -> None:
-        get(self.actor.release.remote(self.key, started, status, retry_after, task_number))
-
-    def charge(self, tokens: int) -> None:
-        self.actor.charge.remote(self.key, tokens)
-
-
-class SharedEndpoints:
-    """``endpoints.share``'s object: the records of the endpoints the actor keeps."""
-
-    def __init__(self, actor):
-        self.actor = actor
+    def limiter(self, endpoint, rate_limit, adaptive: bool = True) -> "_SharedLimiter | None":
+        if rate_limit is None and not adaptive:
+            return None  # as Network.limiter: nothing is limited
+        return _SharedLimiter(self, (endpoint, rate_limit, adaptive))
 
     def endpoint(self, key, shown: str, **where) -> "_SharedEndpoint":
         return _SharedEndpoint(self.actor, key, shown, where)
 
+    def throttling(self) -> Throttling:
+        try:
+            return self.get(self.actor.throttling.remote())
+        except StateLost:
+            return Throttling()  # the counts were the actor's: the run says it was lost
+
     def snapshot(self):
         try:
-            return get(self.actor.endpoint_counts.remote())
+            return self.get(self.actor.endpoint_counts.remote())
         except StateLost:
             return {}  # the records were the actor's: the run says it was lost
 
     def unusable(self, before, first: int):
-        return get(self.actor.unusable.remote(before, first))
+        return self.get(self.actor.unusable.remote(before, first))
+
+
+@functools.lru_cache(maxsize=RUNS_KEPT)
+def worker_network(actor) -> SharedNetwork:
+    """This process's proxy of the run whose actor is ``actor`` (the same for every task of it)."""
+    return SharedNetwork(actor)
+
+
+class _SharedLimiter:
+    """One endpoint's limiter, used as a ``limits.Limiter`` is."""
+
+    def __init__(self, network: SharedNetwork, key: tuple):
+        self.network, self.key = network, key
+
+    def acquire(self) -> float:
+        return self.network.get(self.network.actor.acquire.remote(self.key, self.network.task))
+
+    def release(self, started: float, status, retry_after=None) -> None:
+        self.network.get(self.network.actor.release.remote(self.key, started, status, retry_after, self.network.task))
+
+    def charge(self, tokens: int) -> None:
+        self.network.actor.charge.remote(self.key, tokens)
 
 
 class _SharedEndpoint:
-    """One endpoint's record, used as an ``endpoints.Endpoint`` is."""
+    """One endpoint's record, used as a ``health.Endpoint`` is."""
 
     def __init__(self, actor, key, shown: str, where: dict):
         self.actor, self.key, self.shown, self.where = actor, key, shown, where

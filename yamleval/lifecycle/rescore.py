@@ -98,6 +98,7 @@ def _rescore_experiment(db, run_id: str, position: int, ready, origin: RunInfo, 
                         stop: threading.Event, watcher: RunWatcher) -> ExperimentResult:
     """One experiment's stored items scored again, each stored in the new run as it is scored."""
     from yamleval.engine import experiment as engine
+    from yamleval.executors import choice
 
     experiment_id = ready.experiment.id
 
@@ -111,7 +112,9 @@ def _rescore_experiment(db, run_id: str, position: int, ready, origin: RunInfo, 
                     return
 
         stored = db.item_view(origin.run_id, experiment_id, 0)
-        return engine.run_experiment(ready, previous=kept(engine.rescored(ready, stored)), stop=stop,
+        executors = choice.on(None)  # the judges call out through the run's network: its endpoint checks stop it
+        rescored = engine.rescored(ready, stored, executors.network)
+        return engine.run_experiment(ready, executor=executors, previous=kept(rescored), stop=stop,
                                      keep_items=False, run_new=False)
 
     return store_experiment(db, run_id, position, ready, dataset_hash, stop, watcher, rescore)

@@ -84,6 +84,7 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     from yamleval.lifecycle import shards as shard_runs
     from yamleval.engine import shards as sharding
     from yamleval.lifecycle.resume import changes, experiments_of, resumable
+    from yamleval.executors import choice
 
     if run_id is not None:
         sharding.check_run_id(run_id, resume)
@@ -114,6 +115,7 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
                                            executor=placed(e.executor, executor, ray_address)) for e in experiments]
         prepared = [plan.prepare(e) for e in experiments]
         cluster = clusters(experiments)
+        executors = choice.on(cluster)  # where each experiment runs, with the run's network
         dataset_hashes = {e.id: provenance.dataset_hash(e) for e in experiments}
         begun, rescore = {}, False
         if run_info is not None:
@@ -158,7 +160,8 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
                 watcher.experiment_started(experiment_id)
                 result = _run_experiment(db, run_id, position, ready, experiment_id in begun, rescore,
                                          dataset_hashes[experiment_id], limit, concurrency, stop, abandon, watcher,
-                                         _limits(project, ready.experiment, results, time.perf_counter() - began), shard)
+                                         _limits(project, ready.experiment, results, time.perf_counter() - began), shard,
+                                         executors)
             results.append(result)
             watcher.experiment_finished(result)
             if result.could_not_evaluate:  # the endpoint is likely another experiment's too: the run stops here
@@ -278,7 +281,8 @@ def cached(settings, wanted: bool | None, refresh: bool):
 
 
 def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore: bool, dataset_hash: str, limit,
-                    concurrency, stop: threading.Event, abandon, watcher: RunWatcher, limits, shard) -> ExperimentResult:
+                    concurrency, stop: threading.Event, abandon, watcher: RunWatcher, limits, shard,
+                    executors) -> ExperimentResult:
     """One experiment, its items stored as they finish; resumed where it was ``begun`` before
     (its finished items scored again first, with ``rescore``)."""
     from yamleval.engine import experiment as engine
@@ -302,7 +306,7 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore:
 
     def run(keeper) -> ExperimentResult:
         return engine.run_experiment(
-            ready, concurrency=concurrency, limit=limit, on_item=keeper.item,
+            ready, executor=executors, concurrency=concurrency, limit=limit, on_item=keeper.item,
             on_progress=lambda completed, total: watcher.progress(experiment_id, completed, total),
             stop=stop, abandon=abandon, previous=previous, keep_items=False, partial=partial,
             on_repeat=keeper.repeat, budgets=limits, shard=shard)

@@ -2,25 +2,33 @@
 
 One pooled session per endpoint; transient failures (connection errors, timeouts, 408, 409,
 429, 5xx) are retried by ``transport.request`` with exponential backoff and jitter, honouring
-``Retry-After``. Every call waits for the endpoint's ``throttle`` limiter (its ``rate_limit``,
-adaptive concurrency), one per base URL and model in the process. The api key is sent as a
-bearer token and never appears in a message, a repr or an exception.
+``Retry-After``. Every call waits for the endpoint's limiter (its ``rate_limit``, adaptive
+concurrency), one per base URL and model in the run whose ``Network`` the client is made with.
+The api key is sent as a bearer token and never appears in a message, a repr or an exception.
+
+The answer cache an item may use is handed to the client by the engine: ``calling(use, role)``
+is the same client (its session, limiter and what it has learned of the server) with its
+calls answered from that cache.
 """
 from __future__ import annotations
 
+import copy
 import json
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from yamleval.cache import answers as cache
-from yamleval.net import health as endpoints
-from yamleval.net import limits as throttle
 from yamleval.net import transport
+from yamleval.net.health import Endpoint
+from yamleval.net.network import Network, RunNetwork
 from yamleval.records.errors import YamlevalError
 from yamleval.models.config import ModelConfig
 from yamleval.models.extract import parse_answer, schema_problem
+from yamleval.models.replies import content_text, server_message, snippet, tool_calls, usage_of, with_schema_instruction
 from yamleval.records.types import Usage
+
+if TYPE_CHECKING:
+    from yamleval.cache.answers import Use
 
 # A chat completion is kilobytes; a reply this big is a wrong endpoint or a broken server, and
 # reading it whole, twenty items at a time, would exhaust the memory of the run.
@@ -103,24 +111,36 @@ def request_body(config: ModelConfig, messages: Sequence[Mapping[str, Any]], *,
     return body
 
 
+class _Learned:
+    """What a client has learned of its server, shared by the client and its ``calling`` copies."""
+
+    def __init__(self, default_limit: bool):
+        self.tools_unsupported = self.json_mode_unsupported = False
+        self.default_limit = default_limit  # judges then ask for JUDGE_MAX_TOKENS
+
+
 class ChatClient:
     """Chat Completions over one pooled session. Thread-safe; close it when done.
 
-    ``backoff`` is ``(initial, max)`` seconds of the exponential backoff between
-    retries; a ``Retry-After`` header replaces it (at most a minute).
+    ``network`` is the run's (its limiters and endpoint records); without one the client has
+    a network of its own. ``backoff`` is ``(initial, max)`` seconds of the exponential backoff
+    between retries; a ``Retry-After`` header replaces it (at most a minute).
     """
 
-    def __init__(self, config: ModelConfig, *, backoff: tuple[float, float] = (0.5, 8.0), pool_size: int = 64,
+    _use: Use | None = None  # the answer cache its calls may use (``calling``)
+    _role = "runner"
+
+    def __init__(self, config: ModelConfig, *, network: RunNetwork | None = None,
+                 backoff: tuple[float, float] = (0.5, 8.0), pool_size: int = 64,
                  sleep: Callable[[float], None] = time.sleep):
         self.config = config
         self.url = config.base_url.rstrip("/") + "/chat/completions"
+        self.network = network if network is not None else Network()
         self._backoff, self._sleep = backoff, sleep
-        self._tools_unsupported = False
-        self._json_mode_unsupported = False
-        self._default_limit = config.max_tokens is None  # judges then ask for JUDGE_MAX_TOKENS
+        self._learned = _Learned(config.max_tokens is None)
         self._session = transport.open_session(pool_size)
-        self._limiter = throttle.limiter((*transport.origin(self.url), config.model), config.rate_limit,
-                                         config.adaptive)
+        self._limiter = self.network.limiter((*transport.origin(self.url), config.model), config.rate_limit,
+                                             config.adaptive)
         self._endpoint = self.endpoint_for(self.url, "it has no such model, or no API at that address")
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if config.api_key:
@@ -130,14 +150,23 @@ class ChatClient:
     def __repr__(self) -> str:
         return f"ChatClient({self.config.name!r}, {self.url!r})"
 
-    def endpoint_for(self, url: str, missing: str) -> endpoints.Endpoint:
-        """The process's record of the requests to ``url`` of this model; ``missing``: what a 404 means."""
+    def calling(self, use: Use | None, role: str) -> "ChatClient":
+        """This client with its calls answered from ``use`` (an item's answer cache), made as
+        ``role`` ("runner" or "judge"); itself without one."""
+        if use is None:
+            return self
+        bound = copy.copy(self)
+        bound._use, bound._role = use, role
+        return bound
+
+    def endpoint_for(self, url: str, missing: str) -> Endpoint:
+        """The run's record of the requests to ``url`` of this model; ``missing``: what a 404 means."""
         where = f"models.{self.config.name}"
         shown = f"model {self.config.name!r} ({self.config.model} at {transport.shown_url(url)})"
-        return endpoints.endpoint(("model", self.config.name, url, self.config.model), shown,
-                                  address=f"`base_url` of {where}", credentials=f"`api_key` of {where}",
-                                  missing=f"{missing}: check `model` and `base_url` of {where} (an "
-                                          "OpenAI-compatible base_url usually ends in /v1)")
+        return self.network.endpoint(("model", self.config.name, url, self.config.model), shown,
+                                     address=f"`base_url` of {where}", credentials=f"`api_key` of {where}",
+                                     missing=f"{missing}: check `model` and `base_url` of {where} (an "
+                                             "OpenAI-compatible base_url usually ends in /v1)")
 
     def close(self) -> None:
         self._session.close()
@@ -159,24 +188,24 @@ class ChatClient:
 
     def send(self, body: Mapping[str, Any]) -> ChatReply:
         """POST one request ``body`` (``request_body`` made it) and read the reply; one asked
-        before comes from the answer cache when the call under way may use it (``cache``)."""
-        use = cache.current()
+        before comes from the answer cache when this client's calls may use one (``calling``)."""
+        use = self._use
         entry = use.key({"call": "chat", "url": transport.shown_url(self.url), "body": body}) \
-            if use is not None and use.caches_request(body) else None
+            if use is not None and use.caches_request(body, self._role) else None
         if entry is not None:
             kept = use.get(entry)
             if kept is not None:  # answered before: the same reply, no call, nothing charged
                 return self._reply(kept["reply"], 0.0, 0)
         data, reply = self.post(self.url, body, self._endpoint)
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
-            raise self.error(f"reply has no choices (HTTP {reply.status}): {_snippet(reply.text)}",
+            raise self.error(f"reply has no choices (HTTP {reply.status}): {snippet(reply.text)}",
                               status=reply.status, attempts=reply.attempts)
         answer = self._reply(data, reply.latency_ms, reply.attempts)
         if entry is not None:
             use.put(entry, {"reply": data}, answer.usage.total_tokens, answer.cost)
         return answer
 
-    def post(self, url: str, body: Mapping[str, Any], endpoint: endpoints.Endpoint) -> tuple[Any, transport.Reply]:
+    def post(self, url: str, body: Mapping[str, Any], endpoint: Endpoint) -> tuple[Any, transport.Reply]:
         """POST ``body`` to ``url`` of this model (its session, key, retries, rate limit; counted at
         ``endpoint``), charge the tokens used to the rate limit; the JSON reply, or ModelError."""
         try:
@@ -191,7 +220,7 @@ class ChatClient:
             data = json.loads(reply.text)
         except ValueError:
             kind = reply.headers.get("Content-Type") or "no content type"
-            raise self.error(f"reply is not JSON (HTTP {reply.status}, {kind}): {_snippet(reply.text)}",
+            raise self.error(f"reply is not JSON (HTTP {reply.status}, {kind}): {snippet(reply.text)}",
                               status=reply.status, attempts=reply.attempts) from None
         if self._limiter is not None:
             self._limiter.charge(usage_of(data).total_tokens)
@@ -199,7 +228,7 @@ class ChatClient:
 
     def _failed(self, failure: transport.HttpFailure) -> ModelError:
         if failure.reply is not None:
-            detail = f"HTTP {failure.status}: {_server_message(failure.reply.text, failure.reply.reason)}"
+            detail = f"HTTP {failure.status}: {server_message(failure.reply.text, failure.reply.reason)}"
         elif failure.kind == "too large":
             detail = f"the reply is {failure}; a model's reply never is: check base_url"
         else:
@@ -224,7 +253,7 @@ class ChatClient:
         usage = usage_of(data)
         price = self.config.price
         return ChatReply(
-            text=_content_text(message.get("content")), tool_calls=_tool_calls(message), usage=usage,
+            text=content_text(message.get("content")), tool_calls=tool_calls(message), usage=usage,
             latency_ms=latency_ms, cost=price.cost(usage) if price else None, raw=data,
             attempts=attempts, finish_reason=choice.get("finish_reason"))
 
@@ -256,27 +285,27 @@ class ChatClient:
                     model=self.config.name, cut_off=True)
         raise StructuredAnswerError(
             self._redact(f"model {self.config.name!r}: the answer does not fit the schema of {name!r}: "
-                         f"{problem}; answer: {_snippet(raw)}"),
+                         f"{problem}; answer: {snippet(raw)}"),
             raw=raw, replies=replies, model=self.config.name)
 
     def _structured_limited(self, messages: Sequence[Mapping[str, Any]], schema: Mapping[str, Any], name: str,
                             extra: dict[str, Any]) -> tuple[Any, str, ChatReply]:
         """``_structured_once`` with JUDGE_MAX_TOKENS when no limit is set; a server that refuses
         ``max_tokens`` (some reasoning models want another parameter) is asked without it from then on."""
-        if not self._default_limit or "max_tokens" in extra:
+        if not self._learned.default_limit or "max_tokens" in extra:
             return self._structured_once(messages, schema, name, extra)
         try:
             return self._structured_once(messages, schema, name, {**extra, "max_tokens": JUDGE_MAX_TOKENS})
         except ModelError as exc:
             if not self._refuses(exc, ("max_tokens",)):
                 raise
-            self._default_limit = False
+            self._learned.default_limit = False
             return self._structured_once(messages, schema, name, extra)
 
     def _structured_once(self, messages: Sequence[Mapping[str, Any]], schema: Mapping[str, Any],
                          name: str, extra: dict[str, Any]) -> tuple[Any, str, ChatReply]:
         refused: list[str] = []
-        if not self._tools_unsupported:
+        if not self._learned.tools_unsupported:
             tool = {"type": "function", "function": {"name": name, "parameters": dict(schema)}}
             try:
                 reply = self.chat(messages, tools=[tool],
@@ -292,8 +321,8 @@ class ChatClient:
                     if isinstance(arguments, dict):
                         return arguments, json.dumps(arguments), reply
                     return parse_answer(arguments), arguments, reply
-        prompted = _with_schema_instruction(messages, schema)
-        if not self._json_mode_unsupported:
+        prompted = with_schema_instruction(messages, schema)
+        if not self._learned.json_mode_unsupported:
             try:
                 reply = self.chat(prompted, response_format={"type": "json_object"}, **extra)
             except ModelError as exc:
@@ -319,30 +348,9 @@ class ChatClient:
         them has succeeded: a 400 that names a feature may be about one request alone (a prompt
         too long for its functions), and must not change how every later item is asked."""
         if "tools" in refused:
-            self._tools_unsupported = True
+            self._learned.tools_unsupported = True
         if "json_mode" in refused:
-            self._json_mode_unsupported = True
-
-
-# -- helpers -------------------------------------------------------------------------------
-
-def usage_of(data: Any) -> Usage:
-    """The tokens a reply says it used (none where it says nothing readable)."""
-    usage = data.get("usage") if isinstance(data, Mapping) else None
-    counts = [usage.get(key) if isinstance(usage, Mapping) else 0 for key in ("prompt_tokens", "completion_tokens")]
-    return Usage(*(count if isinstance(count, int) else 0 for count in counts))
-
-
-def _with_schema_instruction(messages: Sequence[Mapping[str, Any]], schema: Mapping[str, Any]) -> list[dict]:
-    # JSON mode on OpenAI requires the word JSON in the messages; the schema says what to put in it.
-    instruction = ("Answer with only a JSON object that matches this JSON Schema:\n"
-                   + json.dumps(schema, sort_keys=True))
-    out = [dict(m) for m in messages]
-    if out and out[0].get("role") == "system" and isinstance(out[0].get("content"), str):
-        out[0]["content"] = f"{out[0]['content']}\n\n{instruction}"
-    else:
-        out.insert(0, {"role": "system", "content": instruction})
-    return out
+            self._learned.json_mode_unsupported = True
 
 
 def _total(replies: Sequence[ChatReply]) -> ChatReply:
@@ -355,49 +363,3 @@ def _total(replies: Sequence[ChatReply]) -> ChatReply:
         usage=Usage(sum(r.usage.prompt_tokens for r in replies), sum(r.usage.completion_tokens for r in replies)),
         latency_ms=sum(r.latency_ms for r in replies), attempts=sum(r.attempts for r in replies),
         cost=None if all(c is None for c in costs) else sum(c or 0.0 for c in costs))
-
-
-def _content_text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, list):  # content parts
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
-    return str(content)
-
-
-def _tool_calls(message: Mapping[str, Any]) -> list[dict[str, Any]]:
-    calls = message.get("tool_calls") or []
-    if not calls and isinstance(message.get("function_call"), Mapping):  # the legacy shape
-        calls = [{"function": message["function_call"]}]
-    out = []
-    for call in calls:
-        function = (call or {}).get("function") or {}
-        arguments = function.get("arguments")
-        if isinstance(arguments, str):
-            try:
-                parsed = json.loads(arguments)
-            except ValueError:
-                parsed = None
-            arguments = parsed if isinstance(parsed, dict) else arguments
-        out.append({"name": function.get("name"), "arguments": arguments if arguments is not None else {}})
-    return out
-
-
-def _server_message(text: str, reason: str | None) -> str:
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return _snippet(text) or reason or "no message"
-    if isinstance(data, Mapping):
-        error = data.get("error")
-        if isinstance(error, Mapping) and error.get("message"):
-            return str(error["message"])
-        for value in (error, data.get("message"), data.get("detail")):
-            if isinstance(value, str) and value:
-                return value
-    return _snippet(text)
-
-
-def _snippet(text: str, limit: int = 500) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else text[:limit] + "…"

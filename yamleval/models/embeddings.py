@@ -16,7 +16,6 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from yamleval.cache import answers as cache
 from yamleval.net import transport
 from yamleval.models.client import ChatClient, usage_of
 from yamleval.records.types import Usage
@@ -46,9 +45,9 @@ class Embeddings:
         self._asked: dict[str, Future] = {}  # texts being asked for, by the item that asked first
         self._lock = threading.Lock()
 
-    def embed(self, texts: Sequence[str]) -> Embedded:
+    def embed(self, texts: Sequence[str], use: Any = None, role: str = "judge") -> Embedded:
         """The vector of each of ``texts``; raise ModelError when the request fails or its reply
-        is not one vector of numbers per text."""
+        is not one vector of numbers per text. ``use``: the answer cache of the item asking, as ``role``."""
         found: dict[str, Vector | Future] = {}
         mine: list[str] = []
         with self._lock:
@@ -64,7 +63,7 @@ class Embeddings:
         usage = Usage()
         if mine:
             try:
-                vectors, usage = self._fetch(mine)
+                vectors, usage = self._fetch(mine, use, role)
             except BaseException as exc:
                 self._settle(mine, error=exc)
                 raise
@@ -83,12 +82,11 @@ class Embeddings:
             while len(self._kept) > KEPT_VECTORS:
                 self._kept.popitem(last=False)
 
-    def _fetch(self, texts: Sequence[str]) -> tuple[list[Vector], Usage]:
+    def _fetch(self, texts: Sequence[str], use: Any, role: str) -> tuple[list[Vector], Usage]:
         """The vectors of ``texts``: from the answer cache, the others in one request."""
-        use = cache.current()
         model = self.client.config.model
         entries = {text: use.embeddings_key({"call": "embeddings", "url": transport.shown_url(self.url),
-                                             "model": model, "input": text}) if use else None for text in texts}
+                                             "model": model, "input": text}, role) if use else None for text in texts}
         vectors: dict[str, Vector] = {}
         for text, entry in entries.items():
             kept = use.get(entry) if entry is not None else None

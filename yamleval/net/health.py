@@ -2,8 +2,8 @@
 model fails every call the same way: a run against it would only repeat that error per item.
 
 The model client and the ``http`` runner send their requests with the ``Endpoint`` record of
-where they go (``transport.request(endpoint=...)``), which counts, for the whole process, the
-requests that ended (retries done) and those of them that failed for a lasting reason: nothing
+where they go (``transport.request(endpoint=...)``), kept by the run (``Endpoints``, on the
+run's ``Network``), which counts the requests that ended (retries done) and those of them that failed for a lasting reason: nothing
 listens at the address (connection refused), the host name is unknown, or HTTP 401, 403 or
 404. An experiment reads the counts since it started: when the first ``first_calls`` requests
 to one endpoint all failed for a lasting reason, and none ended otherwise, it is ``unusable``.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Hashable, Mapping
+from typing import Hashable, Mapping
 
 FIRST_CALLS = (3, 5)  # the fewest and the most first requests that must all fail
 
@@ -41,76 +41,65 @@ class Unusable:
 
 
 class Endpoint:
-    """How the requests of the process to one endpoint ended; ``advice`` says what to do about
+    """How the requests of a run to one endpoint ended; ``advice`` says what to do about
     each lasting cause."""
 
-    def __init__(self, shown: str, advice: Mapping[str, str]):
-        self.shown, self.advice = shown, advice
+    def __init__(self, shown: str, advice: Mapping[str, str], lock: threading.Lock):
+        self.shown, self.advice, self._lock = shown, advice, lock
         self.calls = self.lasting = 0
         self.cause: str | None = None
 
     def ended(self, lasting: str | None) -> None:
         """A request ended; ``lasting``: the cause of its failure, when it will not go away by itself."""
-        with _lock:
+        with self._lock:
             self.calls += 1
             if lasting is not None:
                 self.lasting += 1
                 self.cause = lasting
 
 
-_endpoints: dict[Hashable, Endpoint] = {}
-_lock = threading.Lock()
-_shared: Any = None  # the records of a cluster this process is part of: ``share``
-
-
-def share(records: Any) -> None:
-    """Keep every endpoint's record in ``records`` from now on: an object with the ``endpoint``,
-    ``snapshot`` and ``unusable`` of this module, that the processes of a cluster share (its
-    workers send the requests, its driver stops the run); None: this process's own again."""
-    global _shared
-    _shared = records
-
-
-def endpoint(key: Hashable, shown: str, *, address: str, credentials: str, missing: str) -> Endpoint:
-    """The process's record of ``key``, shown as ``shown``. The advice names the settings to
-    check: ``address`` (where it is), ``credentials`` (what it is sent to let the call in);
-    ``missing`` is what to do about a 404."""
-    if _shared is not None:
-        return _shared.endpoint(key, shown, address=address, credentials=credentials, missing=missing)
-    with _lock:
-        found = _endpoints.get(key)
-        if found is None:
-            found = _endpoints[key] = Endpoint(shown, {
-                "connection refused": f"nothing accepts connections there: start it, or correct {address}",
-                "unknown host": f"its host name is not known: correct {address}",
-                "HTTP 401": f"it refuses the credentials: check {credentials}, and that the environment "
-                            "variables named there are set",
-                "HTTP 403": f"it forbids the call with these credentials: check {credentials}",
-                "HTTP 404": missing})
-        return found
-
-
 Counts = Mapping[Hashable, "tuple[int, int]"]
 
 
-def snapshot() -> Counts:
-    """The requests ended and those failed for a lasting reason, per endpoint, so far."""
-    if _shared is not None:
-        return _shared.snapshot()
-    with _lock:
-        return {key: (record.calls, record.lasting) for key, record in _endpoints.items()}
+class Endpoints:
+    """The endpoint records of one run; thread-safe."""
 
+    def __init__(self):
+        self._endpoints: dict[Hashable, Endpoint] = {}
+        self._lock = threading.Lock()
 
-def unusable(before: Counts, first: int) -> Unusable | None:
-    """An endpoint whose requests since ``before`` are at least ``first``, every one of them
-    failed for a lasting reason; None when there is none."""
-    if _shared is not None:
-        return _shared.unusable(before, first)
-    with _lock:
-        for key, record in _endpoints.items():
-            calls, lasting = before.get(key, (0, 0))
-            calls, lasting = record.calls - calls, record.lasting - lasting
-            if calls >= first and lasting == calls:
-                cause = record.cause or "failed"
-                return Unusable(record.shown, first, cause, record.advice.get(cause, "check its settings"))
-    return None
+    def endpoint(self, key: Hashable, shown: str, *, address: str, credentials: str, missing: str) -> Endpoint:
+        """The run's record of ``key``, shown as ``shown``. The advice names the settings to
+        check: ``address`` (where it is), ``credentials`` (what it is sent to let the call in);
+        ``missing`` is what to do about a 404."""
+        found = self._endpoints.get(key)
+        if found is not None:
+            return found
+        with self._lock:
+            found = self._endpoints.get(key)
+            if found is None:
+                found = self._endpoints[key] = Endpoint(shown, {
+                    "connection refused": f"nothing accepts connections there: start it, or correct {address}",
+                    "unknown host": f"its host name is not known: correct {address}",
+                    "HTTP 401": f"it refuses the credentials: check {credentials}, and that the environment "
+                                "variables named there are set",
+                    "HTTP 403": f"it forbids the call with these credentials: check {credentials}",
+                    "HTTP 404": missing}, self._lock)
+            return found
+
+    def snapshot(self) -> Counts:
+        """The requests ended and those failed for a lasting reason, per endpoint, so far."""
+        with self._lock:
+            return {key: (record.calls, record.lasting) for key, record in self._endpoints.items()}
+
+    def unusable(self, before: Counts, first: int) -> Unusable | None:
+        """An endpoint whose requests since ``before`` are at least ``first``, every one of them
+        failed for a lasting reason; None when there is none."""
+        with self._lock:
+            for key, record in self._endpoints.items():
+                calls, lasting = before.get(key, (0, 0))
+                calls, lasting = record.calls - calls, record.lasting - lasting
+                if calls >= first and lasting == calls:
+                    cause = record.cause or "failed"
+                    return Unusable(record.shown, first, cause, record.advice.get(cause, "check its settings"))
+        return None

@@ -1,7 +1,8 @@
-"""Rate limits and adaptive concurrency per endpoint, shared by every caller in the process.
+"""Rate limits and adaptive concurrency per endpoint, shared by every caller in one run.
 
-An endpoint (scheme, host and port; and the model, for a model endpoint) has one ``Limiter``,
-whichever experiment, judge or agent calls it. Every attempt passes through it:
+An endpoint (scheme, host and port; and the model, for a model endpoint) has one ``Limiter``
+in a run (``Limiters``, kept by the run's ``Network``), whichever experiment, judge or agent
+calls it. Every attempt passes through it:
 
 - ``requests_per_minute``: attempts start evenly spaced, 60/rpm seconds apart (no burst), so
   a provider that counts per second sees the same rate as one that counts per minute;
@@ -18,11 +19,12 @@ whichever experiment, judge or agent calls it. Every attempt passes through it:
   Retry-After has passed. (Pausing every call on every Retry-After would idle the endpoint
   for a whole window each time the limit probes one call too far.)
 
-Counters (calls, refusals, seconds waited) are read as a snapshot of all endpoints; an
-experiment reports the difference between the snapshots at its start and its end.
+A limiter's settings are fixed when the run makes it: the first caller of an endpoint decides,
+and a later caller asking for other settings gets the stricter of the two (the lower rate of
+each kind; adaptive concurrency when either asks for it).
 
-The processes of a cluster share one limiter per endpoint: ``share`` hands every endpoint's
-limiter to an object that keeps them for all of them (``ray_executor``).
+Counters (calls, refusals, seconds waited) are read as a snapshot of all endpoints; an
+experiment reports the difference between the snapshots at its start and its end (``since``).
 """
 from __future__ import annotations
 
@@ -62,6 +64,14 @@ class RateLimit:
                 raise ValueError(f"`rate_limit.{key}` must be a number above 0, not {number!r}")
         return cls(value.get("requests_per_minute"), value.get("tokens_per_minute"))
 
+    def stricter(self, other: "RateLimit") -> "RateLimit":
+        """The lower allowance of each kind of this and ``other``."""
+        def lower(mine: float | None, theirs: float | None) -> float | None:
+            return theirs if mine is None else mine if theirs is None else min(mine, theirs)
+
+        return RateLimit(lower(self.requests_per_minute, other.requests_per_minute),
+                         lower(self.tokens_per_minute, other.tokens_per_minute))
+
 
 def check_adaptive(value: Any) -> bool:
     """``adaptive:`` as given; ValueError unless it is true or false."""
@@ -77,7 +87,7 @@ class Limiter:
         self._changed = threading.Condition()
         self._turn = threading.Lock()
         self._limit = math.inf  # calls allowed in flight
-        self.configure(rate_limit, adaptive)
+        self._settle(rate_limit or RateLimit(), adaptive)
         self._in_flight = self._answered = 0
         self._calm_until = self._last_start = self._paused_until = -math.inf
         self._latency: float | None = None  # seconds, smoothed over answered attempts
@@ -86,15 +96,17 @@ class Limiter:
         self.calls = self.throttled = 0
         self.waited = 0.0
 
-    def configure(self, rate_limit: RateLimit | None, adaptive: bool) -> None:
-        """Take the settings the latest caller gives (an endpoint has one set)."""
-        rate_limit = rate_limit or RateLimit()
+    def tighten(self, rate_limit: RateLimit | None, adaptive: bool) -> None:
+        """Hold to the stricter of these settings and its own (another caller of the endpoint)."""
         with self._changed:
-            self.rate_limit, self.adaptive = rate_limit, adaptive
-            self._interval = 60.0 / rate_limit.requests_per_minute if rate_limit.requests_per_minute else 0.0
-            self._token_rate = rate_limit.tokens_per_minute / 60.0 if rate_limit.tokens_per_minute else 0.0
-            if not adaptive:
-                self._limit = math.inf
+            stricter = self.rate_limit.stricter(rate_limit or RateLimit())
+            if (stricter, self.adaptive or adaptive) != (self.rate_limit, self.adaptive):
+                self._settle(stricter, self.adaptive or adaptive)
+
+    def _settle(self, rate_limit: RateLimit, adaptive: bool) -> None:
+        self.rate_limit, self.adaptive = rate_limit, adaptive
+        self._interval = 60.0 / rate_limit.requests_per_minute if rate_limit.requests_per_minute else 0.0
+        self._token_rate = rate_limit.tokens_per_minute / 60.0 if rate_limit.tokens_per_minute else 0.0
 
     @property
     def limit(self) -> float:
@@ -113,6 +125,10 @@ class Limiter:
                 self._changed.wait(wait if wait > 0 else None)
             self._in_flight += 1
             self.calls += 1
+            if not self._spacing():  # nothing asks for spacing: the call starts now, no turn taken
+                start = self._last_start = time.monotonic()
+                self.waited += start - asked
+                return start
         with self._turn:  # one call at a time waits for its start: a process that stalls sends no burst after
             time.sleep(max(0.0, self._last_start + self._spacing() - time.monotonic()))
             start = self._last_start = time.monotonic()
@@ -177,54 +193,38 @@ class Limiter:
         return -self._tokens / self._token_rate if self._tokens < 0 else 0.0
 
 
-_limiters: dict[Hashable, Limiter] = {}
-_lock = threading.Lock()
-_shared: Any = None  # the limiters of a cluster this process is part of: ``share``
+class Limiters:
+    """The limiters of one run, one per endpoint; thread-safe."""
 
+    def __init__(self):
+        self._limiters: dict[Hashable, Limiter] = {}
+        self._lock = threading.Lock()
 
-def share(limiters: Any) -> None:
-    """Take every endpoint's limiter from ``limiters`` from now on: an object with the
-    ``limiter`` and ``snapshot`` of this module, that the processes of a cluster share;
-    None: this process's own again."""
-    global _shared
-    _shared = limiters
-
-
-def shared() -> Any:
-    """The limiters this process shares with others (``share``), or None."""
-    return _shared
-
-
-def limiter(endpoint: Hashable, rate_limit: RateLimit | None, adaptive: bool = True) -> Limiter | None:
-    """The process's limiter of ``endpoint`` with these settings; None when nothing is limited."""
-    if _shared is not None:
-        return _shared.limiter(endpoint, rate_limit, adaptive)
-    with _lock:
-        found = _limiters.get(endpoint)
+    def limiter(self, endpoint: Hashable, rate_limit: RateLimit | None, adaptive: bool = True) -> Limiter | None:
+        """The run's limiter of ``endpoint``, made with these settings by its first caller (a later
+        one's stricter settings tighten it); None while nothing is limited there."""
+        found = self._limiters.get(endpoint)
         if found is None:
             if rate_limit is None and not adaptive:
                 return None
-            found = _limiters[endpoint] = Limiter(rate_limit, adaptive)
-    if found.rate_limit != (rate_limit or RateLimit()) or found.adaptive != adaptive:
-        found.configure(rate_limit, adaptive)
-    return found
+            with self._lock:
+                found = self._limiters.get(endpoint)
+                if found is None:
+                    found = self._limiters[endpoint] = Limiter(rate_limit, adaptive)
+                    return found
+        if (rate_limit is not None and found.rate_limit != rate_limit) or (adaptive and not found.adaptive):
+            found.tighten(rate_limit, adaptive)
+        return found
+
+    def snapshot(self) -> Throttling:
+        """The counters of every endpoint, added up."""
+        with self._lock:
+            limiters = list(self._limiters.values())
+        return Throttling(sum(x.calls for x in limiters), sum(x.throttled for x in limiters),
+                          sum(x.waited for x in limiters))
 
 
-def snapshot() -> Throttling:
-    """The counters of every endpoint, added up."""
-    with _lock:
-        limiters = list(_limiters.values())
-    own = Throttling(sum(x.calls for x in limiters), sum(x.throttled for x in limiters),
-                     sum(x.waited for x in limiters))
-    if _shared is None:
-        return own
-    theirs = _shared.snapshot()
-    return Throttling(own.calls + theirs.calls, own.throttled + theirs.throttled,
-                      own.waited_seconds + theirs.waited_seconds)
-
-
-def since(before: Throttling) -> Throttling:
-    """What happened on every endpoint since the snapshot ``before``."""
-    now = snapshot()
+def since(before: Throttling, now: Throttling) -> Throttling:
+    """What happened on every endpoint between the snapshots ``before`` and ``now``."""
     return Throttling(max(0, now.calls - before.calls), max(0, now.throttled - before.throttled),
                       round(max(0.0, now.waited_seconds - before.waited_seconds), 3))

@@ -10,9 +10,9 @@ import threading
 from typing import Any
 from urllib.parse import urlsplit
 
-from yamleval.net import health as endpoints
-from yamleval.net import limits as throttle
 from yamleval.net import transport
+from yamleval.net.limits import RateLimit, check_adaptive
+from yamleval.net.network import Network, RunNetwork
 from yamleval.records.paths import PathNotFound, lookup
 from yamleval.records.types import Item, RunnerResult, Usage
 
@@ -25,7 +25,7 @@ def http(item: Item, url: str, method: str = "POST", headers: dict | None = None
          query: dict | None = None, body: Any = None, output: str | None = None,
          usage: str | None = None, status: list[int] | None = None, timeout: float = 30,
          retries: int = 2, max_reply_mb: float = 10, rate_limit: dict | None = None,
-         adaptive: bool = True) -> RunnerResult:
+         adaptive: bool = True, network: RunNetwork | None = None) -> RunnerResult:
     """Send ``method`` to ``url`` with ``headers``, ``query`` parameters and ``body``.
 
     ``body`` goes as JSON when it is an object or a list, as text when it is a string; its
@@ -43,17 +43,19 @@ def http(item: Item, url: str, method: str = "POST", headers: dict | None = None
 
     ``rate_limit`` (``{requests_per_minute, tokens_per_minute}``, tokens as ``usage`` counts
     them) and ``adaptive`` concurrency (fewer calls at once after a 429 or 503) hold for the
-    service's host and port, shared by every experiment of the process that calls it.
+    service's host and port, shared by every experiment of the run that calls it (``network``,
+    the run's: its limiters and endpoint records; called by itself, the call has its own).
     """
     # ``item`` reaches the service only through templates in url, query, headers and body
     method, where = _check(url, method, retries)
     limit = _limit(max_reply_mb)
     origin = transport.origin(url.strip())
-    limiter = throttle.limiter(origin, throttle.RateLimit.from_value(rate_limit), throttle.check_adaptive(adaptive))
-    endpoint = endpoints.endpoint(("http", origin), f"the http runner's {where}", address="the runner's `url`",
-                                  credentials="the runner's `headers`",
-                                  missing="nothing is at that URL: correct the runner's `url` (or, when 404 is "
-                                          "an answer to score, list it in `status`)")
+    network = network if network is not None else Network()
+    limiter = network.limiter(origin, RateLimit.from_value(rate_limit), check_adaptive(adaptive))
+    endpoint = network.endpoint(("http", origin), f"the http runner's {where}", address="the runner's `url`",
+                                credentials="the runner's `headers`",
+                                missing="nothing is at that URL: correct the runner's `url` (or, when 404 is "
+                                        "an answer to score, list it in `status`)")
     request = _request(headers, query, body)
     try:
         reply = transport.request(_session(), method, url, timeout=float(timeout), max_bytes=limit,

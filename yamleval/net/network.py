@@ -1,0 +1,57 @@
+"""The network state of one run: its limiters by endpoint and its endpoint records.
+
+A run makes one ``Network`` (an experiment run by itself makes its own) and hands it down to
+whoever calls out: the ``http`` runner gets it as ``network`` in its item context, the model
+clients are made with it (``Models.for_run``). Two runs in one process never share a limiter
+or an endpoint record. On Ray the workers and the driver use a proxy with the same face
+(``RunNetwork``) that asks the run's actor (``executors.ray_shared.SharedNetwork``).
+"""
+from __future__ import annotations
+
+from typing import Hashable, Protocol
+
+from yamleval.net.health import Counts, Endpoint, Endpoints, Unusable
+from yamleval.net.limits import Limiter, Limiters, RateLimit
+from yamleval.records.types import Throttling
+
+
+class RunNetwork(Protocol):
+    """What the callers of a run's network use: this process's ``Network``, or a cluster's proxy."""
+
+    def limiter(self, endpoint: Hashable, rate_limit: RateLimit | None, adaptive: bool = True) -> Limiter | None: ...
+
+    def endpoint(self, key: Hashable, shown: str, *, address: str, credentials: str, missing: str) -> Endpoint: ...
+
+    def snapshot(self) -> Counts: ...
+
+    def unusable(self, before: Counts, first: int) -> Unusable | None: ...
+
+    def throttling(self) -> Throttling: ...
+
+
+class Network:
+    """The limiters and endpoint records of one run in this process; thread-safe."""
+
+    def __init__(self):
+        self._limiters = Limiters()
+        self._endpoints = Endpoints()
+
+    def limiter(self, endpoint: Hashable, rate_limit: RateLimit | None, adaptive: bool = True) -> Limiter | None:
+        """The run's limiter of ``endpoint`` (``Limiters.limiter``); None while nothing is limited."""
+        return self._limiters.limiter(endpoint, rate_limit, adaptive)
+
+    def endpoint(self, key: Hashable, shown: str, *, address: str, credentials: str, missing: str) -> Endpoint:
+        """The run's record of the requests to ``key`` (``Endpoints.endpoint``)."""
+        return self._endpoints.endpoint(key, shown, address=address, credentials=credentials, missing=missing)
+
+    def snapshot(self) -> Counts:
+        """The requests ended and those failed for a lasting reason, per endpoint, so far."""
+        return self._endpoints.snapshot()
+
+    def unusable(self, before: Counts, first: int) -> Unusable | None:
+        """An endpoint whose first ``first`` requests since ``before`` all failed for a lasting reason."""
+        return self._endpoints.unusable(before, first)
+
+    def throttling(self) -> Throttling:
+        """The rate limits' counters of every endpoint, added up."""
+        return self._limiters.snapshot()
