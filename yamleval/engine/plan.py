@@ -1,8 +1,10 @@
 """Turn a loaded experiment into one ready to run: plugins bound, dataset openable.
 
 ``check`` does every load-time check without running anything (``yamleval validate``);
-``prepare`` does the same and keeps the bound plugins. Both make the config file's folder
-importable only while they bind; a run is made inside ``importable`` by its caller.
+``prepare`` does the same and keeps the bound plugins (and the dataset's, when it has one).
+The config file's folder is on ``sys.path`` only while they import plugins; a run is made
+inside ``importable`` by its caller, where the project's code may import its siblings as it
+runs (``plugins.importpath``).
 """
 from __future__ import annotations
 
@@ -10,11 +12,11 @@ import contextlib
 import dataclasses
 import difflib
 import json
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from yamleval.plugins import calls
+from yamleval.plugins import importpath
 from yamleval.plugins import registry as plugins
 from yamleval.config.model import DatasetSpec, Experiment, PluginSpec, ScorerSpec
 from yamleval.datasets import Dataset, open_dataset
@@ -35,6 +37,7 @@ class Prepared:
     models: Models | None = None
     # of a variant: its baseline's stored result for an item (None when there is none), for its scorers
     baseline: Callable[[str], ItemResult | None] | None = None
+    dataset_plugin: Callable | None = None  # the dataset's plugin, resolved when it was prepared
 
     @property
     def compares(self) -> bool:
@@ -47,22 +50,16 @@ class Prepared:
         return self.experiment.secrets
 
     def open_dataset(self, limit: int | None = None) -> Dataset:
-        return open_dataset(self.experiment.dataset, limit, _dataset_plugin)
+        found = self.dataset_plugin
+        return open_dataset(self.experiment.dataset, limit, _dataset_plugin if found is None else lambda _: found)
 
 
 @contextlib.contextmanager
 def importable(experiment: Experiment) -> Iterator[None]:
-    """The config file's folder on ``sys.path`` while inside, so that ``plugins.mod:fn`` next to
-    it is found when plugins are bound, and what they import lazily while a run is under way."""
-    folder = experiment.base_dir
-    added = folder not in sys.path
-    if added:
-        sys.path.insert(0, folder)
-    try:
+    """While inside (a run of the experiment), the project's own code may import the modules
+    next to it as it runs; ``sys.path`` stays as it is."""
+    with importpath.lazy_imports(experiment.base_dir):
         yield
-    finally:
-        if added and folder in sys.path:
-            sys.path.remove(folder)
 
 
 def _dataset_plugin(spec: DatasetSpec) -> Callable:
@@ -72,26 +69,27 @@ def _dataset_plugin(spec: DatasetSpec) -> Callable:
     return plugins.resolve(named, "datasets")
 
 
-def _check_dataset(spec: DatasetSpec, context: str, read_rows: bool) -> list[ConfigError]:
+def _check_dataset(spec: DatasetSpec, context: str, read_rows: bool) -> tuple[list[ConfigError], Callable | None]:
+    """The dataset's errors, and its plugin when it has one."""
     if spec.url is not None:
-        return []  # validate makes no network request
+        return [], None  # validate makes no network request
     if spec.plugin is not None or spec.name is not None:
         try:
             function = _dataset_plugin(spec)
         except ConfigError as exc:
-            return [exc]
+            return [exc], None
         if spec.plugin is not None:
             sig = plugins.signature_of(function, ("limit",))
-            return plugins.check_arguments(spec.plugin, sig, spec.plugin.with_, "datasets", context)
-        return []
+            return plugins.check_arguments(spec.plugin, sig, spec.plugin.with_, "datasets", context), function
+        return [], function
     try:
         dataset = open_dataset(spec)
         if read_rows:
             for _ in dataset:
                 pass
     except ConfigError as exc:
-        return [exc]
-    return []
+        return [exc], None
+    return [], None
 
 
 def _models(experiment: Experiment) -> Models:
@@ -197,21 +195,23 @@ def _bind_all(experiment: Experiment, instantiate: bool):
 
 def check(experiment: Experiment, read_rows: bool = True) -> list[ConfigError]:
     """Every error ``prepare`` would raise, plus every bad dataset row, without running anything."""
-    with importable(experiment):
+    with importpath.importing(experiment.base_dir):
         _, _, _, errors = _bind_all(experiment, instantiate=False)
-        errors.extend(_check_dataset(experiment.dataset, experiment.context(), read_rows))
+        errors.extend(_check_dataset(experiment.dataset, experiment.context(), read_rows)[0])
     return errors
 
 
 def prepare(experiment: Experiment, dataset: bool = True) -> Prepared:
     """Bind the runner and scorers; raise every config error found. Without ``dataset``, its
     dataset is not looked at (a worker that runs items read by another process)."""
-    with importable(experiment):
+    found = None
+    with importpath.importing(experiment.base_dir):
         runner, scorers, models, errors = _bind_all(experiment, instantiate=True)
         if dataset:
-            errors.extend(_check_dataset(experiment.dataset, experiment.context(), read_rows=False))
+            problems, found = _check_dataset(experiment.dataset, experiment.context(), read_rows=False)
+            errors.extend(problems)
     raise_all(errors)
-    return Prepared(experiment, runner, tuple(scorers), models if experiment.models else None)
+    return Prepared(experiment, runner, tuple(scorers), models if experiment.models else None, dataset_plugin=found)
 
 
 def with_baseline(ready: Prepared, experiments: Sequence[Experiment],

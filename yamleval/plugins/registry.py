@@ -1,7 +1,7 @@
 """One registry and one resolver for every plugin kind: runners, scorers, datasets, tools, reports.
 
 A reference is ``package.module:attr`` (imported; the config file's folder is on
-``sys.path``) or a bare name looked up in the entry-point group ``yamleval.<kind>``. The
+``sys.path`` while a project's plugins are imported, ``plugins.importpath``) or a bare name looked up in the entry-point group ``yamleval.<kind>``. The
 built-ins are the entry points of yamleval's own distribution (setup.cfg lists them); an
 entry is imported only when it is used.
 """
