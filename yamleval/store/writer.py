@@ -96,6 +96,7 @@ class Store:
         self._flushed = time.monotonic()
 
     def has_table(self, name: str) -> bool:
+        """Whether the database has that table (a read-only one of an older schema may lack some)."""
         return self.database.has_table(name)
 
     def _migrate(self) -> None:
