@@ -1,9 +1,10 @@
 """One registry and one resolver for every plugin kind: runners, scorers, datasets, tools, reports.
 
 A reference is ``package.module:attr`` (imported; the config file's folder is on
-``sys.path`` while a project's plugins are imported, ``plugins.importpath``) or a bare name looked up in the entry-point group ``yamleval.<kind>``. The
-built-ins are the entry points of yamleval's own distribution (setup.cfg lists them); an
-entry is imported only when it is used.
+``sys.path`` while a project's plugins are imported, ``plugins.importpath``) or a bare
+name looked up in the entry-point group ``yamleval.<kind>``. The built-ins are the entry
+points of yamleval's own distribution (setup.cfg lists them); an entry is imported only
+when it is used.
 """
 from __future__ import annotations
 
@@ -56,8 +57,9 @@ def find(kind: str, name: str) -> EntryPoint | None:
 
 
 class OptionError(ValueError):
-    """What a plugin's ``validate_with`` hook (``hooks.ValidatesWith``) raises for a bad ``with:`` value: ``key`` names the
-    option at fault (the error points there), ``hint`` suggests a fix."""
+    """What a plugin's ``validate_with`` hook (``hooks.ValidatesWith``) raises for a bad
+    ``with:`` value: ``key`` names the option at fault (the error points there), ``hint``
+    suggests a fix."""
 
     def __init__(self, message: str, key: str | None = None, hint: str | None = None) -> None:
         super().__init__(message)
