@@ -122,3 +122,47 @@ def test_shards_stored_apart_merge_into_postgresql(write_config, tmp_path, postg
     whole = run_cli("run", "-q", "--store", "whole.db", "--report-dir", "whole", cwd=tmp_path)
     assert gate.returncode == whole.returncode
     assert _comparable(tmp_path / "merged" / "results.json") == _comparable(tmp_path / "whole" / "results.json")
+
+
+def test_every_form_of_password_libpq_reads_is_hidden_everywhere(tmp_path, postgres_server):
+    """In the user part (raw, with ``#`` and ``?`` in it, or percent-encoded), in the query
+    (``password=``), and in ``PGPASSWORD``: the password is in no output, page or message, on a run
+    that reaches the server and on one refused."""
+    import urllib.parse
+
+    import psycopg
+
+    secret = "se#cr?et-" + postgres_server.password[3:15]
+    role = "r_" + postgres_server.password[3:11]
+    name = postgres_server.new_database()
+    with psycopg.connect(postgres_server.url(), autocommit=True) as db:
+        db.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{secret}'")
+        db.execute(f'GRANT ALL ON DATABASE "{name.rsplit("/", 1)[1]}" TO {role}')
+        db.execute(f'ALTER DATABASE "{name.rsplit("/", 1)[1]}" OWNER TO {role}')
+    where = f"127.0.0.1:{postgres_server.port}/{name.rsplit('/', 1)[1]}"
+    encoded = urllib.parse.quote(secret, safe="")
+    forms = {
+        "encoded in the user part": (f"postgresql://{role}:{encoded}@{where}", {}),
+        "in the query": (f"postgresql://{role}@{where}?password={encoded}", {}),
+        "in PGPASSWORD": (f"postgresql://{role}@{where}", {"PGPASSWORD": secret}),
+    }
+    (tmp_path / "evals.yaml").write_text(textwrap.dedent(CONFIG))
+    texts = []
+    for form, (url, environ) in forms.items():
+        done = run_cli("run", cwd=tmp_path, DATABASE_URL=url, **environ)
+        assert done.returncode == 1, (form, done.stderr)
+        history = run_cli("history", "--html", "out/history.html", cwd=tmp_path, DATABASE_URL=url, **environ)
+        assert history.returncode == 0, (form, history.stderr)
+        if environ:
+            refused = run_cli("runs", "--store", url, cwd=tmp_path, PGPASSWORD="wrong" + secret)
+        else:
+            refused = run_cli("runs", "--store", url.replace(encoded, "wrong" + encoded), cwd=tmp_path)
+        assert refused.returncode == 2 and "password authentication failed" in refused.stderr, (form, refused.stderr)
+        texts += [done.stdout + done.stderr, history.stdout + history.stderr, refused.stderr]
+        texts += [path.read_text(encoding="utf-8") for path in (tmp_path / "out").iterdir()]
+    raw = f"postgresql://{role}:{secret}@{where}"
+    texts += [run_cli("runs", "--store", raw, cwd=tmp_path).stderr, run_cli("runs", "--store", raw + "?sslmode=x#y",
+                                                                            cwd=tmp_path).stderr]
+    for text in texts:
+        for shown in (secret, encoded, secret.split("#")[1], secret.split("?")[1]):
+            assert shown not in text, (shown, text)

@@ -10,7 +10,7 @@ import pytest
 from conftest import cli_env
 from yamleval.store import locations
 from yamleval.store.errors import Conflict, DatabaseError
-from yamleval.store.schema import Table
+from yamleval.store.database import Table
 
 NOTES = Table("notes", "id TEXT NOT NULL, number INTEGER, body TEXT, PRIMARY KEY (id)", ("id",))
 

@@ -189,14 +189,14 @@ class Use:
         return self.settings.judges and body.get("temperature") == 0
 
     def key(self, record: Mapping[str, Any]) -> str:
-        from yamleval.engine.redaction import redact_value
+        from yamleval.records.redaction import redact_value
 
         return key({**redact_value(dict(record), self.secrets), "repeat": self.repeat})
 
     def embeddings_key(self, record: Mapping[str, Any], role: str) -> str | None:
         """The key of an embedding asked for as ``role``, or None when it is not cached: a vector
         is the same at any temperature and in every repeat, so it is kept whenever a judge's calls may be."""
-        from yamleval.engine.redaction import redact_value
+        from yamleval.records.redaction import redact_value
 
         if role != "judge" or not self.settings.judges:
             return None
@@ -218,7 +218,7 @@ class Use:
         return found
 
     def put(self, entry: str, value: Mapping[str, Any], tokens: int, cost: float | None) -> None:
-        from yamleval.engine.redaction import redact_value
+        from yamleval.records.redaction import redact_value
 
         with self._counting:
             self.misses += 1

@@ -2,7 +2,7 @@
 
 Only the expanded copy is used to run; the stored and reported config keeps the
 original text. Every value taken from the environment is noted in the ``secrets`` given,
-so that what a run of that config writes can be cleaned of it (``yamleval.engine.redaction``):
+so that what a run of that config writes can be cleaned of it (``yamleval.records.redaction``):
 a server or a program may repeat a key in an error, a reply or a trace. ``$${`` is a
 literal ``${``. A variable set to the empty string is an error where a key, a URL or a
 header value is expected.

@@ -14,7 +14,7 @@ from yamleval.config import interpolate, overrides, schema, variants, yaml_sourc
 from yamleval.config.model import Experiment, build_experiment
 from yamleval.config.yaml_source import SourceMap
 from yamleval.records.errors import ConfigError, Location, display_path, raise_all
-from yamleval.engine.redaction import Secrets
+from yamleval.records.redaction import Secrets
 
 PROJECT_KEYS = {"models", "defaults", "store", "reports", "include", "experiments", "budget"}
 REPORT_FORMATS = ("html", "junit", "json", "markdown")

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from yamleval.engine.budget import Budget, seconds
 from yamleval.config.yaml_source import Path, SourceMap
-from yamleval.engine.redaction import Secrets
+from yamleval.records.redaction import Secrets
 from yamleval.records.types import Variant
 
 DEFAULTS = {"concurrency": 8, "timeout": 60.0, "retries": 2, "confidence": 0.95, "repeats": 1, "reduce": "mean"}

@@ -16,7 +16,7 @@ from yamleval.engine import budget, criteria, repeats
 from yamleval.engine import shards as sharding
 from yamleval.engine.item import ItemProcessor, caching as caching_of
 from yamleval.engine.plan import Prepared
-from yamleval.engine.redaction import redact_experiment, redact_item
+from yamleval.records.redaction import redact_experiment, redact_item
 from yamleval.engine.scoring import error_result
 from yamleval.engine.shards import Shard
 from yamleval.net import health, limits

@@ -21,7 +21,7 @@ from yamleval.plugins import registry as plugins
 from yamleval.config.model import DatasetSpec, Experiment, PluginSpec, ScorerSpec
 from yamleval.datasets import Dataset, open_dataset
 from yamleval.records.errors import ConfigError, raise_all
-from yamleval.engine.redaction import Secrets, redact_text
+from yamleval.records.redaction import Secrets, redact_text
 from yamleval.engine.scoring import Scorer
 from yamleval.records.types import ItemResult
 

@@ -17,7 +17,7 @@ from yamleval.lifecycle import shards as shard_runs
 from yamleval.records.errors import UsageError, display_path
 from yamleval.lifecycle.run import RunOutcome
 from yamleval.lifecycle.stored import new_run_id
-from yamleval.store.locations import open_store
+from yamleval.store.writer import open_store
 from yamleval.store.writer import Store
 from yamleval.records.types import RunInfo
 

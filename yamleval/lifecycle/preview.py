@@ -22,7 +22,7 @@ from yamleval.config.model import Experiment
 from yamleval.records.errors import describe_exception
 from yamleval.models.client import ChatClient
 from yamleval.models.registry import Models
-from yamleval.engine.redaction import Secrets, redact_text, redact_value
+from yamleval.records.redaction import Secrets, redact_text, redact_value
 from yamleval.records.types import Item
 
 PLACEHOLDER = "<the runner's answer>"

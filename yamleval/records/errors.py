@@ -52,9 +52,9 @@ def display_path(path: str) -> str:
     """A file path as messages show it: relative to the current directory when below it (a URL
     as it is)."""
     if "://" in path:
-        from yamleval.store.postgres import shown_url
+        from yamleval.records.urls import shown_database_url
 
-        return shown_url(path)  # never a password
+        return shown_database_url(path)  # never a password
     rel = os.path.relpath(path)
     return path if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
 

@@ -1,5 +1,5 @@
 """The results database: SQLite or PostgreSQL behind one ``Database`` interface, its schema,
 writing and reading runs. ``open_store`` opens a database that holds stored runs already."""
-from yamleval.store.locations import open_store
+from yamleval.store.writer import open_store
 
 __all__ = ["open_store"]

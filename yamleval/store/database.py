@@ -10,9 +10,8 @@ Failures are the store's own errors (``store.errors``): ``Busy`` (try again), ``
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ContextManager, Iterable, Iterator, Literal, Protocol, Sequence
-
-from yamleval.store.schema import Table
 
 OnConflict = Literal["fail", "ignore", "replace"]  # what an insert does with a row whose key is taken
 MARKER = "{p}"
@@ -21,6 +20,15 @@ MARKER = "{p}"
 def bound(statement: str, placeholder: str) -> str:
     """``statement`` with the backend's ``placeholder`` for each ``{p}``."""
     return statement.replace(MARKER, placeholder)
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table: its name, its columns and constraints as both dialects write them, and its key."""
+
+    name: str
+    columns: str
+    key: tuple[str, ...]
 
 
 class Database(Protocol):

@@ -1,6 +1,6 @@
 """Where a results database is: a SQLite file (a path) or a PostgreSQL database (a
 ``postgresql://`` URL); the backend that speaks to it, and the one way every command opens a
-database that should hold stored runs already (``open_store``)."""
+database (``connect``); ``existing`` says whether stored runs can be there."""
 from __future__ import annotations
 
 import os
@@ -11,7 +11,6 @@ from yamleval.store.postgres import is_url, shown_url
 
 if TYPE_CHECKING:
     from yamleval.store.database import Database
-    from yamleval.store.writer import Store
 
 FIRST_RUN = "run `yamleval run` first, or give --store"
 
@@ -38,12 +37,3 @@ def existing(location: str, remedy: str = FIRST_RUN) -> str:
     if not is_url(location) and not os.path.isfile(location):
         raise UsageError(f"no results database at {display_path(location)}" + (f"; {remedy}" if remedy else ""))
     return location
-
-
-def open_store(location: str, remedy: str = FIRST_RUN) -> Store:
-    """The results database at ``location`` (a path or a ``postgresql://`` URL), to read its stored
-    runs and write more: UsageError (exit 2) when no file is there, or what is there is not a
-    yamleval results database (or cannot be reached), the message naming it without its password."""
-    from yamleval.store.writer import Store
-
-    return Store(existing(location, remedy))

@@ -3,17 +3,17 @@
 ``record::json -> 'key'`` paths, a ``rowid BIGSERIAL`` in every table (the number SQLite gives
 each row of its own), the schema version in a ``yamleval_schema`` table, tables found in
 ``pg_catalog`` and the schema created under an advisory lock. The password of a URL is never
-shown: ``shown_url`` hides it.
+shown (``yamleval.records.urls``), nor repeated from a server's or psycopg's words.
 """
 from __future__ import annotations
 
 import contextlib
-import urllib.parse
+import os
 from typing import Any, Iterable, Iterator, Sequence
 
-from yamleval.store.database import OnConflict, bound
+from yamleval.records.urls import passwords, scrubbed, shown_database_url as shown_url
+from yamleval.store.database import OnConflict, Table, bound
 from yamleval.store.errors import Busy, Conflict, DatabaseError, ReadOnly
-from yamleval.store.schema import Table
 
 SCHEMES = ("postgresql://", "postgres://")
 CONNECT_SECONDS = 10
@@ -25,21 +25,11 @@ def is_url(path: str | None) -> bool:
     return bool(path) and path.startswith(SCHEMES)
 
 
-def shown_url(url: str) -> str:
-    """The URL without its password: how messages, logs and reports name the database."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = netloc[0].split(":", 1)[0]
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
-
-
-def _error(exc: Exception) -> DatabaseError:
-    """The store's error for one of psycopg's, in the server's words on one line."""
+def _error(exc: Exception, secrets: Sequence[str] = ()) -> DatabaseError:
+    """The store's error for one of psycopg's, in the server's words on one line (no password)."""
     from psycopg import IntegrityError, errors
 
-    words = " ".join(str(exc).split())
+    words = scrubbed(" ".join(str(exc).split()), list(secrets))
     if isinstance(exc, IntegrityError):
         return Conflict(words)
     if isinstance(exc, (errors.LockNotAvailable, errors.DeadlockDetected, errors.SerializationFailure)):
@@ -48,13 +38,13 @@ def _error(exc: Exception) -> DatabaseError:
 
 
 @contextlib.contextmanager
-def _errors() -> Iterator[None]:
+def _errors(secrets: Sequence[str] = ()) -> Iterator[None]:
     import psycopg
 
     try:
         yield
     except psycopg.Error as exc:
-        raise _error(exc) from None
+        raise _error(exc, secrets) from None
 
 
 def _connect(url: str):
@@ -62,7 +52,7 @@ def _connect(url: str):
         import psycopg
     except ImportError:
         raise DatabaseError("psycopg is not installed") from None
-    with _errors():
+    with _errors(passwords(url, dict(os.environ))):
         return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_SECONDS)
 
 

@@ -4,25 +4,12 @@ How a table is created, and where the version is kept, each backend says (``Data
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from yamleval.records.codec import storable_text
+from yamleval.store.database import Database, Table
 from yamleval.store.errors import FOREIGN, DatabaseError
 
-if TYPE_CHECKING:
-    from yamleval.store.database import Database
-
 SCHEMA_VERSION = 8
-
-
-@dataclass(frozen=True)
-class Table:
-    """A table: its name, its columns and constraints as both dialects write them, and its key."""
-
-    name: str
-    columns: str
-    key: tuple[str, ...]
 
 
 RUNS = Table("runs", "run_id TEXT PRIMARY KEY, status TEXT NOT NULL, started_at TEXT NOT NULL, completed_at TEXT,"

@@ -10,9 +10,8 @@ import sqlite3
 import urllib.parse
 from typing import Any, Iterable, Iterator, Sequence
 
-from yamleval.store.database import OnConflict, bound
+from yamleval.store.database import OnConflict, Table, bound
 from yamleval.store.errors import Busy, Conflict, DatabaseError, ReadOnly, cause
-from yamleval.store.schema import Table
 
 BUSY_SECONDS = 10.0  # how long a statement waits for another process's lock (Ctrl-C waits as long)
 _INSERT = {"fail": "INSERT", "ignore": "INSERT OR IGNORE", "replace": "INSERT OR REPLACE"}

@@ -25,10 +25,10 @@ from yamleval.analysis.aggregate import Aggregator, recount
 from yamleval.config.model import Experiment
 from yamleval.records.errors import UsageError, display_path
 from yamleval.records.codec import encode, encode_record, summary_from_json, summary_to_json
-from yamleval.store.database import Database, OnConflict
+from yamleval.store.database import Database, OnConflict, Table
 from yamleval.store.errors import (RESUME_HINT, Conflict, DatabaseError, ReadOnly, StoreWriteError, cannot, cause,
                                    duplicate_item)
-from yamleval.store.schema import SCHEMA_VERSION, Table  # noqa: F401  (the store's version, for callers)
+from yamleval.store.schema import SCHEMA_VERSION  # noqa: F401  (the store's version, for callers)
 from yamleval.store.reader import StoredItems, read_rows
 from yamleval.records.types import ExperimentResult, ItemResult, RunInfo, StoredExperiment, Summary, Variant
 
@@ -383,3 +383,10 @@ def _alive(pid: int | None, host: str | None) -> bool:
     from yamleval.config.provenance import host as this_host
 
     return pid is None or host != this_host() or running(pid)
+
+
+def open_store(location: str, remedy: str = locations.FIRST_RUN) -> Store:
+    """The results database at ``location`` (a path or a ``postgresql://`` URL), to read its stored
+    runs and write more: UsageError (exit 2) when no file is there, or what is there is not a
+    yamleval results database (or cannot be reached), the message naming it without its password."""
+    return Store(locations.existing(location, remedy))
