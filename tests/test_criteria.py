@@ -9,7 +9,7 @@ import pytest
 
 import yamleval
 from conftest import run_cli
-from yamleval.engine import criteria
+from yamleval.analysis import criteria
 from yamleval.analysis import stats
 from yamleval.analysis.aggregate import Aggregator
 from yamleval.config.model import CriterionSpec

@@ -264,7 +264,7 @@ def prune_cache(path: Union[str, os.PathLike, None] = None, *, ttl: str | None =
     recently used past ``max_size`` (``2GB``, ``500MB``; default 2GB), as ``yamleval cache prune``."""
     from yamleval.cache import answers
     from yamleval.config.model import size_bytes
-    from yamleval.engine.budget import seconds
+    from yamleval.config.budget import seconds
 
     try:
         limits = (seconds(ttl) if ttl else answers.DEFAULT_TTL,

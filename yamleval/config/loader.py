@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from yamleval.engine.budget import Budget
+from yamleval.config.budget import Budget
 from yamleval.config import interpolate, overrides, schema, variants, yaml_source
 from yamleval.config.model import Experiment, build_experiment
 from yamleval.config.yaml_source import SourceMap

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from yamleval.engine.budget import Budget, seconds
+from yamleval.config.budget import Budget, seconds
 from yamleval.config.yaml_source import Path, SourceMap
 from yamleval.records.redaction import Secrets
 from yamleval.records.types import Variant

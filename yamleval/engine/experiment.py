@@ -12,7 +12,8 @@ import time
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from yamleval.analysis.aggregate import Aggregator
-from yamleval.engine import budget, criteria, repeats
+from yamleval.analysis import criteria
+from yamleval.engine import budget, repeats
 from yamleval.engine import shards as sharding
 from yamleval.engine.item import ItemProcessor, caching as caching_of
 from yamleval.engine.plan import Prepared

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from yamleval.analysis import compare
+from yamleval.reporting import comparison as comparison_text
 from yamleval.store import tags as run_tags
 from yamleval.records.errors import UsageError
 from yamleval.records.types import CriterionResult, ExperimentResult, RunInfo
@@ -53,6 +54,6 @@ def _judged(store, run_id: str, criterion: CriterionResult, result: ExperimentRe
     if change is None:
         return dataclasses.replace(criterion, detail=f"skipped: scorer '{criterion.scorer}' is not in the"
                                                      f" baseline run {base.run_id}")
+    said = comparison_text.change_text(change, criterion.alpha, False)
     return dataclasses.replace(criterion, skipped=False, passed=change.verdict != compare.REGRESSED,
-                               actual=change.p_value,
-                               detail=f"baseline {base.run_id}: {compare.change_text(change, criterion.alpha, False)}")
+                               actual=change.p_value, detail=f"baseline {base.run_id}: {said}")

@@ -12,7 +12,8 @@ import threading
 from typing import Iterable, Iterator, Sequence
 
 from yamleval.records.errors import UsageError
-from yamleval.lifecycle.run import DEFAULT_STORE, RunOutcome, RunWatcher, finish_run, git_state, new_run, open_outputs
+from yamleval.lifecycle.outputs import DEFAULT_STORE, open_outputs
+from yamleval.lifecycle.run import RunOutcome, RunWatcher, finish_run, git_state, new_run
 from yamleval.lifecycle.stored import store_experiment
 from yamleval.records.types import ExperimentResult, ItemResult, RunInfo
 

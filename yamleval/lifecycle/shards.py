@@ -14,7 +14,7 @@ import dataclasses
 import json
 
 from yamleval.lifecycle.stored import finished_experiment, run_passed
-from yamleval.engine import criteria
+from yamleval.analysis import criteria
 from yamleval.analysis.aggregate import recount
 from yamleval.records.errors import UsageError
 from yamleval.store import shards as stored_shards

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Iterator, Sequence
 
 from yamleval.analysis.run_summary import RunSummary, summarize
-from yamleval.lifecycle.run import DEFAULT_STORE
+from yamleval.lifecycle.outputs import DEFAULT_STORE
 from yamleval.records.errors import UsageError, display_path
 from yamleval.records.outcome import RunOutcome
 from yamleval.records.types import Breakdown, ExperimentResult, RunInfo
@@ -234,6 +234,7 @@ COMPARE_FORMATS = ("text", "markdown", "json", "html")
 
 def compare(given, base_ref: str, candidate_ref: str, alpha: float, margin: float, fmt: str) -> Compared:
     from yamleval.analysis import compare as comparing
+    from yamleval.reporting import comparison
 
     if fmt not in COMPARE_FORMATS:
         raise UsageError(f"unknown format {fmt}; choose from {', '.join(COMPARE_FORMATS)}")
@@ -245,8 +246,8 @@ def compare(given, base_ref: str, candidate_ref: str, alpha: float, margin: floa
         from yamleval.reporting import compare_html
 
         return Compared(found, compare_html.render(found, base_results, candidate_results))
-    return Compared(found, comparing.to_json(found) if fmt == "json" else
-                    comparing.to_text(found, markdown=fmt == "markdown"))
+    return Compared(found, comparison.to_json(found) if fmt == "json" else
+                    comparison.to_text(found, markdown=fmt == "markdown"))
 
 
 def history(given, last: int, tag_name: str | None, html: str | os.PathLike | None) -> History:

@@ -10,6 +10,7 @@ from typing import Iterable, Sequence
 
 from yamleval.analysis import compare
 from yamleval.analysis import figures
+from yamleval.reporting import comparison
 from yamleval.reporting.html import asset, csp_hash, template
 from yamleval.reporting.html_data import field_text
 from yamleval.reporting.text import clean_text
@@ -22,8 +23,8 @@ def _change_row(name: str, change: compare.PairedChange, alpha: float) -> dict:
     d, p = change.difference, change.p_value
     return {"name": name, "verdict": change.verdict, "pairs": change.pairs, "worse": change.worse,
             "better": change.better, "p_value": "–" if p is None else f"{p:.2g}" if p else "< 1e-300",
-            "mean": compare.signed(d.mean),
-            "interval": f"{compare.signed(d.interval[0])} to {compare.signed(d.interval[1])}" if d.interval else "–",
+            "mean": comparison.signed(d.mean),
+            "interval": f"{comparison.signed(d.interval[0])} to {comparison.signed(d.interval[1])}" if d.interval else "–",
             "level": figures.level(1 - alpha)}
 
 
@@ -63,11 +64,11 @@ def render(c: compare.Comparison, base: Sequence[ExperimentResult], candidate: S
         flips = _flipped(e.flips, before[e.experiment_id].items, after[e.experiment_id].items) if e.flips else []
         experiments.append({"id": e.experiment_id, "only_in": e.only_in, "changes": rows, "flips": flips,
                             "more_flips": max(0, len(e.flips) - FLIPS_SHOWN), "added": list(e.added),
-                            "removed": list(e.removed), "pass_rate": compare.signed(e.summary_deltas.get("pass_rate"), True),
-                            "mean_score": compare.signed(e.summary_deltas.get("mean_score"))})
+                            "removed": list(e.removed), "pass_rate": comparison.signed(e.summary_deltas.get("pass_rate"), True),
+                            "mean_score": comparison.signed(e.summary_deltas.get("mean_score"))})
     style = asset("report.css")
     csp = ("default-src 'none'; style-src " + csp_hash(style) + "; img-src data:; connect-src 'none';"
            " form-action 'none'; base-uri 'none'; object-src 'none'")
     return template("compare.html").render(
-        c=c, verdict=compare.verdict_line(c), unfinished=c.unfinished, experiments=experiments,
+        c=c, verdict=comparison.verdict_line(c), unfinished=c.unfinished, experiments=experiments,
         config_diff=clean_text("\n".join(c.config_diff), limit=10 ** 9), csp=csp, style=Markup(style), regressions=len(c.regressions))

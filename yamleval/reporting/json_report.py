@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import IO, Any, Sequence
 
-from yamleval.analysis.compare import changes_json
+from yamleval.reporting.comparison import changes_json
 from yamleval.records.codec import encode, encode_record
 from yamleval.reporting import variants
 from yamleval.reporting import breakdowns

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from yamleval.analysis import figures
-from yamleval.engine.criteria import latency_figure
+from yamleval.analysis.criteria import latency_figure
 from yamleval.reporting.trajectory import read_trajectory
 from yamleval.records.types import CacheUse, CriterionResult, ExperimentResult, ItemResult, Throttling
 

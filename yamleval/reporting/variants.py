@@ -12,7 +12,8 @@ from typing import Sequence
 
 from yamleval.analysis import figures
 from yamleval.analysis import stats
-from yamleval.analysis.compare import ALPHA, ExperimentDiff, change_text, diff_experiments, mean_over
+from yamleval.analysis.compare import ALPHA, ExperimentDiff, diff_experiments, mean_over
+from yamleval.reporting.comparison import change_text
 from yamleval.records.types import ExperimentResult
 
 PAIRWISE = "pairwise"

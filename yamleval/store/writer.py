@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import tenacity
 
-from yamleval.engine import criteria
+from yamleval.analysis import criteria
 from yamleval.store import locations
 from yamleval.store import schema as store_schema
 from yamleval.store import repeats as stored_repeats

@@ -1,0 +1,115 @@
+"""A comparison of two stored runs (``analysis.compare``) as the terminal, Markdown and JSON
+show it: the verdict line, each experiment's changes beyond chance, flips, added and removed
+items, and the start of the configuration's diff."""
+from __future__ import annotations
+
+import json
+
+from yamleval.analysis import figures
+from yamleval.analysis.compare import (IMPROVED, NO_CHANGE, RANK, REGRESSED, Comparison, ExperimentDiff,
+                                       PairedChange, named_changes)
+from yamleval.reporting.text import terminal_block
+
+CONFIG_DIFF_LINES = 40  # of the diff printed; the JSON has all of it
+
+
+def signed(value: float | None, percent: bool = False) -> str:
+    if value is None:
+        return "–"
+    return f"{value * 100:+.1f} pp" if percent else f"{value:+.3f}"
+
+
+def to_text(c: Comparison, markdown: bool = False) -> str:
+    lines = [f"{'## ' if markdown else ''}{c.base} ({c.base_status}) → {c.candidate} ({c.candidate_status}): "
+             f"{len(c.regressions)} regressions"]
+    lines.append(verdict_line(c))
+    if c.unfinished:
+        lines.append(c.unfinished)
+    lines += _config_lines(c, markdown)
+    for e in c.experiments:
+        lines.append("")
+        lines.append(f"{'### ' if markdown else ''}{e.experiment_id}")
+        if e.only_in:
+            lines.append(f"only in the {e.only_in} run")
+            continue
+        lines.append(f"pass rate {signed(e.summary_deltas['pass_rate'], True)}, "
+                     f"mean score {signed(e.summary_deltas['mean_score'])}")
+        if e.change:
+            lines.append(change_text(e.change, c.alpha, markdown))
+        for sid, delta in e.score_deltas.items():
+            change = e.scorer_changes.get(sid)
+            lines.append(f"{'- ' if markdown else '  '}{sid}: mean {signed(delta)}"
+                         + (f" · {change_text(change, c.alpha, markdown)}" if change else ""))
+        for f in e.flips:
+            mark = "regressed" if f.regression else "improved" if RANK[f.after] > RANK[f.before] else "changed"
+            item = f"`{f.item_id}`" if markdown else f.item_id
+            lines.append(f"{'- ' if markdown else '  '}{item}: {f.before} → {f.after} ({mark})")
+        if e.added:
+            lines.append(f"{'- ' if markdown else '  '}added: {', '.join(e.added)}")
+        if e.removed:
+            lines.append(f"{'- ' if markdown else '  '}removed: {', '.join(e.removed)}")
+    return "\n".join(lines) + "\n"
+
+
+def _config_lines(c: Comparison, markdown: bool) -> list[str]:
+    """``same configuration``, or the start of the diff, safe to print (control characters
+    removed, each line indented: a code block in Markdown)."""
+    if not c.config_diff:
+        return ["same configuration"]
+    shown = terminal_block("\n".join(c.config_diff[:CONFIG_DIFF_LINES])).split("\n")
+    lines = ["configuration changed:", *([""] if markdown else []),  # a code block cannot interrupt a paragraph
+             *(("    " if markdown else "  ") + line for line in shown)]
+    if len(c.config_diff) > CONFIG_DIFF_LINES:
+        lines.append(f"  … {len(c.config_diff) - CONFIG_DIFF_LINES} more lines"
+                     f" (`yamleval show RUN --config` prints a run's configuration)")
+    return lines
+
+
+def to_json(c: Comparison) -> str:
+    return json.dumps({
+        "base": c.base, "candidate": c.candidate, "base_status": c.base_status, "candidate_status": c.candidate_status,
+        "regressions": len(c.regressions), "config_diff": list(c.config_diff), **_verdicts_json(c),
+        "experiments": [{"id": e.experiment_id, "only_in": e.only_in, **changes_json(e),
+                         "flips": [{"item": f.item_id, "before": f.before, "after": f.after,
+                                    "regression": f.regression} for f in e.flips],
+                         "added": list(e.added), "removed": list(e.removed), "score_deltas": e.score_deltas,
+                         "summary_deltas": e.summary_deltas} for e in c.experiments],
+    }, indent=2, ensure_ascii=False) + "\n"
+
+
+def verdict_line(c: Comparison) -> str:
+    """What changed beyond chance, in one line."""
+    named = {verdict: [name for e in c.experiments for name, change in named_changes(e) if change.verdict == verdict]
+             for verdict in (REGRESSED, IMPROVED)}
+    found = "; ".join(f"{verdict}: {', '.join(names)}" for verdict, names in named.items() if names)
+    return f"paired verdict ({c.rule}): {found or NO_CHANGE}"
+
+
+def change_text(change: PairedChange, alpha: float, markdown: bool) -> str:
+    verdict = f"**{change.verdict}**" if markdown and change.verdict != NO_CHANGE else change.verdict
+    parts, p, d = [], change.p_value, change.difference
+    if change.pairs:
+        parts.append(f"{change.pairs} pairs, {change.worse} pass → fail, {change.better} fail → pass, "
+                     f"McNemar p {f'= {p:.2g}' if p else '< 1e-300'}")
+    if d.mean is not None:
+        low, high = d.interval or (None, None)
+        interval = f" ({figures.level(1 - alpha)} {signed(low)} to {signed(high)})" if d.interval else ""
+        parts.append(f"mean score {signed(d.mean)}{interval}")
+    return f"{verdict}: {'; '.join(parts) or 'no item judged or scored in both runs'}"
+
+
+def _verdicts_json(c: Comparison) -> dict:
+    return {"alpha": c.alpha, "margin": c.margin, "significant_regressions": c.significant_regressions}
+
+
+def _change_json(change: PairedChange) -> dict:
+    d = change.difference
+    return {"verdict": change.verdict, "pairs": change.pairs, "pass_to_fail": change.worse,
+            "fail_to_pass": change.better, "p_value": change.p_value, "score_pairs": d.pairs,
+            "mean_difference": d.mean, "mean_difference_ci": list(d.interval) if d.interval else None,
+            "ci_method": d.method}
+
+
+def changes_json(e: ExperimentDiff) -> dict:
+    return {"change": _change_json(e.change) if e.change else None,
+            "scorer_changes": {sid: _change_json(change) for sid, change in e.scorer_changes.items()}}
