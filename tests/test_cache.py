@@ -58,7 +58,7 @@ def test_a_second_run_asks_the_model_nothing_and_gives_the_same_results(openai_s
     assert first.returncode == 1, first.stderr  # the answers carry the secret: none is exact
     assert len(openai_server.requests) == 4
     before = _results(tmp_path)
-    assert before["summary"]["cache"] == {"hits": 0, "misses": 4, "saved_tokens": 0, "saved_cost": 0.0}
+    assert before["summary"]["cache"] == {"hits": 0, "misses": 4, "saved_tokens": 0, "saved_cost": 0.0, "damaged": 0}
 
     second = run_cli("run", "-q", cwd=tmp_path, CACHE_KEY=SECRET)
     assert second.returncode == 1, second.stderr
@@ -84,13 +84,13 @@ def test_a_second_run_asks_the_model_nothing_and_gives_the_same_results(openai_s
     refreshed = run_cli("run", "-q", "--refresh-cache", cwd=tmp_path, CACHE_KEY=SECRET)
     assert refreshed.returncode == 1, refreshed.stderr
     assert len(openai_server.requests) == 9, "--refresh-cache asks again"
-    assert _results(tmp_path)["summary"]["cache"] == {"hits": 0, "misses": 4, "saved_tokens": 0, "saved_cost": 0.0}
+    assert _results(tmp_path)["summary"]["cache"] == {"hits": 0, "misses": 4, "saved_tokens": 0, "saved_cost": 0.0, "damaged": 0}
 
     _answers(openai_server, 4)
     off = run_cli("run", "-q", "--no-cache", cwd=tmp_path, CACHE_KEY=SECRET)
     assert off.returncode == 1, off.stderr
     assert len(openai_server.requests) == 13, "--no-cache asks every time"
-    assert _results(tmp_path)["summary"]["cache"] == {"hits": 0, "misses": 0, "saved_tokens": 0, "saved_cost": 0.0}
+    assert _results(tmp_path)["summary"]["cache"] == {"hits": 0, "misses": 0, "saved_tokens": 0, "saved_cost": 0.0, "damaged": 0}
 
 
 def test_judges_at_temperature_zero_are_cached_by_default_and_runners_only_when_asked(openai_server, write_config,  # noqa: F811
@@ -196,3 +196,30 @@ def test_answers_from_the_cache_count_nothing_against_a_budget(write_config, tmp
     assert _calls(log) == 6
     summary = _results(tmp_path)["summary"]
     assert summary["cache"]["hits"] == 6 and summary["tokens"]["prompt"] + summary["tokens"]["completion"] == 60
+
+
+@pytest.mark.parametrize("damage", ["not json {", "[1, 2]", '{"tokens": 3}'])
+def test_a_damaged_entry_is_ignored_counted_and_asked_again(openai_server, write_config, tmp_path, damage):  # noqa: F811
+    """An entry that is not valid JSON, not an object, or lacks the reply: the model is asked, the
+    item passes as on the first run, and the run says how many entries it found damaged."""
+    write_config(MODEL_CONFIG.replace("BASE", openai_server.base_url))
+    _items(tmp_path, ["Be brief."] * 3)
+    _answers(openai_server, 3)
+    assert run_cli("run", "-q", cwd=tmp_path, CACHE_KEY=SECRET).returncode == 1
+    first = _results(tmp_path)
+    with sqlite3.connect(tmp_path / "answers.db") as db:
+        [key] = db.execute("SELECT key FROM entries ORDER BY key LIMIT 1").fetchone()
+        db.execute("UPDATE entries SET value = ? WHERE key = ?", (damage, key))
+    _answers(openai_server, 3)
+    again = run_cli("run", cwd=tmp_path, CACHE_KEY=SECRET)
+    assert again.returncode == 1 and "Traceback" not in again.stderr, again.stderr
+    assert len(openai_server.requests) == 4, "only the damaged entry's call is made again"
+    after = _results(tmp_path)
+    assert after["summary"]["cache"] == {"hits": 2, "misses": 1, "saved_tokens": 24,
+                                         "saved_cost": pytest.approx(2 * (10 * 2.0 + 2 * 8.0) / 1e6), "damaged": 1}
+    assert [i["status"] for i in after["items"]] == [i["status"] for i in first["items"]]
+    assert [i["error"] for i in after["items"]] == [None, None, None]
+    assert "2 answers from the cache, 1 asked" in again.stdout and "1 damaged entry ignored and asked again" in again.stdout
+    third = run_cli("run", "-q", cwd=tmp_path, CACHE_KEY=SECRET)
+    assert third.returncode == 1 and len(openai_server.requests) == 4, "the new answer replaced the damaged entry"
+    assert _results(tmp_path)["summary"]["cache"]["hits"] == 3

@@ -54,6 +54,10 @@ class Stats:
     newest: float | None
 
 
+class DamagedEntry(ValueError):
+    """An entry that is not the JSON object yamleval wrote (a file changed by hand, a disk error)."""
+
+
 class Cache:
     """One cache file. Thread-safe: the connection is used by one thread at a time."""
 
@@ -83,8 +87,9 @@ class Cache:
                 self._db.execute("BEGIN IMMEDIATE")
                 work()
 
-    def get(self, entry: str) -> Any | None:
-        """The value kept under ``entry``, or None (never kept, or older than the ttl)."""
+    def get(self, entry: str) -> dict[str, Any] | None:
+        """The value kept under ``entry``, or None (never kept, or older than the ttl); DamagedEntry
+        when what is kept there is not a JSON object."""
         if self._empty:
             return None
         now = time.time()
@@ -94,7 +99,13 @@ class Cache:
             return None
         if now - row[2] > _TOUCH_AFTER:  # kept recent for pruning, without a write on every hit
             self._write(lambda: self._db.execute("UPDATE entries SET used = ? WHERE key = ?", (now, entry)))
-        return json.loads(row[0])
+        try:
+            value = json.loads(row[0])
+        except (TypeError, ValueError):
+            value = None
+        if not isinstance(value, dict):
+            raise DamagedEntry(entry)
+        return value
 
     def put(self, entry: str, value: Any, tokens: int = 0, cost: float | None = None) -> None:
         """Keep ``value`` (JSON, secrets already replaced) under ``entry``; ``tokens`` and ``cost``:
@@ -177,7 +188,7 @@ class Use:
         calls are cached one by one (a model runner), not its whole call."""
         self.open_cache, self.settings, self.repeat, self.secrets = open_cache, settings, repeat, secrets
         self.requests = requests
-        self.hits = self.misses = self.saved_tokens = 0
+        self.hits = self.misses = self.saved_tokens = self.damaged = 0
         self.saved_cost = 0.0
         self._counting = threading.Lock()  # a runner may make its calls from threads of its own
 
@@ -202,19 +213,27 @@ class Use:
             return None
         return key(redact_value(dict(record), self.secrets))
 
-    def get(self, entry: str) -> Any | None:
-        """The kept value, counted as a hit (None: a miss, counted when the answer is kept)."""
+    def get(self, entry: str, needs: str | None = None) -> dict[str, Any] | None:
+        """The kept value, counted as a hit (None: a miss, counted when the answer is kept). An
+        entry that is damaged (not a JSON object, or without the ``needs`` key the caller reads)
+        is counted as such and answers nothing: the call is made, and its answer replaces it."""
         if self.settings.refresh:
             return None
         try:
             found = self.open_cache().get(entry)
+            if found is not None and needs is not None and needs not in found:
+                raise DamagedEntry(entry)
+        except DamagedEntry:
+            with self._counting:
+                self.damaged += 1
+            return None
         except (sqlite3.Error, UsageError):
             return None  # a cache that cannot be read answers nothing: the call is made
         if found is not None:
             with self._counting:
                 self.hits += 1
-                self.saved_tokens += found.get("tokens", 0)
-                self.saved_cost += found.get("cost") or 0.0
+                self.saved_tokens += found.get("tokens") if isinstance(found.get("tokens"), int) else 0
+                self.saved_cost += found.get("cost") if isinstance(found.get("cost"), (int, float)) else 0.0
         return found
 
     def put(self, entry: str, value: Mapping[str, Any], tokens: int, cost: float | None) -> None:
@@ -231,4 +250,6 @@ class Use:
         """What it did, for the item's result (None: nothing asked of it)."""
         from yamleval.records.types import CacheUse
 
-        return CacheUse(self.hits, self.misses, self.saved_tokens, self.saved_cost) if self.hits or self.misses else None
+        if not (self.hits or self.misses or self.damaged):
+            return None
+        return CacheUse(self.hits, self.misses, self.saved_tokens, self.saved_cost, self.damaged)

@@ -98,7 +98,7 @@ class ItemProcessor:
         context = ItemContext(item, item.expected, self.vars, self._models(use, "runner"), deadline=deadline,
                               config_dir=self.config_dir, network=self.network)
         entry = self.caching.runner_entry(use, item) if use is not None else None
-        kept = use.get(entry) if entry is not None else None
+        kept = use.get(entry, "output") if entry is not None else None
         started = time.perf_counter()
         try:
             if kept is not None:  # the runner's answer, kept from an earlier run

@@ -193,7 +193,7 @@ class ChatClient:
         entry = use.key({"call": "chat", "url": transport.shown_url(self.url), "body": body}) \
             if use is not None and use.caches_request(body, self._role) else None
         if entry is not None:
-            kept = use.get(entry)
+            kept = use.get(entry, "reply")
             if kept is not None:  # answered before: the same reply, no call, nothing charged
                 return self._reply(kept["reply"], 0.0, 0)
         data, reply = self.post(self.url, body, self._endpoint)

@@ -89,7 +89,7 @@ class Embeddings:
                                              "model": model, "input": text}, role) if use else None for text in texts}
         vectors: dict[str, Vector] = {}
         for text, entry in entries.items():
-            kept = use.get(entry) if entry is not None else None
+            kept = use.get(entry, "embedding") if entry is not None else None
             if kept is not None:
                 vectors[text] = tuple(kept["embedding"])
         missing = [text for text in texts if text not in vectors]

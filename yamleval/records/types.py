@@ -175,16 +175,18 @@ class Throttling:
 @dataclass(frozen=True, slots=True)
 class CacheUse:
     """What the answer cache (``yamleval.cache.answers``) did for an item or an experiment: answers read
-    from it, answers it did not have (then kept), and the tokens and cost the hits saved."""
+    from it, answers it did not have (then kept), the tokens and cost the hits saved, and entries
+    found damaged (ignored: the call was made)."""
 
     hits: int = 0
     misses: int = 0
     saved_tokens: int = 0
     saved_cost: float = 0.0
+    damaged: int = 0
 
     def __add__(self, other: "CacheUse") -> "CacheUse":
         return CacheUse(self.hits + other.hits, self.misses + other.misses, self.saved_tokens + other.saved_tokens,
-                        self.saved_cost + other.saved_cost)
+                        self.saved_cost + other.saved_cost, self.damaged + other.damaged)
 
 
 @dataclass(frozen=True)
