@@ -1,1 +1,1 @@
-"""Numbers from results: aggregation, statistics, comparison, history."""
+"""Numbers from results: aggregation, pass criteria, statistics, comparison (no text), history."""

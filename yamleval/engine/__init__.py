@@ -1,1 +1,1 @@
-"""One experiment's items: plan, run, score, repeat, budget, criteria, redaction."""
+"""One experiment's items: plan, run, score, repeat, hold to a budget."""
