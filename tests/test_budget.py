@@ -200,6 +200,6 @@ def test_an_experiment_inherits_each_limit_of_its_defaults_budget(write_config):
 @pytest.mark.parametrize("written, seconds", [("90s", 90), ("30m", 1800), ("2h", 7200), ("1h30m", 5400),
                                               ("1.5m", 90), (45, 45)])
 def test_durations_read_as_written(written, seconds):
-    from yamleval.engine.budget import seconds as read
+    from yamleval.config.budget import seconds as read
 
     assert read(written) == seconds

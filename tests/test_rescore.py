@@ -237,8 +237,10 @@ def test_a_source_run_cut_short_is_rescored_as_far_as_it_got_with_a_warning(writ
     assert source.status == "interrupted"
     done = run_cli("rescore", "latest", "-q", cwd=tmp_path)
     assert f"warning: run {source.run_id} is interrupted: only the items it stored are scored again" in done.stderr
+    assert done.returncode == 1, done.stderr  # its source never finished: no pass
     run, result, after = stored(tmp_path)
-    assert run.status == "completed" and run.rescored_from == source.run_id
+    assert run.status == "aborted" and run.rescored_from == source.run_id
+    assert result.incomplete and not result.passed and not run.passed
     assert sorted(after) == sorted(before)
     assert [after[i].output for i in sorted(after)] == [before[i].output for i in sorted(before)]
 

@@ -8,6 +8,7 @@ judged, stored and reported as any run is (``runs``), so it can be compared with
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 from typing import Iterable, Iterator, Sequence
 
@@ -45,6 +46,8 @@ def rescore_run(project, source: str, wanted: Sequence[str] = (), *, store: str 
     if origin.status != "completed":
         watcher.warning(f"run {origin.run_id} is {origin.status}: only the items it stored are scored again")
     hashes = {stored.experiment_id: stored.dataset_hash for stored in db.experiments(origin.run_id)}
+    # an experiment its source did not finish (crashed, stopped, aborted, a shard missing) stays unfinished
+    finished = {stored.experiment_id for stored in db.experiments(origin.run_id) if stored.status == "completed"}
     run_id = new_run(db, project, experiments, git, _repeats(db, origin), rescored_from=origin.run_id)
     run_tags.add(db, run_id, out.tags)
     watcher.run_started(run_id, False)
@@ -55,7 +58,8 @@ def rescore_run(project, source: str, wanted: Sequence[str] = (), *, store: str 
         watcher.experiment_started(ready.experiment.id)
         # a variant's pairwise judge compares with the baseline's answers as the source run stored them
         ready = plan.with_baseline(ready, experiments, lambda stored_id: db.item_view(origin.run_id, stored_id, 0).find)
-        result = _rescore_experiment(db, run_id, position, ready, origin, hashes[ready.experiment.id], stop, watcher)
+        result = _rescore_experiment(db, run_id, position, ready, origin, hashes[ready.experiment.id], stop, watcher,
+                                     ready.experiment.id in finished)
         results.append(result)
         watcher.experiment_finished(result)
         if result.could_not_evaluate:  # a judge's endpoint cannot be used, likely another experiment's too
@@ -96,8 +100,10 @@ def _repeats(db, origin: RunInfo) -> int | None:
 
 
 def _rescore_experiment(db, run_id: str, position: int, ready, origin: RunInfo, dataset_hash: str | None,
-                        stop: threading.Event, watcher: RunWatcher) -> ExperimentResult:
-    """One experiment's stored items scored again, each stored in the new run as it is scored."""
+                        stop: threading.Event, watcher: RunWatcher, finished: bool) -> ExperimentResult:
+    """One experiment's stored items scored again, each stored in the new run as it is scored. Of a
+    source experiment not ``finished``, the result is incomplete: it never passes, and a gate on the
+    new run fails, as it would on the source."""
     from yamleval.engine import experiment as engine
     from yamleval.executors import choice
 
@@ -115,7 +121,8 @@ def _rescore_experiment(db, run_id: str, position: int, ready, origin: RunInfo, 
         stored = db.item_view(origin.run_id, experiment_id, 0)
         executors = choice.on(None)  # the judges call out through the run's network: its endpoint checks stop it
         rescored = engine.rescored(ready, stored, executors.network)
-        return engine.run_experiment(ready, executor=executors, previous=kept(rescored), stop=stop,
-                                     keep_items=False, run_new=False)
+        result = engine.run_experiment(ready, executor=executors, previous=kept(rescored), stop=stop,
+                                       keep_items=False, run_new=False)
+        return result if finished else dataclasses.replace(result, passed=False, incomplete=True)
 
     return store_experiment(db, run_id, position, ready, dataset_hash, stop, watcher, rescore)

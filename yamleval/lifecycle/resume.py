@@ -5,7 +5,7 @@ from __future__ import annotations
 from yamleval.records.errors import UsageError
 from yamleval.records.types import RunInfo
 
-UNFINISHED = ("running", "interrupted", "stopped", "crashed")  # stopped: by a budget
+UNFINISHED = ("running", "interrupted", "stopped", "aborted", "crashed")  # stopped: by a budget
 
 
 def resumable(db, ref: str, project, wanted: list[str] | None, force: bool) -> RunInfo:

@@ -18,7 +18,7 @@ from yamleval.records.errors import UsageError, display_path
 from yamleval.records.outcome import ReportsInterrupted, RunOutcome, RunWatcher  # noqa: F401  (the lifecycle's types)
 from yamleval.records.types import CacheUse, ExperimentResult, RunInfo, now
 from yamleval.lifecycle.outputs import Outputs, open_outputs, write_reports_then_finish
-from yamleval.lifecycle.stored import new_run_id, run_passed, store_experiment
+from yamleval.lifecycle.stored import ended_as, new_run_id, run_passed, store_experiment
 
 
 
@@ -234,9 +234,9 @@ def finish_run(out: Outputs, run_id: str, results: list[ExperimentResult], plann
     from yamleval.lifecycle import shards as shard_runs
 
     interrupted = stop.is_set()
+    own = tuple(results) if shard is not None else ()
     passed = run_passed(results, planned, interrupted)
-    status = ("interrupted" if interrupted else "stopped" if any(r.stopped_by_budget for r in results)
-              else "completed")
+    status = ended_as(results, interrupted)
     run_info = dataclasses.replace(out.store.find_run(run_id), status=status, passed=passed, completed_at=now())
     if shard is not None:
         whole = shard_runs.finish(out.store, run_id, shard, status, results, breakdowns or {})
@@ -244,7 +244,7 @@ def finish_run(out: Outputs, run_id: str, results: list[ExperimentResult], plann
         results = whole or [r for r in out.store.results(run_id)]
     watcher.writing_reports()
     written = write_reports_then_finish(out.store, out.report_dir, out.formats, run_info, results, shard is None)
-    return RunOutcome(run_info, tuple(results), tuple(written), shard, status)
+    return RunOutcome(run_info, tuple(results), tuple(written), shard, status, own)
 
 
 def cached(settings, wanted: bool | None, refresh: bool):

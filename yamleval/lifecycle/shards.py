@@ -103,12 +103,15 @@ def copy(store, run_id: str, source, source_run_id: str) -> None:
 
 
 def missing(store, run_id: str) -> list[str]:
-    """The shards (``I/N``) of the run that have not completed: none when it is whole."""
+    """The shards of the run that have not completed, each ``I/N``, and how it ended when it has
+    (``1/2 (aborted)``): none when the run is whole."""
     found = of_run(store, run_id)
     if not found:
         return []
     count = next(iter(found.values()))[0]
-    return [f"{n}/{count}" for n in range(1, count + 1) if found.get(n, (count, ""))[1] != "completed"]
+    status = {n: found[n][1] for n in found}
+    return [f"{n}/{count}" + (f" ({status[n]})" if status.get(n) not in (None, "running") else "")
+            for n in range(1, count + 1) if status.get(n) != "completed"]
 
 
 def finish(store, run_id: str, shard: Shard, status: str, results: list[ExperimentResult],

@@ -48,7 +48,8 @@ class RunOutcome:
     results: tuple[ExperimentResult, ...]
     reports: tuple[str, ...]
     shard: Any = None  # a sharding.Shard: the run is one part of a run split over several jobs
-    shard_status: str | None = None  # how that shard ended: completed, interrupted or stopped (by a budget)
+    shard_status: str | None = None  # how that shard ended: completed, interrupted, stopped (by a budget), aborted
+    own: tuple[ExperimentResult, ...] = ()  # a shard's own experiments (``results`` are the run's, as stored)
 
     @property
     def interrupted(self) -> bool:
@@ -61,8 +62,8 @@ class RunOutcome:
     @property
     def aborted(self) -> tuple[ExperimentResult, ...]:
         """Experiments ended early: by a dataset error met mid-run, an endpoint that cannot be used,
-        or a budget reached."""
-        return tuple(r for r in self.results if r.aborted)
+        or a budget reached (a shard's: its own)."""
+        return tuple(r for r in self.own or self.results if r.aborted)
 
     @property
     def passed(self) -> bool:
@@ -76,10 +77,11 @@ class RunOutcome:
         its end exits 0 (passed or not)."""
         if self.interrupted:
             return ExitCode.INTERRUPTED
-        if any(r.could_not_evaluate for r in self.results):
+        ended = self.own or self.results
+        if any(r.could_not_evaluate for r in ended):
             return ExitCode.COULD_NOT_EVALUATE
         if self.stopped_by_budget:
             return ExitCode.STOPPED_BY_BUDGET
-        if self.aborted:
+        if any(r.aborted for r in ended):
             return ExitCode.CONFIG_ERROR
         return ExitCode.OK if self.passed or self.shard is not None else ExitCode.FAILED

@@ -350,7 +350,8 @@ class RunInfo:
     """One invocation of ``yamleval run``, as stored: what ran, where, with what."""
 
     run_id: str
-    status: Literal["running", "completed", "interrupted", "stopped", "crashed"]  # stopped: by a budget
+    # stopped: by a budget; aborted: an experiment ended early (a dataset error, an endpoint that cannot be used)
+    status: Literal["running", "completed", "interrupted", "stopped", "aborted", "crashed"]
     started_at: str
     completed_at: str | None = None
     passed: bool | None = None

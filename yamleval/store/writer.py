@@ -267,7 +267,8 @@ class Store:
         self.flush()
         self.write(stored_repeats.DONE, [(run_id, result.experiment_id) * 2])
         status = ("interrupted" if result.interrupted else "unevaluated" if result.could_not_evaluate
-                  else "stopped" if result.stopped_by_budget else "aborted" if result.aborted else "completed")
+                  else "stopped" if result.stopped_by_budget else "aborted" if result.aborted
+                  else "incomplete" if result.incomplete else "completed")
         self.write(
             "UPDATE experiments SET status = {p}, passed = {p}, interrupted = {p}, aborted = {p}, warnings = {p},"
             " completed_at = {p}, summary = {p}, started_at = {p} WHERE run_id = {p} AND experiment_id = {p}",
@@ -345,9 +346,10 @@ class Store:
             if only is not None and row["experiment_id"] not in only:
                 continue
             items = self.item_view(run_id, row["experiment_id"], 0)
-            incomplete = row["status"] == "running"
+            unfinished = row["status"] == "running"
+            incomplete = unfinished or row["status"] == "incomplete"  # or scored again from such a run
             stored = summary_from_json(row["summary"]) if row["summary"] else None
-            summary = _counted(stored, items) if incomplete else _with_counted(stored, items)
+            summary = _counted(stored, items) if unfinished else _with_counted(stored, items)
             items.count = summary.completed
             out.append(ExperimentResult(
                 experiment_id=row["experiment_id"], label=row["label"], passed=bool(row["passed"]), summary=summary,

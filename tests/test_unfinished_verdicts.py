@@ -1,0 +1,100 @@
+"""A run that did not evaluate all its items never gates 0, however it was made: a whole run or
+its shards stopped by a dataset error, a merge of such shards, a rescore of a crashed run or of a
+sharded run with a shard missing. Each says why."""
+from __future__ import annotations
+
+import json
+
+from conftest import run_cli
+
+CONFIG = """
+    store: r.db
+    reports: {formats: [json]}
+    experiments:
+      - id: e
+        concurrency: 1
+        dataset: {file: items.jsonl}
+        runner: fixture_plugins.behaviours:ends_the_run
+        scorers: [exact_match]
+        pass_criteria: [{type: pass_rate, min: 0.9}]
+"""
+
+
+def _items(folder, count: int, bad_after: int | None = None, crash_at: int | None = None) -> None:
+    with open(folder / "items.jsonl", "w", encoding="utf-8") as out:
+        for index in range(count):
+            if index == bad_after:
+                out.write("{not json\n")
+            text = "crash" if index == crash_at else f"x{index}"
+            out.write(json.dumps({"id": f"i{index}", "input": text, "expected": text}) + "\n")
+
+
+def _listed(folder, store: str = "r.db") -> str:
+    done = run_cli("runs", "--store", store, cwd=folder)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _results(folder, reports: str = "reports") -> dict:
+    return json.loads((folder / reports / "results.json").read_text(encoding="utf-8"))
+
+
+def test_a_run_stopped_by_a_bad_row_is_aborted_and_fails_every_gate(write_config, tmp_path):
+    write_config(CONFIG)
+    _items(tmp_path, 40)
+    assert run_cli("run", "-q", "--run-id", "good", cwd=tmp_path).returncode == 0
+    _items(tmp_path, 40, bad_after=20)
+    done = run_cli("run", "-q", "--run-id", "bad", cwd=tmp_path)
+    assert done.returncode == 2 and "items.jsonl:21" in done.stderr, done.stderr
+    listed = {line.split()[0]: line.split()[4] for line in _listed(tmp_path).splitlines()[1:]}
+    assert listed == {"good": "completed", "bad": "aborted"}
+    assert run_cli("report", "bad", "--gate", "--format", "json", cwd=tmp_path).returncode == 2
+    for flag in ("--fail-on-regression", "--fail-on-any-regression"):
+        gate = run_cli("compare", "good", "bad", flag, cwd=tmp_path)
+        assert gate.returncode == 1, (flag, gate.stdout, gate.stderr)
+        assert "aborted" in gate.stdout + gate.stderr
+    _items(tmp_path, 40)
+    resumed = run_cli("run", "-q", "--resume", "bad", "--force", cwd=tmp_path)  # the row mended
+    assert resumed.returncode == 0, resumed.stderr
+    assert _results(tmp_path)["experiments"][0]["summary"]["total"] == 40
+
+
+def test_shards_stopped_by_a_bad_row_exit_2_merge_refuses_them_and_the_shared_run_never_gates_0(write_config,
+                                                                                                tmp_path):
+    write_config(CONFIG)
+    _items(tmp_path, 40, bad_after=20)
+    for number in (1, 2):
+        apart = run_cli("run", "-q", "--shard", f"{number}/2", "--run-id", "s", "--store", f"shard{number}.db",
+                        "--report-dir", f"r{number}", cwd=tmp_path)
+        assert apart.returncode == 2 and "items.jsonl:21" in apart.stderr, apart.stderr
+        shared = run_cli("run", "-q", "--shard", f"{number}/2", "--run-id", "t", "--store", "shared.db",
+                         "--report-dir", f"t{number}", cwd=tmp_path)
+        assert shared.returncode == 2, shared.stderr
+    merged = run_cli("merge", "merged.db", "shard1.db", "shard2.db", cwd=tmp_path)
+    assert merged.returncode == 2 and "shard 1/2 of run s is aborted" in merged.stderr, merged.stderr
+    gate = run_cli("report", "t", "--store", "shared.db", "--gate", "--format", "json", cwd=tmp_path)
+    assert gate.returncode == 2 and "1/2 (aborted), 2/2 (aborted)" in gate.stderr, gate.stderr
+
+
+def test_a_rescore_of_a_crashed_run_is_incomplete_and_never_passes(write_config, tmp_path):
+    write_config(CONFIG)
+    _items(tmp_path, 40, crash_at=10)
+    assert run_cli("run", "-q", "--run-id", "crashed", cwd=tmp_path).returncode == 9
+    assert " crashed " in _listed(tmp_path)
+    done = run_cli("rescore", "crashed", "-q", cwd=tmp_path)
+    assert done.returncode == 1 and "run crashed is crashed: only the items it stored are scored again" in done.stderr
+    [experiment] = _results(tmp_path)["experiments"]
+    assert experiment["incomplete"] is True and experiment["passed"] is False
+    assert run_cli("report", "latest", "--gate", "--format", "json", cwd=tmp_path).returncode == 1
+
+
+def test_a_rescore_of_a_sharded_run_with_a_shard_missing_is_incomplete(write_config, tmp_path):
+    write_config(CONFIG)
+    _items(tmp_path, 40)
+    first = run_cli("run", "-q", "--shard", "1/2", "--run-id", "half", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    done = run_cli("rescore", "half", "-q", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    [experiment] = _results(tmp_path)["experiments"]
+    assert experiment["incomplete"] is True and experiment["passed"] is False
+    assert run_cli("report", "latest", "--gate", "--format", "json", cwd=tmp_path).returncode == 1
