@@ -92,9 +92,21 @@ def test_a_baseline_by_run_id_and_one_that_lacks_the_experiment(write_config, tm
     assert run_cli("run", cwd=tmp_path).returncode == 0
     assert _criterion(tmp_path)["detail"] == f"skipped: no baseline yet: run {other} has no completed experiment 'e'"
     base = json.loads((tmp_path / "out" / "results.json").read_text())["run_id"]
-    _config(write_config, wrong=6, criterion=f"{{type: no_regression, baseline: '{base[:22]}'}}")
+    _config(write_config, wrong=6, criterion=f"{{type: no_regression, baseline: '{base}'}}")
     assert run_cli("run", cwd=tmp_path).returncode == 1
     assert _criterion(tmp_path)["detail"].startswith(f"baseline {base}: regressed")
+
+
+def test_a_tag_no_run_has_never_becomes_a_prefix_of_a_run_id(write_config, tmp_path):
+    """A run named ``main-1`` is not the baseline ``main``: the criterion is skipped, and says why."""
+    _config(write_config)
+    assert run_cli("run", "--run-id", "main-1", cwd=tmp_path).returncode == 0
+    _config(write_config, wrong=10)
+    assert run_cli("run", cwd=tmp_path).returncode == 0  # every item wrong, but no baseline to regress from
+    assert _criterion(tmp_path)["detail"] == (
+        "skipped: no baseline yet: no completed run tagged 'main' has experiment 'e', and 'main' is not a run id"
+        " (run main-1 starts with it: a baseline is a tag or a whole run id)")
+    assert _criterion(tmp_path)["passed"] is True  # skipped, not judged against main-1
 
 
 def test_a_scorer_missing_from_the_baseline_skips_its_criterion(write_config, tmp_path):

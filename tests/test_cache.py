@@ -58,7 +58,8 @@ def test_a_second_run_asks_the_model_nothing_and_gives_the_same_results(openai_s
     assert first.returncode == 1, first.stderr  # the answers carry the secret: none is exact
     assert len(openai_server.requests) == 4
     before = _results(tmp_path)
-    assert before["summary"]["cache"] == {"hits": 0, "misses": 4, "saved_tokens": 0, "saved_cost": 0.0, "damaged": 0}
+    assert before["summary"]["cache"] == {"hits": 0, "misses": 4, "saved_tokens": 0, "saved_cost": 0.0,
+                                                      "damaged": 0, "not_cached": 0}
 
     second = run_cli("run", "-q", cwd=tmp_path, CACHE_KEY=SECRET)
     assert second.returncode == 1, second.stderr
@@ -84,13 +85,15 @@ def test_a_second_run_asks_the_model_nothing_and_gives_the_same_results(openai_s
     refreshed = run_cli("run", "-q", "--refresh-cache", cwd=tmp_path, CACHE_KEY=SECRET)
     assert refreshed.returncode == 1, refreshed.stderr
     assert len(openai_server.requests) == 9, "--refresh-cache asks again"
-    assert _results(tmp_path)["summary"]["cache"] == {"hits": 0, "misses": 4, "saved_tokens": 0, "saved_cost": 0.0, "damaged": 0}
+    assert _results(tmp_path)["summary"]["cache"] == {"hits": 0, "misses": 4, "saved_tokens": 0, "saved_cost": 0.0,
+                                                      "damaged": 0, "not_cached": 0}
 
     _answers(openai_server, 4)
     off = run_cli("run", "-q", "--no-cache", cwd=tmp_path, CACHE_KEY=SECRET)
     assert off.returncode == 1, off.stderr
     assert len(openai_server.requests) == 13, "--no-cache asks every time"
-    assert _results(tmp_path)["summary"]["cache"] == {"hits": 0, "misses": 0, "saved_tokens": 0, "saved_cost": 0.0, "damaged": 0}
+    assert _results(tmp_path)["summary"]["cache"] == {"hits": 0, "misses": 0, "saved_tokens": 0, "saved_cost": 0.0,
+                                                      "damaged": 0, "not_cached": 0}
 
 
 def test_judges_at_temperature_zero_are_cached_by_default_and_runners_only_when_asked(openai_server, write_config,  # noqa: F811
@@ -216,10 +219,114 @@ def test_a_damaged_entry_is_ignored_counted_and_asked_again(openai_server, write
     assert len(openai_server.requests) == 4, "only the damaged entry's call is made again"
     after = _results(tmp_path)
     assert after["summary"]["cache"] == {"hits": 2, "misses": 1, "saved_tokens": 24,
-                                         "saved_cost": pytest.approx(2 * (10 * 2.0 + 2 * 8.0) / 1e6), "damaged": 1}
+                                         "saved_cost": pytest.approx(2 * (10 * 2.0 + 2 * 8.0) / 1e6), "damaged": 1,
+                                         "not_cached": 0}
     assert [i["status"] for i in after["items"]] == [i["status"] for i in first["items"]]
     assert [i["error"] for i in after["items"]] == [None, None, None]
     assert "2 answers from the cache, 1 asked" in again.stdout and "1 damaged entry ignored and asked again" in again.stdout
     third = run_cli("run", "-q", cwd=tmp_path, CACHE_KEY=SECRET)
     assert third.returncode == 1 and len(openai_server.requests) == 4, "the new answer replaced the damaged entry"
     assert _results(tmp_path)["summary"]["cache"]["hits"] == 3
+
+
+MOVED_CONFIG = """
+    models:
+      sut: {base_url: "BASE", model: tiny, api_key: "${CACHE_KEY}"}
+      grader: {base_url: "BASE", model: "${JUDGE_MODEL}", temperature: 0}
+    defaults: {concurrency: 1, cache: {runner: true, path: answers.db}}
+    store: r.db
+    reports: {dir: out, formats: [json]}
+    experiments:
+      - id: chat
+        dataset: {file: items.jsonl}
+        runner: {uses: openai, with: {model: sut, prompt: "Describe ${PRODUCT_NAME}: {{ input }}"}}
+        scorers: [{uses: contains, value: "${PRODUCT_NAME}"}, {uses: judge, with: {model: grader}}]
+"""
+
+
+def _judge_replies(server, count):
+    server.push(*[tool_reply("grade", {"verdict": "pass", "reasoning": "fine"}) for _ in range(count)])
+
+
+def test_a_judge_moved_through_a_var_is_asked_again_and_a_rotated_key_is_not(openai_server, write_config,  # noqa: F811
+                                                                              tmp_path):
+    """The key hashes ``${JUDGE_MODEL}``'s value and the prompt's ``${PRODUCT_NAME}``, never the api key;
+    a replayed answer holds the product name as the model gave it, so the cached run passes too."""
+    write_config(MOVED_CONFIG.replace("BASE", openai_server.base_url))
+    _items(tmp_path, ["-"] * 2)
+    product = "Acme Rocket Skates 3000"
+    env = {"CACHE_KEY": SECRET, "JUDGE_MODEL": "judge-model-first", "PRODUCT_NAME": product}
+    for _ in range(2):
+        openai_server.push(text_reply(f"{product} go fast", prompt_tokens=10, completion_tokens=2))
+        _judge_replies(openai_server, 1)
+    first = run_cli("run", "-q", cwd=tmp_path, **env)
+    assert first.returncode == 0 and len(openai_server.requests) == 4, first.stderr
+    assert product.encode() not in _kept_text(tmp_path) and SECRET.encode() not in _kept_text(tmp_path)
+
+    rotated = run_cli("run", "-q", cwd=tmp_path, **{**env, "CACHE_KEY": "sk-rotated-key-0815"})
+    assert rotated.returncode == 0, rotated.stderr
+    assert len(openai_server.requests) == 4, "a new api key asks nothing again"
+    assert [i["scores"]["contains"]["passed"] for i in _results(tmp_path)["items"]] == [True, True], \
+        "a replayed answer is the answer given: it names the product"
+
+    _judge_replies(openai_server, 2)
+    moved = run_cli("run", "-q", cwd=tmp_path, **{**env, "JUDGE_MODEL": "judge-model-second"})
+    assert moved.returncode == 0, moved.stderr
+    assert len(openai_server.requests) == 6, "the new judge model is asked; the runner's answers are kept"
+    assert [body["model"] for body in openai_server.bodies[-2:]] == ["judge-model-second"] * 2
+
+
+def test_a_change_to_a_module_the_plugin_imports_or_to_the_script_a_command_runs_asks_again(write_config,
+                                                                                           tmp_path):
+    """The key covers the plugin's folder (a helper module beside it) and the files a ``command``
+    runner names (its script), not only the plugin's own file."""
+    (tmp_path / "helper.py").write_text("def word():\n    return 'answer'\n", encoding="utf-8")
+    (tmp_path / "own.py").write_text(PLUGIN.replace('return f"answer {item.id[1:]}"',
+                                                    'import helper\n    return f"{helper.word()} {item.id[1:]}"'),
+                                     encoding="utf-8")
+    log = tmp_path / "calls.log"
+    write_config(PLUGIN_CONFIG.replace("CONCURRENCY", "1").replace("LOG", str(log)))
+    _items(tmp_path, ["x"] * 3)
+    assert run_cli("run", "-q", cwd=tmp_path).returncode == 0 and _calls(log) == 3
+    assert run_cli("run", "-q", cwd=tmp_path).returncode == 0 and _calls(log) == 3
+    (tmp_path / "helper.py").write_text("def word():\n    return 'broken'\n", encoding="utf-8")
+    broken = run_cli("run", "-q", cwd=tmp_path)
+    assert broken.returncode == 1 and _calls(log) == 6, "the broken helper is run, not the old answers replayed"
+
+    (tmp_path / "answer.py").write_text("import json, sys\nprint(json.load(sys.stdin)['expected'])\n",
+                                        encoding="utf-8")
+    write_config(f"""
+        store: r.db
+        reports: {{dir: out, formats: [json]}}
+        defaults: {{concurrency: 1, cache: {{runner: true, path: answers.db}}}}
+        experiments:
+          - id: program
+            dataset: {{file: items.jsonl}}
+            runner: {{uses: command, with: {{argv: ["{sys.executable}", answer.py]}}}}
+            scorers: [exact_match]
+    """)
+    assert run_cli("run", "-q", cwd=tmp_path).returncode == 0
+    assert run_cli("run", "-q", cwd=tmp_path).returncode == 0
+    assert _results(tmp_path)["summary"]["cache"]["hits"] == 3
+    (tmp_path / "answer.py").write_text("print('broken')\n", encoding="utf-8")
+    changed = run_cli("run", "-q", cwd=tmp_path)
+    assert changed.returncode == 1 and _results(tmp_path)["summary"]["cache"]["hits"] == 0
+
+
+def test_a_judge_not_at_temperature_0_is_asked_every_time_and_the_run_says_so(openai_server, write_config,  # noqa: F811
+                                                                              tmp_path):
+    write_config(MODEL_CONFIG.replace("BASE", openai_server.base_url)
+                 .replace("model: tiny-judge, temperature: 0", "model: tiny-judge, temperature: 0.7")
+                 .replace("scorers: [exact_match]", "scorers: [{uses: judge, with: {model: grader}}]"))
+    _items(tmp_path, ["Be brief."] * 3)
+    grade = tool_reply("grade", {"verdict": "pass", "reasoning": "fine"})
+    for _ in range(3):
+        openai_server.push(text_reply("an answer"), grade)
+    first = run_cli("run", cwd=tmp_path, CACHE_KEY=SECRET)
+    assert first.returncode == 0, first.stderr
+    openai_server.push(grade, grade, grade)
+    second = run_cli("run", cwd=tmp_path, CACHE_KEY=SECRET)
+    assert second.returncode == 0 and len(openai_server.requests) == 9, second.stderr
+    assert "3 answers from the cache, 0 asked (saved 45 tokens" in second.stdout, second.stdout
+    assert "); 3 judge calls asked and not cached (a judge is cached only at temperature 0)" in second.stdout
+    assert _results(tmp_path)["summary"]["cache"]["not_cached"] == 3

@@ -166,3 +166,32 @@ def test_every_form_of_password_libpq_reads_is_hidden_everywhere(tmp_path, postg
     for text in texts:
         for shown in (secret, encoded, secret.split("#")[1], secret.split("?")[1]):
             assert shown not in text, (shown, text)
+
+
+def test_a_schema_holding_another_roles_tables_is_refused_and_the_schema_option_it_names_works(tmp_path,
+                                                                                               postgres_server):
+    """The login cannot see the other role's tables (``information_schema`` hides them), one of them
+    named ``items``: the database is refused, naming them and the schema to use; with that schema in
+    the URL the run goes ahead."""
+    import psycopg
+
+    name = postgres_server.new_database()
+    database = name.rsplit("/", 1)[1]
+    role, secret = "s_" + postgres_server.password[-8:], "pw-" + postgres_server.password[11:23]
+    with psycopg.connect(postgres_server.url(), autocommit=True) as db:
+        db.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{secret}'")
+    with psycopg.connect(name, autocommit=True) as db:
+        db.execute("CREATE TABLE items (id int)")  # owned by the server's user, not readable by the role
+        db.execute(f"GRANT CREATE, USAGE ON SCHEMA public TO {role}")
+        db.execute(f"CREATE SCHEMA yamleval AUTHORIZATION {role}")
+    url = f"postgresql://{role}:{secret}@127.0.0.1:{postgres_server.port}/{database}"
+    with psycopg.connect(url) as db:
+        assert not db.execute("SELECT 1 FROM information_schema.tables WHERE table_name = 'items'").fetchall()
+    (tmp_path / "evals.yaml").write_text(textwrap.dedent(CONFIG))
+    refused = run_cli("run", cwd=tmp_path, DATABASE_URL=url)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "it holds other tables: items" in refused.stderr and "?options=-csearch_path%3Dyamleval" in refused.stderr
+    done = run_cli("run", cwd=tmp_path, DATABASE_URL=url + "?options=-csearch_path%3Dyamleval")
+    assert done.returncode == 1, done.stderr  # one of the two items fails: the run went ahead
+    with psycopg.connect(url) as db:
+        assert db.execute("SELECT count(*) FROM yamleval.items").fetchone() == (2,)

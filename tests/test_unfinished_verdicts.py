@@ -98,3 +98,42 @@ def test_a_rescore_of_a_sharded_run_with_a_shard_missing_is_incomplete(write_con
     [experiment] = _results(tmp_path)["experiments"]
     assert experiment["incomplete"] is True and experiment["passed"] is False
     assert run_cli("report", "latest", "--gate", "--format", "json", cwd=tmp_path).returncode == 1
+
+
+def test_messages_say_what_a_file_is_and_what_can_be_done(write_config, tmp_path):
+    """A cache file that is not a cache is named as the answer cache; a completed shard run again
+    says it is completed rather than suggesting a resume that is refused."""
+    write_config(CONFIG.replace("reports: {formats: [json]}",
+                                "reports: {formats: [json]}\n    defaults: {cache: {runner: true, path: cache.db}}"))
+    _items(tmp_path, 4)
+    (tmp_path / "cache.db").write_text("not a database at all, but long enough to be read as one " * 20)
+    done = run_cli("cache", "stats", "--path", "cache.db", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("error: cannot open the answer cache cache.db: it is not a yamleval answer cache")
+    assert "--store" not in done.stderr and "give another file as `cache: {path: …}`, or remove it" in done.stderr
+    (tmp_path / "cache.db").unlink()
+    for _ in range(2):
+        again = run_cli("run", "-q", "--shard", "1/2", "--run-id", "s", "--store", "shared.db", cwd=tmp_path)
+    assert again.returncode == 2 and "is stored already, completed: nothing is left to run" in again.stderr
+    assert "--resume" not in again.stderr
+
+
+def test_shards_in_one_store_share_the_runs_budget(write_config, tmp_path):
+    """``budget: {max_tokens: 100}`` over the whole run, 4 shards one after another in one store,
+    10 tokens an item: about 10 items run in all, not 10 in each shard."""
+    log = tmp_path / "calls.log"
+    write_config(f"""
+        store: r.db
+        budget: {{max_tokens: 100}}
+        experiments:
+          - id: e
+            concurrency: 1
+            dataset: {{file: items.jsonl}}
+            runner: {{uses: fixture_plugins.behaviours:spending, with: {{log: "{log}", tokens: 10}}}}
+            scorers: [exact_match]
+    """)
+    _items(tmp_path, 80)
+    codes = [run_cli("run", "-q", "--shard", f"{n}/4", "--run-id", "b", cwd=tmp_path).returncode for n in range(1, 5)]
+    calls = len(log.read_text().splitlines())
+    assert 10 <= calls <= 12, (calls, codes)
+    assert codes[-1] == 4, codes  # stopped by the budget

@@ -113,3 +113,21 @@ def test_a_variants_mean_and_its_comparison_use_only_the_scorers_the_baseline_ha
     assert abs(diff.summary_deltas["mean_score"] - (sum(close["long"]) - sum(close["short"])) / 3) < 1e-9
     assert "pairwise" not in diff.scorer_changes
     assert variant.summary.scorers["pairwise"].mean == 0.5  # reported on its own: ties count half
+
+
+def test_preview_counts_both_orders_of_every_pairwise_judgement_as_the_run_makes_them(write_config, tmp_path):
+    """3 items x 2 variants: the baseline's items make no judge call, the other variant's two each
+    (both orders): 6 calls previewed, 6 made."""
+    from yamleval import api
+
+    write_config(FIRST_SHOWN, "judge.yaml")
+    config = write_config(CONFIG.replace("judge: {model: judge, script: judge.yaml}",
+                                         "judge: {model: judge, script: judge.yaml, price: {prompt: 1.0, completion: 1.0}}"))
+    previewed = {shown.experiment_id: shown.estimate for shown in api.preview(str(config)).experiments}
+    assert {eid: (e.judge_calls, e.calls) for eid, e in previewed.items()} == \
+        {"answers/short": (0, 0), "answers/long": (2, 6)}  # per item; in all
+    assert "<the baseline variant's answer>" in api.preview(str(config)).text
+    outcome, short, long = _run(write_config, tmp_path, FIRST_SHOWN)
+    made = {variant["id"]: sum(len(i["scores"]["pairwise"].get("metadata", {}).get("orders", [])) for i in variant["items"])
+            for variant in (short, long)}
+    assert made == {"short": 0, "long": 6}

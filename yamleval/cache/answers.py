@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -38,8 +39,26 @@ _SCHEMA = ("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value TEXT
            "CREATE INDEX IF NOT EXISTS entries_created ON entries (created)")  # what expires, found without a scan
 
 
+# a setting that holds a credential: never part of a key, so rotating a key keeps the answers
+_CREDENTIAL = re.compile(r"(api[_-]?key|token|secret|password|passwd|authorization|credential|cookie)", re.I)
+_HIDDEN = "<a credential>"
+
+
+def without_credentials(value: Any, under_headers: bool = False) -> Any:
+    """``value`` with every credential (a setting named like ``api_key`` or ``token``, and the value of
+    every header) replaced by one placeholder; every other value as it is."""
+    if isinstance(value, Mapping):
+        return {k: _HIDDEN if under_headers or (isinstance(k, str) and _CREDENTIAL.search(k))
+                else without_credentials(v, isinstance(k, str) and k.lower() == "headers") for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [without_credentials(v) for v in value]
+    return value
+
+
 def key(record: Mapping[str, Any]) -> str:
-    """The key of an answer: a hash of ``record`` (JSON, keys sorted, secrets already replaced)."""
+    """The key of an answer: a hash of ``record`` (JSON, keys sorted): every value that shapes the
+    answer, ``${VAR}`` values too (a URL, a model, a prompt), none of its credentials. The hash keeps
+    them out of the cache file."""
     text = json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -76,7 +95,7 @@ class Cache:
             # lookup is made; answers another process keeps meanwhile are missed, never wrong
             self._empty = self._db.execute("SELECT 1 FROM entries LIMIT 1").fetchone() is None
         except (OSError, sqlite3.Error) as exc:
-            raise UsageError(cannot("open the cache", path, exc, "or run with --no-cache")) from None
+            raise UsageError(cannot("open", path, exc, "or run with --no-cache", what="the answer cache")) from None
 
     def _write(self, work) -> None:
         """``work`` in one write transaction, tried again while another process holds the lock."""
@@ -188,7 +207,7 @@ class Use:
         calls are cached one by one (a model runner), not its whole call."""
         self.open_cache, self.settings, self.repeat, self.secrets = open_cache, settings, repeat, secrets
         self.requests = requests
-        self.hits = self.misses = self.saved_tokens = self.damaged = 0
+        self.hits = self.misses = self.saved_tokens = self.damaged = self.not_cached = 0
         self.saved_cost = 0.0
         self._counting = threading.Lock()  # a runner may make its calls from threads of its own
 
@@ -197,21 +216,21 @@ class Use:
         cache: a model runner's with ``runner: true``; a judge's with ``judges: true`` at temperature 0."""
         if role == "runner":
             return self.settings.runner and self.requests
-        return self.settings.judges and body.get("temperature") == 0
+        if self.settings.judges and body.get("temperature") != 0:  # asked every time: counted, to say so
+            with self._counting:
+                self.not_cached += 1
+            return False
+        return self.settings.judges
 
     def key(self, record: Mapping[str, Any]) -> str:
-        from yamleval.records.redaction import redact_value
-
-        return key({**redact_value(dict(record), self.secrets), "repeat": self.repeat})
+        return key({**without_credentials(dict(record)), "repeat": self.repeat})
 
     def embeddings_key(self, record: Mapping[str, Any], role: str) -> str | None:
         """The key of an embedding asked for as ``role``, or None when it is not cached: a vector
         is the same at any temperature and in every repeat, so it is kept whenever a judge's calls may be."""
-        from yamleval.records.redaction import redact_value
-
         if role != "judge" or not self.settings.judges:
             return None
-        return key(redact_value(dict(record), self.secrets))
+        return key(without_credentials(dict(record)))
 
     def get(self, entry: str, needs: str | None = None) -> dict[str, Any] | None:
         """The kept value, counted as a hit (None: a miss, counted when the answer is kept). An
@@ -234,6 +253,9 @@ class Use:
                 self.hits += 1
                 self.saved_tokens += found.get("tokens") if isinstance(found.get("tokens"), int) else 0
                 self.saved_cost += found.get("cost") if isinstance(found.get("cost"), (int, float)) else 0.0
+            from yamleval.records.redaction import restore_value
+
+            found = restore_value(found, self.secrets)  # kept redacted: replayed as it was given
         return found
 
     def put(self, entry: str, value: Mapping[str, Any], tokens: int, cost: float | None) -> None:
@@ -250,6 +272,6 @@ class Use:
         """What it did, for the item's result (None: nothing asked of it)."""
         from yamleval.records.types import CacheUse
 
-        if not (self.hits or self.misses or self.damaged):
+        if not (self.hits or self.misses or self.damaged or self.not_cached):
             return None
-        return CacheUse(self.hits, self.misses, self.saved_tokens, self.saved_cost, self.damaged)
+        return CacheUse(self.hits, self.misses, self.saved_tokens, self.saved_cost, self.damaged, self.not_cached)

@@ -32,8 +32,10 @@ class Caching:
         self.runner = None
         if settings.runner and not self.requests:
             uses = experiment.runner.uses
+            named = fingerprint.named_files(experiment.runner.with_, experiment.base_dir or ".")
             self.runner = {"call": "runner", "uses": uses, "with": dict(experiment.runner.with_),
                            "source": fingerprint.plugin_sources([experiment]).get(uses),
+                           "files": fingerprint.files_digest(named) if named else None,  # scripts it runs
                            "version": provenance.plugin_versions([experiment], __version__).get(uses),
                            "vars": experiment.vars}
 

@@ -75,17 +75,90 @@ def _digest(salt: bytes, name: str, value: str) -> str:
                                ROUNDS).hex()
 
 
+MAX_HASHED_BYTES = 32 * 1024 * 1024  # a file larger than this counts by its size and time, not its bytes
+MAX_SOURCES = 500  # files of one plugin's package or folder that are hashed; more are left out
+
+
 def plugin_sources(experiments: Iterable[Experiment]) -> dict[str, str]:
-    """A hash of the source file of each plugin named ``module:attr`` (the project's own and
-    installed ones: built-ins and entry points are covered by the recorded versions)."""
+    """A hash of the source of each plugin named ``module:attr`` (the project's own and installed
+    ones: built-ins and entry points are covered by the recorded versions): every ``.py`` file of
+    its top package, or of the folder of a module that is no package, so that a change to a module
+    it imports from there counts too."""
     hashes = {}
     for ref in (r for r in plugin_refs(experiments) if ":" in r):
-        module = sys.modules.get(ref.partition(":")[0])
-        path = getattr(module, "__file__", None)
+        name = ref.partition(":")[0]
+        top = sys.modules.get(name.split(".")[0])
+        path = getattr(top, "__file__", None) if top is not None else None
         if path:
-            try:
-                with open(path, "rb") as handle:
-                    hashes[ref] = hashlib.sha256(handle.read()).hexdigest()
-            except OSError:
-                continue
+            hashes[ref] = files_digest(_sources(path, os.path.basename(path) == "__init__.py"))
     return hashes
+
+
+def _sources(path: str, package: bool) -> list[str]:
+    folder = os.path.dirname(os.path.abspath(path))
+    if not package and os.path.basename(folder) in ("site-packages", "dist-packages"):
+        return [path]  # an installed module on its own: not its neighbours
+    if not package:
+        return sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".py"))[:MAX_SOURCES]
+    found = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
+        found += [os.path.join(root, f) for f in sorted(files) if f.endswith(".py")]
+        if len(found) >= MAX_SOURCES:
+            break
+    return found[:MAX_SOURCES]
+
+
+SCRIPTS = (".py", ".sh", ".bash", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php", ".lua", ".r", ".jl")
+
+
+def named_files(settings: Any, base_dir: str) -> list[str]:
+    """The programs the words of ``settings`` (a runner's ``with:``) name: a path (relative to
+    ``base_dir``) to a script (``SCRIPTS``) or an executable file, or a program found on PATH, as
+    in ``argv: [python, score.py]`` or ``shell: "./run.sh --fast"``; each once, in order. A file
+    that is neither (a log the runner writes, a data file) is not one."""
+    import shlex
+    import shutil
+
+    found: dict[str, None] = {}
+
+    def words(value: Any) -> Iterable[str]:
+        if isinstance(value, str) and len(value) < 4096:
+            try:
+                yield from shlex.split(value)
+            except ValueError:
+                yield from value.split()
+        elif isinstance(value, Mapping):
+            for inner in value.values():
+                yield from words(inner)
+        elif isinstance(value, (list, tuple)):
+            for inner in value:
+                yield from words(inner)
+
+    for word in words(settings):
+        if not word or len(word) > 1024 or "\0" in word:
+            continue
+        path = os.path.join(base_dir, word) if not os.path.isabs(word) else word
+        if os.path.isfile(path) and (path.lower().endswith(SCRIPTS) or os.access(path, os.X_OK)):
+            found[os.path.abspath(path)] = None
+        elif os.sep not in word and (program := shutil.which(word)):
+            found[os.path.abspath(program)] = None
+    return list(found)
+
+
+def files_digest(paths: Iterable[str]) -> str:
+    """One hash of the files at ``paths``, their names and contents (a file that cannot be read
+    counts by its name alone)."""
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(path.encode("utf-8", "surrogatepass") + b"\0")
+        try:
+            if os.path.getsize(path) > MAX_HASHED_BYTES:  # a large program: its size and time stand for it
+                stat = os.stat(path)
+                digest.update(f"{stat.st_size}:{stat.st_mtime_ns}".encode())
+                continue
+            with open(path, "rb") as handle:
+                digest.update(hashlib.sha256(handle.read()).digest())
+        except OSError:
+            digest.update(b"unreadable")
+    return digest.hexdigest()

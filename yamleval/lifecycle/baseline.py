@@ -28,14 +28,21 @@ def judge(store, run_id: str, result: ExperimentResult) -> ExperimentResult:
 
 
 def _baseline(store, name: str, experiment_id: str, run_id: str) -> RunInfo | str:
-    """The baseline run ``name`` stands for, or why there is none yet."""
+    """The baseline run ``name`` stands for (a tag, else a whole run id: never a prefix of one), or
+    why there is none yet."""
     tagged = run_tags.latest_with(store, name, experiment_id, run_id)
     if tagged:
         return store.find_run(tagged)
-    try:
-        run = store.find_run(name)
-    except UsageError:
-        return f"no baseline yet: no completed run tagged '{name}' has experiment '{experiment_id}'"
+    none = f"no baseline yet: no completed run tagged '{name}' has experiment '{experiment_id}'"
+    if run_tags.named(store, name):
+        return none
+    if not store.has_run(name):
+        try:
+            near = store.find_run(name).run_id  # a prefix of a run id is not a baseline: say so
+        except UsageError:
+            return none
+        return f"{none}, and '{name}' is not a run id (run {near} starts with it: a baseline is a tag or a whole run id)"
+    run = store.find_run(name)
     if run.run_id == run_id:
         return f"no baseline yet: '{name}' is this run"
     if not any(e.experiment_id == experiment_id and e.status == "completed" for e in store.experiments(run.run_id)):

@@ -23,9 +23,10 @@ from yamleval.records.errors import describe_exception
 from yamleval.models.client import ChatClient
 from yamleval.models.registry import Models
 from yamleval.records.redaction import Secrets, redact_text, redact_value
-from yamleval.records.types import Item
+from yamleval.records.types import Item, ItemResult
 
 PLACEHOLDER = "<the runner's answer>"
+PLACEHOLDER_BASELINE = "<the baseline variant's answer>"
 CHARS_PER_TOKEN = 4
 
 
@@ -159,6 +160,9 @@ def _judge_calls(prepared: plan.Prepared, context: ItemContext) -> list[Call]:
     """The prompt of every scorer that asks a model, for the placeholder answer."""
     calls = []
     answered = dataclasses.replace(context, output=PLACEHOLDER)
+    variant = prepared.experiment.variant
+    if prepared.compares and variant is not None and not variant.baseline:  # the baseline's answer, to compare
+        answered = dataclasses.replace(answered, baseline=ItemResult(context.item, "passed", output=PLACEHOLDER_BASELINE))
     for scorer in prepared.scorers:
         if "models" not in scorer.call.wanted:
             continue
@@ -177,7 +181,8 @@ def _judge_calls(prepared: plan.Prepared, context: ItemContext) -> list[Call]:
             calls.append(Call(what, "no request", problem=f"the run would fail here: {describe_exception(exc)}"))
             continue
         repeats = arguments.get("repeats", 1)
-        calls.append(_model_call(what, scorer.call, arguments, repeats if isinstance(repeats, int) else 1))
+        per_item = (repeats if isinstance(repeats, int) else 1) * scorer.call.hooks.calls_per_item
+        calls.append(_model_call(what, scorer.call, arguments, per_item))
     return calls
 
 

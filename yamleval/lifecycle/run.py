@@ -158,7 +158,8 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
                 watcher.experiment_started(experiment_id)
                 result = _run_experiment(db, run_id, position, ready, experiment_id in begun, rescore,
                                          dataset_hashes[experiment_id], limit, concurrency, stop, abandon, watcher,
-                                         _limits(project, ready.experiment, results, time.perf_counter() - began), shard,
+                                         _limits(project, ready.experiment, _spent_by(db, run_id, shard, project, results),
+                                                 time.perf_counter() - began), shard,
                                          executors)
             results.append(result)
             watcher.experiment_finished(result)
@@ -286,6 +287,12 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore:
             on_repeat=keeper.repeat, budgets=limits, shard=shard)
 
     return store_experiment(db, run_id, position, ready, dataset_hash, stop, watcher, run, shared=shard is not None)
+
+
+def _spent_by(db, run_id: str, shard, project, results: Sequence[ExperimentResult]) -> Sequence[ExperimentResult]:
+    """What the run has spent before an experiment starts: its experiments so far, and for a shard
+    what every shard of the run has stored (shards in one store share the run's budget)."""
+    return results if shard is None or project.budget is None else db.results(run_id)
 
 
 def _limits(project, experiment, results: Sequence[ExperimentResult], seconds: float) -> list:

@@ -83,6 +83,10 @@ def start(store, run_id: str, shard: Shard, joining: bool) -> None:
     if joining:
         if not stored_shards.join(store, run_id, shard.number, shard.count, os.getpid(), host()):
             status = of_run(store, run_id)[shard.number][1]
+            if status == "completed":
+                raise UsageError(f"shard {shard} of run {run_id} is stored already, completed: nothing is left to"
+                                 f" run; start a new run with another --run-id, or gate on this one"
+                                 f" (`yamleval report {run_id} --gate`)")
             raise UsageError(f"shard {shard} of run {run_id} is stored already ({status}): continue it with"
                              f" --resume {run_id} --shard {shard}")
     else:

@@ -45,6 +45,14 @@ class ModelRunner(Protocol):
     model_calls: str
 
 
+@runtime_checkable
+class CallsPerItem(Protocol):
+    """A plugin that makes more than one model call for each item (``pairwise`` asks in both
+    orders): ``calls_per_item`` says how many, for ``preview``'s count and estimate."""
+
+    calls_per_item: int
+
+
 @dataclass(frozen=True)
 class Hooks:
     """The hooks one bound plugin implements; None (or False) for those it does not."""
@@ -54,6 +62,7 @@ class Hooks:
     request: Callable[..., Mapping[str, Any]] | None = None
     model_runner: bool = False
     model_calls: str = ""
+    calls_per_item: int = 1
 
 
 NONE = Hooks()
@@ -73,8 +82,12 @@ def _callable(plugin: Any, name: str) -> Callable | None:
 def hooks_of(plugin: Any) -> Hooks:
     """The hooks ``plugin`` (a function, a class or an instance) implements; HookProblem for one
     declared but unusable. Called once per bound plugin."""
-    if not any(isinstance(plugin, hook) for hook in (ValidatesWith, CorpusScorer, ShowsRequest, ModelRunner)):
+    if not any(isinstance(plugin, hook) for hook in (ValidatesWith, CorpusScorer, ShowsRequest, ModelRunner,
+                                                     CallsPerItem)):
         return NONE
+    per_item = getattr(plugin, "calls_per_item", 1) if isinstance(plugin, CallsPerItem) else 1
+    if not isinstance(per_item, int) or isinstance(per_item, bool) or per_item < 1:
+        raise HookProblem(f"its `calls_per_item` is {per_item!r}, not a whole number of 1 or more")
     calls = ""
     if isinstance(plugin, ModelRunner):
         calls = plugin.model_calls
@@ -84,4 +97,4 @@ def hooks_of(plugin: Any) -> Hooks:
         validate_with=_callable(plugin, "validate_with") if isinstance(plugin, ValidatesWith) else None,
         corpus_score=_callable(plugin, "corpus_score") if isinstance(plugin, CorpusScorer) else None,
         request=_callable(plugin, "request") if isinstance(plugin, ShowsRequest) else None,
-        model_runner=isinstance(plugin, ModelRunner), model_calls=calls)
+        model_runner=isinstance(plugin, ModelRunner), model_calls=calls, calls_per_item=per_item)

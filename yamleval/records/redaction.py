@@ -92,6 +92,16 @@ def redact_value(value: Any, secrets: Secrets) -> Any:
     return value if secrets.pattern is None else _walk(value, secrets.pattern, secrets.replacements)
 
 
+def restore_value(value: Any, secrets: Secrets) -> Any:
+    """A value ``redact_value`` made, each ``${VAR}`` it wrote back as the value it stood for: an
+    answer kept redacted (in the answer cache) replayed as it was given."""
+    names = {name: raw for raw, name in secrets.values.items() if raw in secrets.replacements}
+    if not names:
+        return value
+    pattern = re.compile("|".join(map(re.escape, sorted(names, key=len, reverse=True))))
+    return _walk(value, pattern, names)
+
+
 def redact_item(result: ItemResult, secrets: Secrets) -> ItemResult:
     """An item's result with none of ``secrets`` in its item, output, error, scores, metadata or trace.
 

@@ -183,10 +183,12 @@ class CacheUse:
     saved_tokens: int = 0
     saved_cost: float = 0.0
     damaged: int = 0
+    not_cached: int = 0  # judge calls asked at a temperature other than 0: never kept, asked each time
 
     def __add__(self, other: "CacheUse") -> "CacheUse":
         return CacheUse(self.hits + other.hits, self.misses + other.misses, self.saved_tokens + other.saved_tokens,
-                        self.saved_cost + other.saved_cost, self.damaged + other.damaged)
+                        self.saved_cost + other.saved_cost, self.damaged + other.damaged,
+                        self.not_cached + other.not_cached)
 
 
 @dataclass(frozen=True)

@@ -160,13 +160,18 @@ def throttling_text(throttling: Throttling) -> str | None:
 def cache_text(use: CacheUse) -> str | None:
     """``980 answers from the cache, 20 asked (saved 1,234,000 tokens, $3.40)``; None when the
     cache was not used."""
-    if not use.hits and not use.misses and not use.damaged:
+    if not use.hits and not use.misses and not use.damaged and not use.not_cached:
         return None
     cost = f", ${use.saved_cost:.4f}" if use.saved_cost else ""
     damaged = (f"; {use.damaged:,} damaged entr{'ies' if use.damaged != 1 else 'y'} ignored and asked again"
                if use.damaged else "")
     return (f"{use.hits:,} answer{'s' if use.hits != 1 else ''} from the cache, {use.misses:,} asked"
-            f" (saved {use.saved_tokens:,} tokens{cost}){damaged}")
+            f" (saved {use.saved_tokens:,} tokens{cost}){damaged}{_not_cached(use.not_cached)}")
+
+
+def _not_cached(count: int) -> str:
+    return (f"; {count:,} judge call{'s' if count != 1 else ''} asked and not cached (a judge is cached only at"
+            " temperature 0)" if count else "")
 
 
 def criterion_subject(criterion: CriterionResult, scorer: str = "[{}]") -> str:

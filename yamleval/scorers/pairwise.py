@@ -76,3 +76,6 @@ def pairwise(output: Any, input: Any, baseline: Any, models: Any, model: str, ex
                 f" (the judge preferred whichever answer it was shown {'first' if seen[0] == 'baseline' else 'second'})")
     return Score(score=_SCORE[preferred], reason=why, metadata={"preferred": preferred, "orders": seen, "reasons": reasons, "model": model},
                  usage=sum_usage(usages))
+
+
+pairwise.calls_per_item = 2  # the pair is judged in both orders (``preview`` counts both)

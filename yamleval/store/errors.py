@@ -10,6 +10,7 @@ from yamleval.records.codec import storable_text
 from yamleval.records.errors import UsageError, display_path
 
 RESUME_HINT = "then `yamleval run --resume` continues the run"
+SCHEMA_OPTION = "?options=-csearch_path%3Dyamleval"  # a URL's way to keep yamleval's tables in that schema
 FOREIGN = "it holds other tables"  # how the store's own message for another program's database starts
 
 # cause: (words of SQLite's message that name it, why, what to do, whether the command can go on after)
@@ -63,11 +64,19 @@ def cause(exc: BaseException) -> str:
     return next((name for name, (words, *_) in _CAUSES.items() if any(word in text for word in words)), "other")
 
 
-def cannot(action: str, path: str, exc: BaseException, then: str = "then run again") -> str:
-    """``cannot ACTION the results database PATH: cause (SQLite's words); remedy, then`` in one line."""
-    _, why, remedy, goes_on = _CAUSES.get(cause(exc), ((), "", "check the file", True))
+def cannot(action: str, path: str, exc: BaseException, then: str = "then run again",
+           what: str = "the results database") -> str:
+    """``cannot ACTION WHAT PATH: cause (SQLite's words); remedy, then`` in one line. ``what``: the
+    results database, or the answer cache (``cannot open the answer cache``) whose own file it is."""
+    found = cause(exc)
+    _, why, remedy, goes_on = _CAUSES.get(found, ((), "", "check the file", True))
+    if found == "foreign" and what == "the answer cache":
+        why, remedy = "it is not a yamleval answer cache", "give another file as `cache: {path: …}`, or remove it"
+    if found == "foreign" and "://" in path:  # a PostgreSQL database shared with other tables
+        remedy = (f"give an empty database, or a schema of yamleval's own: `CREATE SCHEMA yamleval`, then"
+                  f" add `{SCHEMA_OPTION}` to the URL")
     shown = display_path(path)
-    return (f"cannot {action} the results database {shown}: {f'{why} ({exc})' if why else exc};"
+    return (f"cannot {action} {what} {shown}: {f'{why} ({exc})' if why else exc};"
             f" {remedy.replace('{path}', shown)}" + (f", {then}" if goes_on and then else ""))
 
 

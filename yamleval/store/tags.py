@@ -40,6 +40,11 @@ def of_run(store, run_id: str) -> tuple[str, ...]:
     return tuple(row[0] for row in store.query("SELECT tag FROM run_tags WHERE run_id = {p} ORDER BY rowid", (run_id,)))
 
 
+def named(store, tag: str) -> bool:
+    """Whether any stored run has the tag ``tag``."""
+    return _readable(store) and bool(store.query("SELECT 1 FROM run_tags WHERE tag = {p} LIMIT 1", (tag,)))
+
+
 def latest_with(store, tag: str, experiment_id: str, other_than: str) -> str | None:
     """The id of the newest completed run (not ``other_than``) tagged ``tag`` whose experiment
     ``experiment_id`` completed, or None."""
