@@ -4,8 +4,9 @@ sharded run with a shard missing. Each says why."""
 from __future__ import annotations
 
 import json
+import shutil
 
-from conftest import run_cli
+from conftest import DATA, run_cli
 
 CONFIG = """
     store: r.db
@@ -137,3 +138,55 @@ def test_shards_in_one_store_share_the_runs_budget(write_config, tmp_path):
     calls = len(log.read_text().splitlines())
     assert 10 <= calls <= 12, (calls, codes)
     assert codes[-1] == 4, codes  # stopped by the budget
+
+
+TWO = """
+    store: shared.db
+    reports: {formats: [json]}
+    experiments:
+      - id: a
+        concurrency: 1
+        dataset: {file: a.jsonl}
+        runner: fixture_plugins.behaviours:ends_the_run
+        scorers: [exact_match]
+      - id: b
+        dataset: {file: b.jsonl}
+        runner: echo
+        scorers: [exact_match]
+"""
+
+
+def _rows(path, inputs) -> None:
+    with open(path, "w", encoding="utf-8") as out:
+        for index, text in enumerate(inputs):
+            out.write(json.dumps({"id": f"i{index}", "input": text, "expected": text}) + "\n")
+
+
+def test_a_shard_joins_only_a_run_of_the_same_datasets_and_plugins_even_with_force(write_config, tmp_path):
+    """Shard 1/2 is interrupted in experiment a, before any shard started b. Shard 2/2 with
+    another dataset for b, or other plugin code, is refused as merge refuses such shards
+    (exit 2), with --force too; with the same work it joins."""
+    from yamleval.engine.shards import Shard
+
+    write_config(TWO)
+    first = next(n for n in range(100) if Shard(1, 2).holds("a", f"i{n}"))
+    _rows(tmp_path / "a.jsonl", ["x"] * first + ["interrupt"] + ["y"] * 5)
+    _rows(tmp_path / "b.jsonl", ["p", "q", "r"])
+    assert run_cli("run", "-q", "--shard", "1/2", "--run-id", "s", cwd=tmp_path).returncode == 130
+    _rows(tmp_path / "b.jsonl", ["p", "q", "other"])
+    for extra in ((), ("--force",)):
+        refused = run_cli("run", "-q", "--shard", "2/2", "--run-id", "s", *extra, cwd=tmp_path)
+        assert refused.returncode == 2, refused.stderr
+        assert "shard 2/2 runs another dataset for 'b' than the shards of run s" in refused.stderr, refused.stderr
+    _rows(tmp_path / "b.jsonl", ["p", "q", "r"])
+    behaviours = tmp_path / "fixture_plugins"
+    behaviours.mkdir()
+    (behaviours / "__init__.py").write_text("")
+    source = (DATA / "fixture_plugins" / "behaviours.py").read_text(encoding="utf-8")
+    (behaviours / "behaviours.py").write_text(source + "\n# changed\n", encoding="utf-8")
+    changed = run_cli("run", "-q", "--shard", "2/2", "--run-id", "s", cwd=tmp_path)
+    assert changed.returncode == 2 and "runs other plugin code than the shards of run s" in changed.stderr, \
+        changed.stderr
+    shutil.rmtree(behaviours)
+    joined = run_cli("run", "-q", "--shard", "2/2", "--run-id", "s", cwd=tmp_path)
+    assert joined.returncode == 0, joined.stderr

@@ -20,15 +20,17 @@ ROUNDS = 20_000  # about 10 ms a value here: nothing for a run, costly for guess
 
 
 def fingerprint(environment: Mapping[str, str], experiments: Iterable[Experiment],
-                salt: bytes | None = None, repeats: int | None = None, shards: int | None = None) -> dict[str, Any]:
+                salt: bytes | None = None, repeats: int | None = None, shards: int | None = None,
+                datasets: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The record a run stores: ``{salt, variables: {NAME: digest}, plugins: {ref: sha256}}``,
-    ``repeats`` when the run was told how many times to run each item (``--repeats``), and
-    and ``shards`` when it is split into that many (``--shard I/N``)."""
+    ``repeats`` when the run was told how many times to run each item (``--repeats``), ``shards``
+    when it is split into that many (``--shard I/N``), and then the hash of each experiment's
+    ``datasets``, which every shard that joins must have."""
     salt = os.urandom(16) if salt is None else salt
     found = {"salt": salt.hex(),
              "variables": {name: _digest(salt, name, value) for name, value in sorted(environment.items())},
              "plugins": plugin_sources(experiments)}
-    told = {"repeats": repeats, "shards": shards}
+    told = {"repeats": repeats, "shards": shards, "datasets": dict(datasets) if shards and datasets else None}
     return {**found, **{key: value for key, value in told.items() if value is not None}}
 
 

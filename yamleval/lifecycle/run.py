@@ -120,7 +120,12 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
             run_id = run_info.run_id
             texts = provenance.config_texts(project.files, project.sets)
             config_hash = provenance.config_hash(texts)
+            if shard is not None:  # its other shards' run: the same datasets (and, joining, plugins) or none
+                shard_runs.same_work(db, run_id, shard, experiments, dataset_hashes, repeats, joining=not resume)
             changed = changes(db, run_info, texts, config_hash, dataset_hashes, project.environment, experiments, repeats)
+            if changed and not force and not resume:  # a shard joining the run
+                raise UsageError(f"cannot join run {run_id} as shard {shard}: {'; '.join(changed)} since its first"
+                                 " shard started (use --force to join anyway, or give another --run-id)")
             if changed and not force:
                 raise UsageError(f"cannot resume run {run_id}: {'; '.join(changed)} since it started (use --force to"
                                  " resume anyway, its finished items scored again as the config now says, or run"
@@ -128,7 +133,9 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
             rescore = bool(changed)
             if rescore or config_hash != run_info.config_hash:  # it goes on under today's config (budgets, maybe)
                 db.record_config(run_id, config_hash, texts, provenance.plugin_versions(experiments, __version__),
-                                 fingerprint.fingerprint(project.environment, experiments, repeats=repeats))
+                                 fingerprint.fingerprint(project.environment, experiments, repeats=repeats,
+                                                         shards=None if shard is None else shard.count,
+                                                         datasets=dataset_hashes))
             begun = {stored.experiment_id: stored for stored in db.experiments(run_id)}
             if shard is None:
                 db.reopen_run(run_id)
@@ -138,9 +145,11 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
             if run_id is not None and shard is None and db.has_run(run_id):
                 raise UsageError(f"run {run_id} is in {display_path(db.path)} already: continue it with --resume {run_id},"
                                  " or give another --run-id")
-            run_id = new_run(db, project, experiments, git, repeats, run_id=run_id, shard=shard)
+            run_id = new_run(db, project, experiments, git, repeats, run_id=run_id, shard=shard,
+                             datasets=dataset_hashes)
             if shard is not None:
                 shard_runs.joined(db, run_id, shard, project)  # another shard may have made it meanwhile
+                shard_runs.same_work(db, run_id, shard, experiments, dataset_hashes, repeats, joining=True)
                 shard_runs.start(db, run_id, shard, joining=True)
         run_tags.add(db, run_id, out.tags)
         watcher.run_started(run_id, bool(resume))
@@ -206,7 +215,7 @@ def git_state(project):
 
 
 def new_run(db, project, experiments: Sequence, git, repeats: int | None, rescored_from: str | None = None,
-            run_id: str | None = None, shard=None) -> str:
+            run_id: str | None = None, shard=None, datasets: dict[str, str] | None = None) -> str:
     """A new run of ``experiments`` stored as running, with what it runs under: its id
     (``run_id``, else one made from the time). The first ``shard`` of a run makes it; one
     started at the same moment with the same ``run_id`` finds it made."""
@@ -223,7 +232,8 @@ def new_run(db, project, experiments: Sequence, git, repeats: int | None, rescor
         rescored_from=rescored_from,
     ), provenance.plugin_versions(experiments, __version__), [e.id for e in experiments],
         fingerprint.fingerprint(project.environment, experiments, repeats=repeats,
-                                shards=None if shard is None else shard.count), if_absent=shard is not None)
+                                shards=None if shard is None else shard.count, datasets=datasets),
+        if_absent=shard is not None)
     return run_id
 
 

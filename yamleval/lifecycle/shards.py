@@ -49,6 +49,33 @@ def joined(store, run_id: str, shard: Shard, project):
     return run
 
 
+def same_work(store, run_id: str, shard: Shard, experiments, dataset_hashes: dict[str, str], repeats: int | None,
+              joining: bool) -> None:
+    """UsageError (exit 2) unless ``shard`` runs what the run's other shards run, as ``merge``
+    checks shards stored apart: the same datasets, and when it ``joining`` the run, the same plugin
+    code and ``--repeats``. Checked against what the run's first shard recorded as it made the
+    run, so an experiment no shard has started yet counts too; ``--force`` never mixes datasets."""
+    from yamleval.config import fingerprint
+
+    stored = store.run_detail(run_id, "fingerprint") or {}
+    datasets = {e.experiment_id: e.dataset_hash for e in store.experiments(run_id)}
+    datasets.update(stored.get("datasets") or {})
+    problems = [(f"another dataset for '{eid}'", digest[:12], datasets[eid][:12])
+                for eid, digest in dataset_hashes.items() if datasets.get(eid) not in (None, digest)]
+    if joining:
+        plugins = fingerprint.plugin_sources(experiments)
+        if stored.get("plugins") is not None and plugins != stored["plugins"]:
+            changed = sorted(ref for ref in plugins.keys() | stored["plugins"].keys()
+                             if plugins.get(ref) != stored["plugins"].get(ref))
+            problems.append(("other plugin code", ", ".join(changed), "the run's"))
+        if stored.get("repeats") != repeats:
+            problems.append(("other --repeats", repeats, stored.get("repeats")))
+    for what, mine, theirs in problems[:1]:
+        raise UsageError(f"shard {shard} runs {what} than the shards of run {run_id}: {mine} against {theirs};"
+                         " every shard of a run must run the same config, plugins and datasets (give another"
+                         " --run-id to start a new run)")
+
+
 def resumed_as(store, run_id: str, shard: Shard | None, force: bool) -> None:
     """A resumed run of shards is resumed one shard at a time, ``shard``: one not completed,
     whose process has ended (unless ``force``); a run not split is resumed without ``--shard``."""
