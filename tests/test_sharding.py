@@ -262,10 +262,10 @@ def test_the_sharded_workflow_is_valid_and_its_jobs_give_one_verdict(tmp_path):
 
 
 
-def test_a_merged_run_keeps_the_shards_tags_and_a_baseline_found_by_them_judges_it(write_config, tmp_path):
+def test_a_merged_run_keeps_the_shards_tags_and_a_baseline_found_by_them_judges_it(write_config, tmp_path, store_at):
     """Shards run with ``--tag main`` give a merged run tagged main, so a later run's
     ``no_regression: {baseline: main}`` compares with it and a run that got worse fails."""
-    write_config("""
+    write_config(store_at.config("""
         store: r.db
         experiments:
           - id: e
@@ -273,12 +273,12 @@ def test_a_merged_run_keeps_the_shards_tags_and_a_baseline_found_by_them_judges_
             runner: echo
             scorers: [exact_match]
             pass_criteria: [{type: no_regression, baseline: main}]
-    """)
+    """))
     with open(tmp_path / "items.jsonl", "w", encoding="utf-8") as out:
         for i in range(40):
             out.write(json.dumps({"id": f"i{i}", "input": f"x{i}", "expected": f"x{i}"}) + "\n")
     assert [done.returncode for done in _shards(tmp_path, 2, "--tag", "main", "--tag", "nightly")] == [0, 0]
-    merged = run_cli("merge", "r.db", "shard1.db", "shard2.db", cwd=tmp_path)
+    merged = run_cli("merge", store_at.url("r.db"), "shard1.db", "shard2.db", cwd=tmp_path)
     assert merged.returncode == 0, merged.stderr
     listed = run_cli("runs", cwd=tmp_path)
     assert "main,nightly" in listed.stdout, listed.stdout

@@ -7,6 +7,8 @@ import json
 import shutil
 
 from conftest import DATA, run_cli
+from servers.fixtures import openai_server  # noqa: F401  (a fixture)
+from servers.openai_server import text_reply
 
 CONFIG = """
     store: r.db
@@ -119,25 +121,27 @@ def test_messages_say_what_a_file_is_and_what_can_be_done(write_config, tmp_path
     assert "--resume" not in again.stderr
 
 
-def test_shards_in_one_store_share_the_runs_budget(write_config, tmp_path):
-    """``budget: {max_tokens: 100}`` over the whole run, 4 shards one after another in one store,
-    10 tokens an item: about 10 items run in all, not 10 in each shard."""
-    log = tmp_path / "calls.log"
-    write_config(f"""
-        store: r.db
+def test_shards_in_one_store_share_the_runs_budget(write_config, tmp_path, store_at, openai_server):  # noqa: F811
+    """``budget: {max_tokens: 100}`` over the whole run, 4 shards one after another in one store (a
+    SQLite file, a PostgreSQL database), a model runner whose answers take 10 tokens: about 10
+    calls in all, not 10 in each shard."""
+    write_config(store_at.config(f"""
+        store: shared.db
         budget: {{max_tokens: 100}}
+        models:
+          sut: {{base_url: "{openai_server.base_url}", model: tiny}}
         experiments:
           - id: e
             concurrency: 1
             dataset: {{file: items.jsonl}}
-            runner: {{uses: fixture_plugins.behaviours:spending, with: {{log: "{log}", tokens: 10}}}}
+            runner: {{uses: openai, with: {{model: sut}}}}
             scorers: [exact_match]
-    """)
+    """))
     _items(tmp_path, 80)
+    openai_server.push(*[text_reply("x", prompt_tokens=5, completion_tokens=5) for _ in range(80)])
     codes = [run_cli("run", "-q", "--shard", f"{n}/4", "--run-id", "b", cwd=tmp_path).returncode for n in range(1, 5)]
-    calls = len(log.read_text().splitlines())
-    assert 10 <= calls <= 12, (calls, codes)
-    assert codes[-1] == 4, codes  # stopped by the budget
+    assert 10 <= len(openai_server.requests) <= 12, (len(openai_server.requests), codes)
+    assert codes == [4, 4, 4, 4], codes  # each stopped by the run's budget
 
 
 TWO = """
@@ -162,13 +166,13 @@ def _rows(path, inputs) -> None:
             out.write(json.dumps({"id": f"i{index}", "input": text, "expected": text}) + "\n")
 
 
-def test_a_shard_joins_only_a_run_of_the_same_datasets_and_plugins_even_with_force(write_config, tmp_path):
+def test_a_shard_joins_only_a_run_of_the_same_datasets_and_plugins_even_with_force(write_config, tmp_path, store_at):
     """Shard 1/2 is interrupted in experiment a, before any shard started b. Shard 2/2 with
     another dataset for b, or other plugin code, is refused as merge refuses such shards
     (exit 2), with --force too; with the same work it joins."""
     from yamleval.engine.shards import Shard
 
-    write_config(TWO)
+    write_config(store_at.config(TWO))
     first = next(n for n in range(100) if Shard(1, 2).holds("a", f"i{n}"))
     _rows(tmp_path / "a.jsonl", ["x"] * first + ["interrupt"] + ["y"] * 5)
     _rows(tmp_path / "b.jsonl", ["p", "q", "r"])

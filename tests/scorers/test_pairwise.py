@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from servers.fixtures import openai_server  # noqa: F401  (a fixture)
 from yamleval.config.loader import load_project
 from yamleval.lifecycle.run import run_project
 
@@ -115,19 +116,20 @@ def test_a_variants_mean_and_its_comparison_use_only_the_scorers_the_baseline_ha
     assert variant.summary.scorers["pairwise"].mean == 0.5  # reported on its own: ties count half
 
 
-def test_preview_counts_both_orders_of_every_pairwise_judgement_as_the_run_makes_them(write_config, tmp_path):
-    """3 items x 2 variants: the baseline's items make no judge call, the other variant's two each
-    (both orders): 6 calls previewed, 6 made."""
+def test_preview_counts_both_orders_of_every_pairwise_judgement_as_the_run_makes_them(write_config, tmp_path,
+                                                                                       openai_server):  # noqa: F811
+    """3 items x 2 variants, the judge a local model server: the baseline's items make no judge call,
+    the other variant's two each (both orders): 6 calls previewed, 6 made."""
     from yamleval import api
+    from servers.openai_server import tool_reply
 
-    write_config(FIRST_SHOWN, "judge.yaml")
     config = write_config(CONFIG.replace("judge: {model: judge, script: judge.yaml}",
-                                         "judge: {model: judge, script: judge.yaml, price: {prompt: 1.0, completion: 1.0}}"))
+                                         f"judge: {{base_url: \"{openai_server.base_url}\", model: judge}}"))
     previewed = {shown.experiment_id: shown.estimate for shown in api.preview(str(config)).experiments}
     assert {eid: (e.judge_calls, e.calls) for eid, e in previewed.items()} == \
         {"answers/short": (0, 0), "answers/long": (2, 6)}  # per item; in all
     assert "<the baseline variant's answer>" in api.preview(str(config)).text
-    outcome, short, long = _run(write_config, tmp_path, FIRST_SHOWN)
-    made = {variant["id"]: sum(len(i["scores"]["pairwise"].get("metadata", {}).get("orders", [])) for i in variant["items"])
-            for variant in (short, long)}
-    assert made == {"short": 0, "long": 6}
+    openai_server.push(*[tool_reply("prefer", {"winner": "A", "reasoning": "first"}) for _ in range(6)])
+    outcome = run_project(load_project([str(config)]), store=str(tmp_path / "r.db"), report_dir=str(tmp_path / "out"),
+                          formats=["json"])
+    assert outcome.exit_code == 0 and len(openai_server.requests) == 6
