@@ -59,7 +59,7 @@ def _histogram_svg(counts: list[int]) -> dict[str, Any]:
 
 
 def _run_status(run: RunInfo, results: Sequence[ExperimentResult]) -> str:
-    if run.status in ("interrupted", "stopped", "crashed", "running"):
+    if run.status in ("interrupted", "stopped", "aborted", "crashed", "running"):
         return run.status
     passed = run.passed if run.passed is not None else all(r.passed for r in results)
     return "passed" if passed else "failed"

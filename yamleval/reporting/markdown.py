@@ -71,6 +71,8 @@ def _headline(run: RunInfo, results: Sequence[ExperimentResult]) -> list[str]:
         line = f"## ⏹️ yamleval: stopped by a budget — {total - failed} of {total} experiments passed"
     elif run.status == "crashed":
         line = "## ❌ yamleval: the run crashed — its results are incomplete"
+    elif run.status == "aborted":
+        line = f"## ❌ yamleval: aborted — an experiment ended early, so {total - failed} of {total} passed"
     elif failed:
         line = f"## ❌ yamleval: {failed} of {total} experiment{'s' if total != 1 else ''} failed"
     else:
