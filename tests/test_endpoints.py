@@ -123,7 +123,7 @@ def test_the_python_api_says_could_not_evaluate(openai_server, write_config, tmp
     outcome = yamleval.run(config, store=str(tmp_path / "r.db"), formats=[])
     assert outcome.exit_code == 3
     [result] = outcome.results
-    assert result.could_not_evaluate and not outcome.passed and outcome.run.status == "completed"
+    assert result.could_not_evaluate and not outcome.passed and outcome.run.status == "aborted"
     assert "HTTP 404" in result.aborted and "check `model` and `base_url` of models.sut" in result.aborted
     assert result.summary.completed < ITEMS
 

@@ -72,8 +72,11 @@ def test_another_programs_database_is_refused_and_left_as_it_was(write_config, t
     done = run_cli("run", "-q", "--store", store_at.url("results.db"), cwd=tmp_path)
     assert done.returncode == 2
     shown = display_path(store_at.url("results.db"))
+    remedy = ("give an empty database, or a schema of yamleval's own: `CREATE SCHEMA yamleval`, then add"
+              " `?options=-csearch_path%3Dyamleval` to the URL" if store_at.postgres
+              else "give another file with --store or `store:`")
     assert _one_line(done) == (f"error: cannot open the results database {shown}: it is not a yamleval results"
-                               " database (it holds other tables: notes); give another file with --store or `store:`")
+                               f" database (it holds other tables: notes); {remedy}")
     tables = ("SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = current_schema()" if store_at.postgres
               else "SELECT name FROM sqlite_master")
     assert store_at.query("results.db", tables) == [("notes",)]
