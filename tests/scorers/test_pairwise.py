@@ -95,13 +95,20 @@ def test_a_rescored_run_judges_each_variant_against_the_baseline_it_stored(write
     assert _preferred(report["experiments"][0]["variants"][1]) == ["variant", "variant", "variant"]
 
 
-def test_a_variants_mean_and_its_comparison_use_only_the_scorers_the_baseline_has_too(write_config, tmp_path):
-    """The pairwise judge scores the variant (0.5 a tie) and never the baseline: counting it on one
-    side would skew the variant's mean and the paired difference."""
+def test_a_variants_mean_and_its_comparison_use_only_the_scorers_the_baseline_has_too(write_config, tmp_path,
+                                                                                        openai_server):  # noqa: F811
+    """The pairwise judge (a local model server that always prefers the answer shown first) scores
+    the variant (0.5 a tie) and never the baseline: counting it on one side would skew the
+    variant's mean and the paired difference."""
+    from servers.openai_server import tool_reply
+
     config = CONFIG.replace("      - {uses: pairwise, with: {model: judge}}",
                             "      - {uses: levenshtein, id: close}\n      - {uses: pairwise, with: {model: judge}}")
     config = config.replace("- {id: one, input: hello, expected: a greeting}", "- {id: one, input: hello, expected: hello}")
+    config = config.replace("judge: {model: judge, script: judge.yaml}", f'judge: {{base_url: "{openai_server.base_url}", model: judge}}')
+    openai_server.push(*[tool_reply("prefer", {"winner": "A", "reasoning": "the first"}) for _ in range(6)])
     outcome, short, long = _run(write_config, tmp_path, FIRST_SHOWN, config)
+    assert len(openai_server.requests) == 6
     close = {v: [item["scores"]["close"]["score"] for item in variant["items"]]
              for v, variant in (("short", short), ("long", long))}
     shared = [b - a for a, b in zip(close["short"], close["long"])]
