@@ -330,3 +330,29 @@ def test_a_judge_not_at_temperature_0_is_asked_every_time_and_the_run_says_so(op
     assert "3 answers from the cache, 0 asked (saved 45 tokens" in second.stdout, second.stdout
     assert "); 3 judge calls asked and not cached (a judge is cached only at temperature 0)" in second.stdout
     assert _results(tmp_path)["summary"]["cache"]["not_cached"] == 3
+
+
+def test_a_kept_answer_comes_back_as_given_even_when_it_wrote_a_var_of_its_own():
+    """A model that writes ``${OPENAI_API_KEY}`` literally gets it back literally, never the key;
+    the run's own secret values come back as they were."""
+    from yamleval.records.redaction import Secrets, kept_redacted, restored
+
+    secrets = Secrets({"Acme Rocket Skates": "${PRODUCT}", "sk-live-123456789": "${OPENAI_API_KEY}"})
+    answer = {"reply": {"text": "Acme Rocket Skates: export ${OPENAI_API_KEY}, or $${OPENAI_API_KEY}",
+                        "list": ["sk-live-123456789"]}}
+    kept = kept_redacted(answer, secrets)
+    assert "Acme" not in json.dumps(kept) and "sk-live" not in json.dumps(kept)
+    assert restored(kept, secrets) == answer
+
+
+def test_settings_named_like_credentials_are_left_out_of_a_key_and_nothing_else_is():
+    from yamleval.cache.answers import without_credentials
+
+    record = {"with": {"api_key": "a", "token": "b", "max_tokens": 50, "headers": {"Authorization": "c",
+                                                                                   "X-Api-Key": "d", "X-Variant": "v2"}},
+              "body": {"max_tokens": 50, "password": "stays"}, "item": {"input": {"token": "stays"}}}
+    kept = without_credentials(record)
+    assert kept["with"] == {"api_key": "<a credential>", "token": "<a credential>", "max_tokens": 50,
+                            "headers": {"Authorization": "<a credential>", "X-Api-Key": "<a credential>",
+                                        "X-Variant": "v2"}}
+    assert kept["body"] == record["body"] and kept["item"] == record["item"]

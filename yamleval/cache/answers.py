@@ -39,17 +39,21 @@ _SCHEMA = ("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value TEXT
            "CREATE INDEX IF NOT EXISTS entries_created ON entries (created)")  # what expires, found without a scan
 
 
-# a setting that holds a credential: never part of a key, so rotating a key keeps the answers
-_CREDENTIAL = re.compile(r"(api[_-]?key|token|secret|password|passwd|authorization|credential|cookie)", re.I)
+# a setting or header that holds a credential: never part of a key, so rotating a key keeps the
+# answers (``max_tokens`` is no credential: the whole name must be one, or end in one)
+_CREDENTIAL = re.compile(r"(.*[_-])?(api[_-]?key|key|token|access[_-]token|secret|password|passwd|authorization"
+                         r"|proxy[_-]authorization|cookie|credentials?)", re.I)
 _HIDDEN = "<a credential>"
+_AS_SENT = ("body", "item")  # a request body and a dataset item: what they hold shapes the answer, all of it
 
 
-def without_credentials(value: Any, under_headers: bool = False) -> Any:
-    """``value`` with every credential (a setting named like ``api_key`` or ``token``, and the value of
-    every header) replaced by one placeholder; every other value as it is."""
+def without_credentials(value: Any) -> Any:
+    """A key's record with every credential (a setting or header named ``api_key``, ``token``,
+    ``Authorization``, ``X-Api-Key``…) replaced by one placeholder; the request body and the item
+    as they are."""
     if isinstance(value, Mapping):
-        return {k: _HIDDEN if under_headers or (isinstance(k, str) and _CREDENTIAL.search(k))
-                else without_credentials(v, isinstance(k, str) and k.lower() == "headers") for k, v in value.items()}
+        return {k: v if k in _AS_SENT else _HIDDEN if isinstance(k, str) and _CREDENTIAL.fullmatch(k)
+                else without_credentials(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [without_credentials(v) for v in value]
     return value
@@ -253,18 +257,19 @@ class Use:
                 self.hits += 1
                 self.saved_tokens += found.get("tokens") if isinstance(found.get("tokens"), int) else 0
                 self.saved_cost += found.get("cost") if isinstance(found.get("cost"), (int, float)) else 0.0
-            from yamleval.records.redaction import restore_value
+            from yamleval.records.redaction import restored
 
-            found = restore_value(found, self.secrets)  # kept redacted: replayed as it was given
+            found = restored(found, self.secrets)  # kept redacted: replayed as it was given
         return found
 
     def put(self, entry: str, value: Mapping[str, Any], tokens: int, cost: float | None) -> None:
-        from yamleval.records.redaction import redact_value
+        from yamleval.records.redaction import kept_redacted
 
         with self._counting:
             self.misses += 1
         try:
-            self.open_cache().put(entry, redact_value({**value, "tokens": tokens, "cost": cost}, self.secrets), tokens, cost)
+            self.open_cache().put(entry, kept_redacted({**value, "tokens": tokens, "cost": cost}, self.secrets), tokens,
+                                  cost)
         except (sqlite3.Error, UsageError):
             pass  # the answer is used all the same; the next run asks again
 

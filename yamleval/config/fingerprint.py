@@ -78,6 +78,7 @@ def _digest(salt: bytes, name: str, value: str) -> str:
 
 
 MAX_HASHED_BYTES = 32 * 1024 * 1024  # a file larger than this counts by its size and time, not its bytes
+MAX_VISITED = 5000  # files looked at in a plugin's package
 MAX_SOURCES = 500  # files of one plugin's package or folder that are hashed; more are left out
 
 
@@ -85,30 +86,39 @@ def plugin_sources(experiments: Iterable[Experiment]) -> dict[str, str]:
     """A hash of the source of each plugin named ``module:attr`` (the project's own and installed
     ones: built-ins and entry points are covered by the recorded versions): every ``.py`` file of
     its top package, or of the folder of a module that is no package, so that a change to a module
-    it imports from there counts too."""
+    it imports from there counts too. Files are named relative to that folder, so the same code
+    checked out elsewhere (another CI job's folder) hashes the same."""
     hashes = {}
     for ref in (r for r in plugin_refs(experiments) if ":" in r):
         name = ref.partition(":")[0]
-        top = sys.modules.get(name.split(".")[0])
-        path = getattr(top, "__file__", None) if top is not None else None
+        top, own = sys.modules.get(name.split(".")[0]), sys.modules.get(name)
+        path = getattr(top, "__file__", None) or getattr(own, "__file__", None)  # a namespace package has none
         if path:
-            hashes[ref] = files_digest(_sources(path, os.path.basename(path) == "__init__.py"))
+            package = top is not None and getattr(top, "__file__", None) == path and path.endswith("__init__.py")
+            folder, files = _sources(path, package)
+            hashes[ref] = files_digest(files, folder)
     return hashes
 
 
-def _sources(path: str, package: bool) -> list[str]:
+def _sources(path: str, package: bool) -> tuple[str, list[str]]:
+    """The folder whose ``.py`` files are a plugin's source, and those files (``MAX_SOURCES`` at
+    most, and no more than ``MAX_VISITED`` files looked at: a data tree beside the code is not read)."""
     folder = os.path.dirname(os.path.abspath(path))
     if not package and os.path.basename(folder) in ("site-packages", "dist-packages"):
-        return [path]  # an installed module on its own: not its neighbours
-    if not package:
-        return sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".py"))[:MAX_SOURCES]
-    found = []
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
-        found += [os.path.join(root, f) for f in sorted(files) if f.endswith(".py")]
-        if len(found) >= MAX_SOURCES:
-            break
-    return found[:MAX_SOURCES]
+        return folder, [os.path.abspath(path)]  # an installed module on its own: not its neighbours
+    try:
+        if not package:
+            return folder, sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".py"))[:MAX_SOURCES]
+        found, visited = [], 0
+        for root, dirs, files in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
+            visited += len(files)
+            found += [os.path.join(root, f) for f in sorted(files) if f.endswith(".py")]
+            if len(found) >= MAX_SOURCES or visited >= MAX_VISITED:
+                break
+        return folder, found[:MAX_SOURCES]
+    except OSError:  # a module from a zip file, a folder that cannot be listed: its own file stands for it
+        return folder, [os.path.abspath(path)]
 
 
 SCRIPTS = (".py", ".sh", ".bash", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php", ".lua", ".r", ".jl")
@@ -148,12 +158,14 @@ def named_files(settings: Any, base_dir: str) -> list[str]:
     return list(found)
 
 
-def files_digest(paths: Iterable[str]) -> str:
-    """One hash of the files at ``paths``, their names and contents (a file that cannot be read
-    counts by its name alone)."""
+def files_digest(paths: Iterable[str], root: str | None = None) -> str:
+    """One hash of the files at ``paths``, their names (relative to ``root``; without one, the file's
+    own name: a program found on PATH in another virtual environment is the same program) and
+    contents (a file that cannot be read counts by its name alone)."""
     digest = hashlib.sha256()
     for path in paths:
-        digest.update(path.encode("utf-8", "surrogatepass") + b"\0")
+        name = os.path.relpath(path, root) if root else os.path.basename(path)
+        digest.update(name.encode("utf-8", "surrogatepass") + b"\0")
         try:
             if os.path.getsize(path) > MAX_HASHED_BYTES:  # a large program: its size and time stand for it
                 stat = os.stat(path)

@@ -46,6 +46,12 @@ def rescore_run(project, source: str, wanted: Sequence[str] = (), *, store: str 
     if origin.status != "completed":
         watcher.warning(f"run {origin.run_id} is {origin.status}: only the items it stored are scored again")
     hashes = {stored.experiment_id: stored.dataset_hash for stored in db.experiments(origin.run_id)}
+    known = {e.id for e in project.experiments}
+    never = [eid for eid in db.run_detail(origin.run_id, "experiment_ids") or []  # its run stopped before them
+             if eid not in hashes and eid in known and (not wanted or eid in wanted)]
+    if never:
+        watcher.warning(f"run {origin.run_id} never started {', '.join(never)}: nothing of "
+                        f"{'them' if len(never) > 1 else 'it'} to score, so the new run is not complete either")
     # an experiment its source did not finish (crashed, stopped, aborted, a shard missing) stays unfinished
     finished = {stored.experiment_id for stored in db.experiments(origin.run_id) if stored.status == "completed"}
     run_id = new_run(db, project, experiments, git, _repeats(db, origin), rescored_from=origin.run_id)
@@ -64,7 +70,7 @@ def rescore_run(project, source: str, wanted: Sequence[str] = (), *, store: str 
         watcher.experiment_finished(result)
         if result.could_not_evaluate:  # a judge's endpoint cannot be used, likely another experiment's too
             break
-    return finish_run(out, run_id, results, len(prepared), stop, watcher)
+    return finish_run(out, run_id, results, len(prepared) + len(never), stop, watcher)
 
 
 def _experiments(db, origin: RunInfo, project, wanted: Sequence[str], watcher: RunWatcher) -> list:

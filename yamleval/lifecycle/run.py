@@ -247,7 +247,7 @@ def finish_run(out: Outputs, run_id: str, results: list[ExperimentResult], plann
     interrupted = stop.is_set()
     own = tuple(results) if shard is not None else ()
     passed = run_passed(results, planned, interrupted)
-    status = ended_as(results, interrupted)
+    status = ended_as(results, interrupted, planned)
     run_info = dataclasses.replace(out.store.find_run(run_id), status=status, passed=passed, completed_at=now())
     if shard is not None:
         whole = shard_runs.finish(out.store, run_id, shard, status, results, breakdowns or {})

@@ -25,15 +25,17 @@ def run_passed(results: Sequence[ExperimentResult], planned: int | None = None, 
     return ran and all(r.passed for r in results if r.gated) and not interrupted
 
 
-def ended_as(results: Sequence[ExperimentResult], interrupted: bool = False) -> str:
+def ended_as(results: Sequence[ExperimentResult], interrupted: bool = False, planned: int | None = None) -> str:
     """How a run (or a shard) ended: interrupted, stopped by a budget, aborted (an experiment ended
-    early: a dataset error, an endpoint that cannot be used, a source run that was not complete),
-    else completed. Only a completed run has a verdict a gate may pass."""
+    early: a dataset error, an endpoint that cannot be used, a source run that was not complete;
+    or fewer than the ``planned`` experiments ran), else completed. Only a completed run has a
+    verdict a gate may pass."""
     if interrupted:
         return "interrupted"
     if any(r.stopped_by_budget for r in results):
         return "stopped"
-    return "aborted" if any(r.aborted or r.incomplete for r in results) else "completed"
+    short = planned is not None and len(results) < planned
+    return "aborted" if short or any(r.aborted or r.incomplete for r in results) else "completed"
 
 
 class Keeper:

@@ -92,14 +92,37 @@ def redact_value(value: Any, secrets: Secrets) -> Any:
     return value if secrets.pattern is None else _walk(value, secrets.pattern, secrets.replacements)
 
 
-def restore_value(value: Any, secrets: Secrets) -> Any:
-    """A value ``redact_value`` made, each ``${VAR}`` it wrote back as the value it stood for: an
-    answer kept redacted (in the answer cache) replayed as it was given."""
+_LITERAL, _ESCAPED = re.compile(r"\$(\$*)\{"), re.compile(r"\$(\$+)\{")
+
+
+def kept_redacted(value: Any, secrets: Secrets) -> Any:
+    """``value`` as the answer cache keeps it: each secret replaced by its ``${VAR}``, after a
+    ``${`` that was in it already is written ``$${`` (so that ``restored`` tells the two apart)."""
+    escaped = _walk_sub(value, _LITERAL, lambda m: f"${m.group(1)}${{")
+    return redact_value(escaped, secrets)
+
+
+def restored(value: Any, secrets: Secrets) -> Any:
+    """A value ``kept_redacted`` made, as it was given: each ``${VAR}`` it wrote back as the value
+    it stood for (as written raw: a JSON-escaped or percent-encoded form comes back raw), and each
+    ``$${`` as the ``${`` that was there."""
     names = {name: raw for raw, name in secrets.values.items() if raw in secrets.replacements}
-    if not names:
-        return value
-    pattern = re.compile("|".join(map(re.escape, sorted(names, key=len, reverse=True))))
-    return _walk(value, pattern, names)
+    if names:
+        pattern = re.compile("(?<!\\$)(?:" + "|".join(map(re.escape, sorted(names, key=len, reverse=True))) + ")")
+        value = _walk(value, pattern, names)
+    return _walk_sub(value, _ESCAPED, lambda m: f"{m.group(1)[1:]}${{")
+
+
+def _walk_sub(value: Any, pattern: re.Pattern, replace: Callable[[re.Match], str]) -> Any:
+    """``value`` with ``pattern`` replaced in every string of it (keys too)."""
+    if isinstance(value, str):
+        return pattern.sub(replace, value) if pattern.search(value) else value
+    if isinstance(value, dict):
+        return {_walk_sub(k, pattern, replace): _walk_sub(v, pattern, replace) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        walked = [_walk_sub(v, pattern, replace) for v in value]
+        return walked if isinstance(value, list) else tuple(walked)
+    return value
 
 
 def redact_item(result: ItemResult, secrets: Secrets) -> ItemResult:

@@ -29,7 +29,7 @@ def _error(exc: Exception, secrets: Sequence[str] = ()) -> DatabaseError:
     """The store's error for one of psycopg's, in the server's words on one line (no password)."""
     from psycopg import IntegrityError, errors
 
-    words = scrubbed(" ".join(str(exc).split()), list(secrets))
+    words = " ".join(scrubbed(str(exc), list(secrets)).split())  # scrubbed first: a password may hold spaces
     if isinstance(exc, IntegrityError):
         return Conflict(words)
     if isinstance(exc, (errors.LockNotAvailable, errors.DeadlockDetected, errors.SerializationFailure)):
