@@ -194,3 +194,46 @@ def test_a_shard_joins_only_a_run_of_the_same_datasets_and_plugins_even_with_for
     shutil.rmtree(behaviours)
     joined = run_cli("run", "-q", "--shard", "2/2", "--run-id", "s", cwd=tmp_path)
     assert joined.returncode == 0, joined.stderr
+
+
+SPEND_AND_STOP = '''
+import os
+import signal
+
+from yamleval import RunnerResult
+
+
+def answer(input):
+    """10 tokens an item; input ``interrupt`` presses Ctrl-C on the run."""
+    if input == "interrupt":
+        os.kill(os.getpid(), signal.SIGINT)
+    return RunnerResult(output=input, usage={"prompt_tokens": 5, "completion_tokens": 5})
+'''
+
+
+def test_a_resumed_shard_counts_its_own_items_once_against_the_runs_budget(write_config, tmp_path):
+    """Shard 1/2 spends 50 of the run's 100 tokens, then is interrupted; resumed, it goes on to
+    the budget (about 5 items more) instead of counting its 50 twice and stopping at once."""
+    from yamleval.engine.shards import Shard
+
+    (tmp_path / "spend.py").write_text(SPEND_AND_STOP, encoding="utf-8")
+    write_config("""
+        store: shared.db
+        budget: {max_tokens: 100}
+        experiments:
+          - id: e
+            concurrency: 1
+            dataset: {file: items.jsonl}
+            runner: spend:answer
+            scorers: [exact_match]
+    """)
+    mine = [n for n in range(200) if Shard(1, 2).holds("e", f"i{n}")]
+    inputs = {f"i{n}": "interrupt" if n == mine[5] else f"x{n}" for n in range(200)}
+    with open(tmp_path / "items.jsonl", "w", encoding="utf-8") as out:
+        for item_id, text in inputs.items():
+            out.write(json.dumps({"id": item_id, "input": text, "expected": text}) + "\n")
+    assert run_cli("run", "-q", "--shard", "1/2", "--run-id", "r", cwd=tmp_path).returncode == 130
+    resumed = run_cli("run", "-q", "--resume", "r", "--shard", "1/2", "--force", cwd=tmp_path)
+    assert resumed.returncode == 4, resumed.stderr  # stopped by the budget, once it is spent
+    [experiment] = json.loads((tmp_path / "reports" / "results.json").read_text(encoding="utf-8"))["experiments"]
+    assert 9 <= experiment["summary"]["completed"] <= 11, experiment["summary"]
