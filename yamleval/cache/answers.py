@@ -255,8 +255,9 @@ class Use:
         if found is not None:
             with self._counting:
                 self.hits += 1
-                self.saved_tokens += found.get("tokens") if isinstance(found.get("tokens"), int) else 0
-                self.saved_cost += found.get("cost") if isinstance(found.get("cost"), (int, float)) else 0.0
+                tokens, cost = found.get("tokens"), found.get("cost")  # what a damaged entry holds counts nothing
+                self.saved_tokens += tokens if isinstance(tokens, int) else 0
+                self.saved_cost += cost if isinstance(cost, (int, float)) else 0.0
             from yamleval.records.redaction import restored
 
             found = restored(found, self.secrets)  # kept redacted: replayed as it was given

@@ -45,7 +45,8 @@ def rescore_run(project, source: str, wanted: Sequence[str] = (), *, store: str 
     prepared = [plan.prepare(e) for e in experiments]
     if origin.status != "completed":
         watcher.warning(f"run {origin.run_id} is {origin.status}: only the items it stored are scored again")
-    hashes = {stored.experiment_id: stored.dataset_hash for stored in db.experiments(origin.run_id)}
+    stored_experiments = db.experiments(origin.run_id)
+    hashes = {stored.experiment_id: stored.dataset_hash for stored in stored_experiments}
     known = {e.id for e in project.experiments}
     never = [eid for eid in db.run_detail(origin.run_id, "experiment_ids") or []  # its run stopped before them
              if eid not in hashes and eid in known and (not wanted or eid in wanted)]
@@ -53,7 +54,7 @@ def rescore_run(project, source: str, wanted: Sequence[str] = (), *, store: str 
         watcher.warning(f"run {origin.run_id} never started {', '.join(never)}: nothing of "
                         f"{'them' if len(never) > 1 else 'it'} to score, so the new run is not complete either")
     # an experiment its source did not finish (crashed, stopped, aborted, a shard missing) stays unfinished
-    finished = {stored.experiment_id for stored in db.experiments(origin.run_id) if stored.status == "completed"}
+    finished = {stored.experiment_id for stored in stored_experiments if stored.status == "completed"}
     run_id = new_run(db, project, experiments, git, _repeats(db, origin), rescored_from=origin.run_id)
     run_tags.add(db, run_id, out.tags)
     watcher.run_started(run_id, False)

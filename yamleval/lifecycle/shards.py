@@ -70,7 +70,8 @@ def same_work(store, run_id: str, shard: Shard, experiments, dataset_hashes: dic
             problems.append(("other plugin code", ", ".join(changed), "the run's"))
         if stored.get("repeats") != repeats:
             problems.append(("other --repeats", repeats, stored.get("repeats")))
-    for what, mine, theirs in problems[:1]:
+    if problems:
+        what, mine, theirs = problems[0]
         raise UsageError(f"shard {shard} runs {what} than the shards of run {run_id}: {mine} against {theirs};"
                          " every shard of a run must run the same config, plugins and datasets (give another"
                          " --run-id to start a new run)")
