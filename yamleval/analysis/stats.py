@@ -56,14 +56,19 @@ def t_critical(confidence: float, df: float) -> float:
     """t such that P(|T| <= t) = ``confidence`` for Student's T with ``df`` degrees of freedom.
 
     Newton's method on the two-sided tail from the normal quantile, which lies below t: the tail
-    is convex there, so the steps rise to t and never past it."""
+    is convex there, so the steps rise to t and never past it. Near t they shrink quadratically
+    until they reach the rounding noise of the tail: a small one that shrinks less than half is noise."""
     alpha = 1 - confidence
     t = NormalDist().inv_cdf(1 - alpha / 2)
+    last = math.inf
     for _ in range(200):
         step = (_t_tail(t, df) - alpha) / (2 * _t_density(t, df))
+        if abs(step) < 1e-8 * t and abs(step) > last / 2:
+            break
         t += step
         if abs(step) <= 1e-15 * t:
             break
+        last = abs(step)
     return t
 
 
