@@ -13,6 +13,7 @@ import sys
 import click
 
 from yamleval import __version__
+from yamleval.cli.heap import one_heap
 from yamleval.records.errors import ExitCode, YamlevalError
 
 
@@ -24,6 +25,7 @@ def cli():
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: yamleval errors are shown without a traceback, with their exit code."""
+    one_heap()
     try:
         cli.main(args=argv, prog_name="yamleval", standalone_mode=False)
     except YamlevalError as exc:
