@@ -139,3 +139,20 @@ def test_the_history_and_compare_pages_fit_a_phone_screen(browser, stored, tmp_p
             if name == "history.html":  # the chart keeps a width at which its labels can be read, and scrolls
                 assert page.locator("figure.history-chart svg").first.bounding_box()["width"] >= 480
             opened.assert_quiet()
+
+
+def test_compare_report_and_show_take_a_tag_for_its_newest_run(stored, tmp_path):
+    folder, runs = stored
+    store = str(folder / "results.db")
+    by_tag = run_cli("compare", "nightly", runs[-3], "--store", store, "--format", "json", cwd=folder)
+    by_id = run_cli("compare", runs[-1], runs[-3], "--store", store, "--format", "json", cwd=folder)
+    assert by_tag.returncode == by_id.returncode and json.loads(by_tag.stdout) == json.loads(by_id.stdout)
+    assert json.loads(by_tag.stdout)["base"] == runs[-1]  # the newer of the two tagged runs
+    shown = run_cli("show", "nightly", "--store", store, cwd=folder)
+    assert runs[-1] in shown.stdout and runs[-2] not in shown.stdout
+    report = run_cli("report", "nightly", "--store", store, "--format", "json", "--report-dir", str(tmp_path),
+                     cwd=folder)
+    assert report.returncode in (0, 1), report.stderr
+    assert json.loads((tmp_path / "results.json").read_text())["run_id"] == runs[-1]
+    missing = run_cli("show", "weekly", "--store", store, cwd=folder)
+    assert missing.returncode == 2 and "no run or tag 'weekly'" in missing.stderr

@@ -49,8 +49,8 @@ def test_a_run_stopped_by_a_bad_row_is_aborted_and_fails_every_gate(write_config
     _items(tmp_path, 40, bad_after=20)
     done = run_cli("run", "-q", "--run-id", "bad", cwd=tmp_path)
     assert done.returncode == 2 and "items.jsonl:21" in done.stderr, done.stderr
-    listed = {line.split()[0]: line.split()[4] for line in _listed(tmp_path).splitlines()[1:]}
-    assert listed == {"good": "completed", "bad": "aborted"}
+    listed = {line.split()[0]: line.split()[4:6] for line in _listed(tmp_path).splitlines()[1:]}
+    assert listed == {"good": ["completed", "PASSED"], "bad": ["aborted", "FAILED"]}
     assert run_cli("report", "bad", "--gate", "--format", "json", cwd=tmp_path).returncode == 2
     for flag in ("--fail-on-regression", "--fail-on-any-regression"):
         gate = run_cli("compare", "good", "bad", flag, cwd=tmp_path)
@@ -83,7 +83,7 @@ def test_a_rescore_of_a_crashed_run_is_incomplete_and_never_passes(write_config,
     write_config(CONFIG)
     _items(tmp_path, 40, crash_at=10)
     assert run_cli("run", "-q", "--run-id", "crashed", cwd=tmp_path).returncode == 9
-    assert " crashed " in _listed(tmp_path)
+    assert " crashed  -  " in _listed(tmp_path)  # no verdict
     done = run_cli("rescore", "crashed", "-q", cwd=tmp_path)
     assert done.returncode == 1 and "run crashed is crashed: only the items it stored are scored again" in done.stderr
     [experiment] = _results(tmp_path)["experiments"]

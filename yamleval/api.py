@@ -100,7 +100,7 @@ def rescore(run: str, config: Union[Paths, Project] = stored_runs.DEFAULT_CONFIG
             store: StoreLocation = None, report_dir: str | None = None, formats: Sequence[str] | None = None,
             junit_family: str | None = None, tags: Sequence[str] = (), stop: threading.Event | None = None,
             watcher: RunWatcher | None = None) -> RunOutcome:
-    """Score the stored outputs of ``run`` (an id, a unique prefix of one, or ``latest``) again
+    """Score the stored outputs of ``run`` (an id, a tag, a unique prefix of an id, or ``latest``) again
     with the scorers and criteria of ``config`` as it is now, as a new run, as ``yamleval
     rescore`` does; no runner is called. ``formats`` (names: ``html``, ``junit``, ``json``,
     ``markdown``) take the config's settings; default: the config's ``reports.formats``."""

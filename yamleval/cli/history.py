@@ -20,25 +20,34 @@ STORE_OPTION = click.option("--store", "store_file", type=click.Path(dir_okay=Fa
 @click.option("-n", "--limit", default=20, show_default=True, help="How many runs to list.")
 @click.option("--ids", "ids_only", is_flag=True, help="Only the run ids, newest first, one a line (for scripts).")
 def runs(store_file, limit, ids_only):
-    """List recent runs: id, start, experiments, status, pass rate, mean score, tags, and the run
-    a re-scored one came from."""
+    """List recent runs: id, start, experiments, status, verdict, pass rate, mean score, tags, and
+    the run a re-scored one came from."""
     listed = api.runs(store=store_file, limit=limit)
     if ids_only:
         for found in listed:
             click.echo(found.run.run_id)
         return
     rows = [(f.run.run_id, f.run.started_at[:19].replace("T", " "), ",".join(f.experiment_ids), f.run.status,
-             figures.percent(f.summary.pass_rate), figures.number(f.summary.mean_score), ",".join(f.tags),
-             f.run.rescored_from or "") for f in listed]
+             _verdict(f.run), figures.percent(f.summary.pass_rate), figures.number(f.summary.mean_score),
+             ",".join(f.tags), f.run.rescored_from or "") for f in listed]
     if not rows:
         click.echo("no runs yet")
         return
-    header = ("run", "started (UTC)", "experiments", "status", "pass rate", "mean score", "tags", "rescored from")
+    header = ("run", "started (UTC)", "experiments", "status", "verdict", "pass rate", "mean score", "tags",
+              "rescored from")
     if not any(row[-1] for row in rows):  # no re-scored run listed: no column for it
         header, rows = header[:-1], [row[:-1] for row in rows]
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         click.echo("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip())
+
+
+def _verdict(run) -> str:
+    """PASSED or FAILED, as the run's exit code gated (an aborted run fails); "-" for one that
+    has no verdict: running, interrupted or crashed."""
+    if run.passed is None or run.status not in ("completed", "aborted"):
+        return "-"
+    return "PASSED" if run.passed else "FAILED"
 
 
 @cli.command()
@@ -51,7 +60,7 @@ def runs(store_file, limit, ids_only):
 def show(run_ref, store_file, config, by):
     """The summary of a stored RUN and its failing items.
 
-    RUN is a run id, a unique prefix of one, or `latest` (the default)."""
+    RUN is a run id, a tag (its newest run), a unique prefix of a run id, or `latest` (the default)."""
     from yamleval.reporting.console import summary_text
 
     shown = api.show(run_ref, store=store_file, by=by, config=config)
@@ -80,7 +89,7 @@ def _breakdown_text(result, found) -> str:
 def tag(run_ref, names, store_file):
     """Tag a stored RUN with each NAME (e.g. `main`), for a no_regression criterion's baseline.
 
-    RUN is a run id, a unique prefix of one, or `latest`."""
+    RUN is a run id, a tag (its newest run), a unique prefix of a run id, or `latest`."""
     tagged = api.tag(run_ref, names, store=store_file)
     click.echo(f"run {tagged.run.run_id} tagged {', '.join(tagged.tags)}")
 
@@ -110,7 +119,7 @@ def _config_listing(info) -> str:
 def report(run_ref, store_file, formats, report_dir, junit_family, gate, max_html_mb):
     """Render the reports of a stored RUN again.
 
-    RUN is a run id, a unique prefix of one, or `latest` (the default)."""
+    RUN is a run id, a tag (its newest run), a unique prefix of a run id, or `latest` (the default)."""
     outcome = api.report(run_ref, store=store_file, formats=format_names(formats), report_dir=report_dir,
                          junit_family=junit_family, gate=gate, max_html_mb=max_html_mb)
     for path in outcome.reports:
@@ -159,7 +168,7 @@ def export(run_ref, store_file, fmt, experiment_ids, statuses, output):
     they are written (any size): id, status, input, output, expected, error, latency, tokens and a
     score per scorer; the same columns as the report page's export buttons.
 
-    RUN is a run id, a unique prefix of one, or `latest` (the default)."""
+    RUN is a run id, a tag (its newest run), a unique prefix of a run id, or `latest` (the default)."""
     done = api.export(run_ref, store=store_file, format=fmt, experiments=experiment_ids, statuses=statuses,
                       output=click.get_text_stream("stdout") if output is None else output)
     if done.path is not None:
@@ -186,7 +195,7 @@ def compare(base_ref, candidate_ref, store_file, fmt, alpha, margin, fail_on_reg
     their configs differ, and a paired verdict per experiment and scorer: regressed, improved
     or no significant change.
 
-    BASE and CANDIDATE are each a run id, a unique prefix of one, or `latest`; CANDIDATE is
+    BASE and CANDIDATE are each a run id, a tag (its newest run), a unique prefix of a run id, or `latest`; CANDIDATE is
     `latest` when it is not given."""
     compared = api.compare(base_ref, candidate_ref, store=store_file, alpha=alpha, margin=margin, format=fmt)
     click.echo(compared.text, nl=False)

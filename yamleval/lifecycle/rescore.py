@@ -22,7 +22,7 @@ from yamleval.records.types import ExperimentResult, ItemResult, RunInfo
 def rescore_run(project, source: str, wanted: Sequence[str] = (), *, store: str | None = None,
                 report_dir: str | None = None, formats: Sequence[str] | None = None, tags: Sequence[str] = (),
                 stop: threading.Event | None = None, watcher: RunWatcher | None = None) -> RunOutcome:
-    """Score the stored items of run ``source`` (an id, a unique prefix of one, or ``latest``)
+    """Score the stored items of run ``source`` (an id, a tag, a unique prefix of an id, or ``latest``)
     again with ``project``'s experiments of the same ids (those ``wanted``, if given), as a new run.
 
     ``store``, ``report_dir``, ``formats`` and ``tags`` as for ``runs.run_project``. ``stop``

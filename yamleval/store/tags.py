@@ -45,6 +45,15 @@ def named(store, tag: str) -> bool:
     return _readable(store) and bool(store.query("SELECT 1 FROM run_tags WHERE tag = {p} LIMIT 1", (tag,)))
 
 
+def newest(store, tag: str) -> str | None:
+    """The id of the newest stored run tagged ``tag``, or None."""
+    if not _readable(store):
+        return None
+    rows = store.query("SELECT runs.run_id FROM runs JOIN run_tags ON run_tags.run_id = runs.run_id"
+                       " WHERE run_tags.tag = {p} ORDER BY runs.started_at DESC, runs.rowid DESC LIMIT 1", (tag,))
+    return rows[0][0] if rows else None
+
+
 def latest_with(store, tag: str, experiment_id: str, other_than: str) -> str | None:
     """The id of the newest completed run (not ``other_than``) tagged ``tag`` whose experiment
     ``experiment_id`` completed, or None."""

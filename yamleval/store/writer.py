@@ -21,6 +21,7 @@ from yamleval.analysis import criteria
 from yamleval.store import locations
 from yamleval.store import schema as store_schema
 from yamleval.store import repeats as stored_repeats
+from yamleval.store import tags as run_tags
 from yamleval.analysis.aggregate import Aggregator, recount
 from yamleval.config.model import Experiment
 from yamleval.records.errors import UsageError, display_path
@@ -299,19 +300,22 @@ class Store:
         return [self._run_info(row) for row in rows]
 
     def find_run(self, ref: str) -> RunInfo:
-        """A run by id, unique id prefix, or ``latest``."""
+        """A run by id, tag (the newest run with it), unique id prefix, or ``latest``."""
         if ref == "latest":
             found = self.runs(1)
             if not found:
                 raise UsageError(f"no runs stored in {self.path} yet")
             return found[0]
+        tagged = None if self.has_run(ref) else run_tags.newest(self, ref)
+        if tagged is not None:
+            return self.find_run(tagged)
         rows = self._records("SELECT * FROM runs WHERE run_id LIKE {p} ESCAPE '\\' ORDER BY started_at DESC",
                            (ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%",))
         exact = [r for r in rows if r["run_id"] == ref]
         if exact or len(rows) == 1:
             return self._run_info((exact or rows)[0])
         if not rows:
-            raise UsageError(f"no run '{ref}' in {self.path} (see `yamleval runs`)")
+            raise UsageError(f"no run or tag '{ref}' in {self.path} (see `yamleval runs`)")
         raise UsageError(f"'{ref}' matches {len(rows)} runs; give more of the id")
 
     def has_run(self, run_id: str) -> bool:
