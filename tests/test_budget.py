@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import sqlite3
 from pathlib import Path
 
@@ -95,6 +96,22 @@ def test_resuming_with_the_budget_still_reached_stops_at_once_with_the_same_reas
     assert _calls(tmp_path) == ran, "no item started"
     assert "stopped by its budget: max_tokens 22 reached at 25 tokens" in again.stderr
     assert _stored_statuses(tmp_path) == ("stopped", {"spend": "stopped"})
+
+
+def test_the_resume_command_it_prints_names_the_files_values_store_and_folder_of_the_run(write_config, tmp_path):
+    config = write_config(_config(tmp_path, "{max_tokens: 22}"))
+    first = run_cli("run", str(config), "--set", "spend:timeout=30", "--store", "my results.db",
+                    "--report-dir", "out", cwd=tmp_path)
+    assert first.returncode == 4, first.stderr
+    run_id = json.loads((tmp_path / "out" / "results.json").read_text())["run_id"]
+    [command] = re.findall(r"resume it with `([^`]+)`", first.stderr)
+    assert shlex.split(command) == ["yamleval", "run", str(config), "--resume", run_id, "--set", "spend:timeout=30",
+                                    "--store", "my results.db", "--report-dir", "out"]
+    config.write_text(config.read_text().replace("max_tokens: 22", "max_tokens: 1000"))
+    followed = run_cli(*shlex.split(command)[1:], cwd=tmp_path)
+    assert followed.returncode == 0 and f"resuming run {run_id}" in followed.stderr, followed.stderr
+    assert sorted(_calls(tmp_path)) == sorted(f"i{n}" for n in range(10))
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["status"] == "completed"
 
 
 def test_resume_still_refuses_a_change_beside_the_budget(write_config, tmp_path):

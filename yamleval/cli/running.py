@@ -93,8 +93,21 @@ def run(paths, experiment_ids, variant_ids, sets, limit, concurrency, repeats, r
                           watcher=_Console(interrupts, quiet), repeats=repeats, tags=tags, cache=cache,
                           refresh_cache=refresh_cache, shard=shard, run_id=run_id, executor=executor,
                           ray_address=ray_address)
-    config = "".join(f"{shlex.quote(path)} " for path in paths)
-    _finish(outcome, quiet, f"`yamleval run {config}--resume {outcome.run.run_id}`")
+    _finish(outcome, quiet, _resume_command(outcome.run.run_id, paths, sets, store_file, report_dir, experiment_ids,
+                                            variant_ids, shard))
+
+
+def _resume_command(run_id: str, paths, sets, store_file, report_dir, experiment_ids, variant_ids, shard) -> str:
+    """The command that continues this run where it stopped: the same files, values, store, report
+    folder and selection (else it would look in another store, or refuse a changed config)."""
+    words = ["yamleval", "run", *paths, "--resume", run_id]
+    for flag, values in (("-e", experiment_ids), ("--variant", variant_ids), ("--set", sets)):
+        for value in values:
+            words += [flag, value]
+    for flag, value in (("--shard", shard), ("--store", store_file), ("--report-dir", report_dir)):
+        if value:
+            words += [flag, value]
+    return "`" + " ".join(shlex.quote(word) for word in words) + "`"
 
 
 @cli.command()
