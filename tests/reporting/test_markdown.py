@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import yamleval
+from yamleval.records.types import Usage
 from yamleval.reporting.console import summary_text
 from yamleval.reporting import markdown, write_reports
 from yamleval.records.types import RunInfo
@@ -181,3 +182,11 @@ def test_a_breakdown_is_a_table_weakest_value_first_with_model_text_escaped(writ
     assert lines[at - 2].startswith("By metadata.topic: weakest: &lt;b&gt;bill&#124;ing&lt;/b&gt; (50.0% pass rate)")
     assert lines[at + 2].startswith("| &lt;b&gt;bill&#124;ing&lt;/b&gt; | 2 | 50.0% | 9.5–90.5% | 0.500 |")
     assert lines[at + 3].startswith("| refunds | 1 | 100.0% |")
+
+
+def test_the_terminal_counts_one_error_and_thousands_of_tokens_as_a_reader_would(write_config):
+    [result] = [yamleval.run_experiment(e) for e in yamleval.load_experiments(write_config(PASSING))]
+    summary = dataclasses.replace(result.summary, errored=1, total=1200, tokens=Usage(4100, 1020))
+    shown = summary_text(dataclasses.replace(result, summary=summary))
+    assert "1,200 total" in shown and "· 1 error" in shown and "1 errors" not in shown
+    assert "5,120 tokens (4,100 prompt, 1,020 completion)" in shown

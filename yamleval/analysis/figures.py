@@ -42,3 +42,8 @@ def interval(bounds: tuple[float, float] | None, rate: bool = False) -> str:
 def level(confidence: float) -> str:
     """A confidence level as ``95% CI``."""
     return f"{confidence * 100:g}% CI"
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 error``, ``2 errors``, ``5,120 tokens``: a count with its noun, thousands separated."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"

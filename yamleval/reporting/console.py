@@ -53,7 +53,7 @@ class Progress:
             parts.append(f"{rate:.1f} items/s" if rate < 10 else f"{rate:,.0f} items/s")
             if self.total:
                 parts.append(f"ETA {_duration(max(0, self.total - self.completed) / rate)}")
-        parts += [f"{c['passed']} passed", f"{c['failed']} failed", f"{c['error']} errors"]
+        parts += [f"{c['passed']} passed", f"{c['failed']} failed", figures.count(c['error'], "error")]
         return " · ".join(parts)
 
     def draw(self, now: float) -> None:
@@ -102,7 +102,8 @@ def summary_text(result: ExperimentResult) -> str:
     s = result.summary
     title = result.experiment_id + (f" — {terminal_line(result.label, 200)}" if result.label else "")
     lines = [title,
-             f"  items       {s.total} total · {s.passed} passed · {s.failed} failed · {s.errored} errors"
+             f"  items       {s.total:,} total · {s.passed:,} passed · {s.failed:,} failed · "
+             f"{figures.count(s.errored, 'error')}"
              + (f" · {s.skipped} skipped" if s.skipped else "") + (f" · {s.flaky} flaky" if s.flaky else ""),
              f"  mean score  {figures.number(s.mean_score)}    pass rate {figures.percent(s.pass_rate)}    "
              f"latency p50 {figures.ms(s.latency_ms.p50)}, p95 {figures.ms(s.latency_ms.p95)}    "
@@ -112,8 +113,8 @@ def summary_text(result: ExperimentResult) -> str:
     for name, used in (("tokens", s.tokens), ("judge", s.judge_tokens)):
         if used.total_tokens:
             cost = f", ${used.cost:.4f}" if used.cost is not None else ""
-            lines.append(f"  {name:<10}  {used.total_tokens} tokens ({used.prompt_tokens} prompt, "
-                         f"{used.completion_tokens} completion{cost})")
+            lines.append(f"  {name:<10}  {figures.count(used.total_tokens, 'token')} ({used.prompt_tokens:,} prompt, "
+                         f"{used.completion_tokens:,} completion{cost})")
     throttled = throttling_text(s.throttling)
     if throttled:
         lines.append(f"  throttled   {throttled}")
