@@ -115,7 +115,7 @@ def test_the_estimate_is_counted_from_the_previewed_prompts(write_config):
     done = run_cli("preview", str(config), cwd=config.parent)
     assert done.returncode == 0, done.stderr
     assert ("sums: 4 items × 2 repeats × (1 runner + 0 judge calls) = 8 calls, prompt ≈ 16 tokens, "
-            "completion ≤ 80 tokens, cost ≈ 0.000448") in done.stdout
+            "completion ≤ 80 tokens, cost ≈ $0.000448") in done.stdout
 
 
 def test_a_judge_without_a_price_makes_the_cost_unknown_and_its_repeats_are_calls(write_config):

@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from yamleval.analysis import figures
 from yamleval.engine import plan
 from yamleval.net import transport
 from yamleval.plugins.calls import BoundCall, ItemContext
@@ -302,14 +303,14 @@ def _json(value: Any, indent: str) -> str:
 
 
 def _count(number: int | None, unit: str) -> str:
-    return "unknown" if number is None else f"{number:,} {unit}{'' if number == 1 else 's'}"
+    return "unknown" if number is None else figures.count(number, unit)
 
 
 def _estimate_line(e: Estimate) -> str:
     if e.calls is None:
         return f"unknown ({'; '.join(e.unknown)})"
     completion = "unbounded" if e.completion_tokens is None else f"≤ {_count(e.completion_tokens, 'token')}"
-    cost = "unknown" if e.cost is None else f"≈ {e.cost:,.2f}" if e.cost >= 1 else f"≈ {e.cost:.3g}"
+    cost = "unknown" if e.cost is None else f"≈ ${e.cost:,.2f}" if e.cost >= 1 else f"≈ ${e.cost:.3g}"
     line = (f"{_count(e.calls, 'call')}, prompt ≈ {_count(e.prompt_tokens, 'token')}, completion {completion}, "
             f"cost {cost}")
     return line + (f" ({'; '.join(e.unknown)})" if e.unknown else "")
