@@ -239,7 +239,7 @@ def test_header_statistics_criteria_and_run_footer(write_config):
     document = html.render(RUN, results)
     text = re.sub(r"\s+", " ", document)
     for expected in ("Capital cities", "fixture_plugins.behaviours:per_item", "4 inline items", "echo",
-                     "Pass rate", "Avg latency", "p95 latency", "Total tokens", "Duration",
+                     "Pass rate", "Mean latency", "p95 latency", "Total tokens", "Duration",
                      "run-42", "0123abc", "evals.yaml", "experiments/extra.yaml", "0.1.0",
                      "2026-01-01 00:00:00 UTC"):
         assert expected in text, expected

@@ -386,7 +386,7 @@ def test_every_duration_is_written_in_one_style(browser, report, tmp_path):
         cells = section.locator("tbody tr.row td:nth-last-child(2)").all_inner_texts()
         assert cells == ["0.25 ms", "12.5 ms", "340 ms", "1.2 s", "98.8 s"] == [figures.ms(v) for v in latencies]
         stats = dict(zip(section.locator(".stat-name").all_inner_texts(), section.locator(".stat-value").all_inner_texts()))
-        shown = [stats[name] for name in ("Avg latency", "p95 latency", "Duration")]
+        shown = [stats[name] for name in ("Mean latency", "p95 latency", "Duration")]
         opened.rows().nth(3).click()
         shown.append(section.locator(".detail-meta span", has_text="Latency").locator("b").inner_text())
         assert shown[-1] == "1.2 s"

@@ -115,7 +115,7 @@ def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
         "stats": [("Pass rate", figures.percent(summary.pass_rate)), ("Mean score", figures.number(summary.mean_score)),
                   (f"Pass rate {figures.level(summary.confidence)}", figures.interval(summary.pass_rate_ci, rate=True)),
                   (f"Mean score {figures.level(summary.confidence)}", figures.interval(summary.mean_score_ci)),
-                  ("Avg latency", figures.ms(summary.latency_ms.mean)), ("p95 latency", figures.ms(summary.latency_ms.p95)),
+                  ("Mean latency", figures.ms(summary.latency_ms.mean)), ("p95 latency", figures.ms(summary.latency_ms.p95)),
                   ("Total tokens", f"{summary.tokens.total_tokens:,}"), ("Duration", figures.ms(summary.duration_ms)),
                   ("Items", f"{summary.total:,}")] + ([("Flaky items", f"{summary.flaky:,}")] if summary.flaky else []) + (
                       [("From the cache", f"{summary.cache.hits:,} of {summary.cache.hits + summary.cache.misses:,}")]
