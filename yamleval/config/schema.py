@@ -243,7 +243,8 @@ def _messages(error, source: SourceMap, path: tuple) -> list[ConfigError]:
                     and instance == int(instance)):
                 hint = _share_hint(instance)
             return [source.error(path, f"must be between {low} and {high}, got {_show(instance)}", hint=hint)]
-        return [source.error(path, f"must be {word} {value}, got {_show(instance)}")]
+        why = None if "type" in error.schema else error.schema.get("description")  # a rule beside the key's own schema
+        return [source.error(path, f"must be {word} {value}, got {_show(instance)}", hint=why)]
     if v == "pattern":
         message, hint = _pattern_problem(value, instance, error.schema.get("description", f"must match {value}"))
         return [source.error(path, message, hint=hint)]
