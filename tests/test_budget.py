@@ -100,17 +100,17 @@ def test_resuming_with_the_budget_still_reached_stops_at_once_with_the_same_reas
 
 def test_the_resume_command_it_prints_names_the_files_values_store_and_folder_of_the_run(write_config, tmp_path):
     config = write_config(_config(tmp_path, "{max_tokens: 22}"))
-    first = run_cli("run", str(config), "--set", "spend:timeout=30", "--store", "my results.db",
+    first = run_cli("run", str(config), "--set", "spend:timeout=30", "--limit", "9", "--store", "my results.db",
                     "--report-dir", "out", cwd=tmp_path)
     assert first.returncode == 4, first.stderr
     run_id = json.loads((tmp_path / "out" / "results.json").read_text())["run_id"]
     [command] = re.findall(r"resume it with `([^`]+)`", first.stderr)
     assert shlex.split(command) == ["yamleval", "run", str(config), "--resume", run_id, "--set", "spend:timeout=30",
-                                    "--store", "my results.db", "--report-dir", "out"]
+                                    "--limit", "9", "--store", "my results.db", "--report-dir", "out"]
     config.write_text(config.read_text().replace("max_tokens: 22", "max_tokens: 1000"))
     followed = run_cli(*shlex.split(command)[1:], cwd=tmp_path)
     assert followed.returncode == 0 and f"resuming run {run_id}" in followed.stderr, followed.stderr
-    assert sorted(_calls(tmp_path)) == sorted(f"i{n}" for n in range(10))
+    assert sorted(_calls(tmp_path)) == sorted(f"i{n}" for n in range(9)), "the limit holds for the rest too"
     assert json.loads((tmp_path / "out" / "results.json").read_text())["status"] == "completed"
 
 

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 
 import pytest
+import requests
 
 from servers.fixtures import openai_server  # noqa: F401
 from servers.openai_server import Reply
@@ -153,3 +154,20 @@ def test_redirects_are_bounded(openai_server, post):  # noqa: F811
 
 def test_the_url_shown_has_no_credentials_and_no_query():
     assert transport.shown_url("https://ann:pw@host.test:8443/v1/x?key=abc") == "https://host.test:8443/v1/x"
+
+
+def test_a_session_gives_each_url_the_proxy_and_ca_bundle_requests_itself_would(monkeypatch):
+    """The session reads an origin's settings once; each URL still gets what requests gives it."""
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
+    monkeypatch.setenv("NO_PROXY", "direct.invalid,plain:80")
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/etc/company-ca.pem")
+    ours, theirs = transport.open_session(), requests.Session()
+    urls = ["http://direct.invalid/a", "http://via.invalid/a", "http://plain:80/x", "http://plain/x",
+            "http://via.invalid/b", "https://via.invalid/c", "http://direct.invalid/again"]
+    for url in urls + urls:
+        assert ours.merge_environment_settings(url, {}, True, None, None) == \
+            theirs.merge_environment_settings(url, {}, True, None, None), url
+    given = ours.merge_environment_settings("http://via.invalid/a", {}, True, None, None)
+    given["proxies"]["http"] = "changed"  # a caller's change to what it was given stays its own
+    assert ours.merge_environment_settings("http://via.invalid/a", {}, True, None, None)["proxies"]["http"] == \
+        "http://proxy.invalid:3128"

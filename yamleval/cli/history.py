@@ -45,7 +45,9 @@ def runs(store_file, limit, ids_only):
 def _verdict(run) -> str:
     """PASSED or FAILED, as the run's exit code gated (an aborted run fails); "-" for one that
     has no verdict: running, interrupted or crashed."""
-    if run.passed is None or run.status not in ("completed", "aborted"):
+    if run.status == "aborted":
+        return "FAILED"
+    if run.passed is None or run.status != "completed":
         return "-"
     return "PASSED" if run.passed else "FAILED"
 

@@ -93,20 +93,26 @@ def run(paths, experiment_ids, variant_ids, sets, limit, concurrency, repeats, r
                           watcher=_Console(interrupts, quiet), repeats=repeats, tags=tags, cache=cache,
                           refresh_cache=refresh_cache, shard=shard, run_id=run_id, executor=executor,
                           ray_address=ray_address)
-    _finish(outcome, quiet, _resume_command(outcome.run.run_id, paths, sets, store_file, report_dir, experiment_ids,
-                                            variant_ids, shard))
+    given = {"-e": experiment_ids, "--variant": variant_ids, "--set": sets, "--limit": limit, "--shard": shard,
+             "--store": store_file, "--report-dir": report_dir, "--executor": executor, "--ray-address": ray_address,
+             "--junit-family": junit_family, "--cache": cache is True, "--no-cache": cache is False,
+             "--refresh-cache": refresh_cache}
+    _finish(outcome, quiet, _resume_command(outcome.run.run_id, paths, given))
 
 
-def _resume_command(run_id: str, paths, sets, store_file, report_dir, experiment_ids, variant_ids, shard) -> str:
-    """The command that continues this run where it stopped: the same files, values, store, report
-    folder and selection (else it would look in another store, or refuse a changed config)."""
+def _resume_command(run_id: str, paths, given: dict) -> str:
+    """The command that continues this run where it stopped: the same files, values, selection,
+    limit, store, report folder, executor and cache use (else it would look in another store,
+    refuse a changed config, or run what the first command left out)."""
     words = ["yamleval", "run", *paths, "--resume", run_id]
-    for flag, values in (("-e", experiment_ids), ("--variant", variant_ids), ("--set", sets)):
-        for value in values:
-            words += [flag, value]
-    for flag, value in (("--shard", shard), ("--store", store_file), ("--report-dir", report_dir)):
-        if value:
-            words += [flag, value]
+    for flag, value in given.items():
+        if value is True:
+            words.append(flag)
+        elif isinstance(value, (tuple, list)):
+            for one in value:
+                words += [flag, one]
+        elif value is not None and value is not False:
+            words += [flag, str(value)]
     return "`" + " ".join(shlex.quote(word) for word in words) + "`"
 
 

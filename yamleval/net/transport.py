@@ -82,7 +82,7 @@ class _Session(requests.Session):
     """A ``requests`` session that reads the proxies, NO_PROXY and CA bundle the environment
     gives an origin (scheme, host, port) at its first request there, not at every request:
     ``requests`` scans the whole environment twice per request, a quarter of the processor
-    time of a small call. A session lives for one worker thread of one run."""
+    time of a small call. A session lives no longer than the run that opened it."""
 
     def __init__(self):
         super().__init__()
@@ -91,7 +91,8 @@ class _Session(requests.Session):
     def merge_environment_settings(self, url, proxies, stream, verify, cert):
         if proxies or verify is not None or cert is not None:
             return super().merge_environment_settings(url, proxies, stream, verify, cert)
-        key = (origin(url), stream)
+        parts = urlsplit(url)
+        key = (parts.scheme.lower(), parts.netloc.lower(), stream)  # as written: NO_PROXY may name host:port
         found = self._by_origin.get(key)
         if found is None:
             found = self._by_origin[key] = super().merge_environment_settings(url, {}, stream, None, None)

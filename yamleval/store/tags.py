@@ -46,11 +46,13 @@ def named(store, tag: str) -> bool:
 
 
 def newest(store, tag: str) -> str | None:
-    """The id of the newest stored run tagged ``tag``, or None."""
+    """The id of the run a tag stands for: its newest completed run (as a ``no_regression``
+    baseline reads it), else its newest run; None when no run has it."""
     if not _readable(store):
         return None
     rows = store.query("SELECT runs.run_id FROM runs JOIN run_tags ON run_tags.run_id = runs.run_id"
-                       " WHERE run_tags.tag = {p} ORDER BY runs.started_at DESC, runs.rowid DESC LIMIT 1", (tag,))
+                       " WHERE run_tags.tag = {p} ORDER BY CASE WHEN runs.status = 'completed' THEN 0 ELSE 1 END,"
+                       " runs.started_at DESC, runs.rowid DESC LIMIT 1", (tag,))
     return rows[0][0] if rows else None
 
 
