@@ -62,7 +62,8 @@ def _verdict(run) -> str:
 def show(run_ref, store_file, config, by):
     """The summary of a stored RUN and its failing items.
 
-    RUN is a run id, a tag (its newest run), a unique prefix of a run id, or `latest` (the default)."""
+    RUN is a run id, a tag (its newest completed run), a unique prefix of a run id, or `latest`
+    (the default)."""
     from yamleval.reporting.console import summary_text
 
     shown = api.show(run_ref, store=store_file, by=by, config=config)
@@ -91,7 +92,7 @@ def _breakdown_text(result, found) -> str:
 def tag(run_ref, names, store_file):
     """Tag a stored RUN with each NAME (e.g. `main`), for a no_regression criterion's baseline.
 
-    RUN is a run id, a tag (its newest run), a unique prefix of a run id, or `latest`."""
+    RUN is a run id, a tag (its newest completed run), a unique prefix of a run id, or `latest`."""
     tagged = api.tag(run_ref, names, store=store_file)
     click.echo(f"run {tagged.run.run_id} tagged {', '.join(tagged.tags)}")
 
@@ -121,7 +122,8 @@ def _config_listing(info) -> str:
 def report(run_ref, store_file, formats, report_dir, junit_family, gate, max_html_mb):
     """Render the reports of a stored RUN again.
 
-    RUN is a run id, a tag (its newest run), a unique prefix of a run id, or `latest` (the default)."""
+    RUN is a run id, a tag (its newest completed run), a unique prefix of a run id, or `latest`
+    (the default)."""
     outcome = api.report(run_ref, store=store_file, formats=format_names(formats), report_dir=report_dir,
                          junit_family=junit_family, gate=gate, max_html_mb=max_html_mb)
     for path in outcome.reports:
@@ -170,7 +172,8 @@ def export(run_ref, store_file, fmt, experiment_ids, statuses, output):
     they are written (any size): id, status, input, output, expected, error, latency, tokens and a
     score per scorer; the same columns as the report page's export buttons.
 
-    RUN is a run id, a tag (its newest run), a unique prefix of a run id, or `latest` (the default)."""
+    RUN is a run id, a tag (its newest completed run), a unique prefix of a run id, or `latest`
+    (the default)."""
     done = api.export(run_ref, store=store_file, format=fmt, experiments=experiment_ids, statuses=statuses,
                       output=click.get_text_stream("stdout") if output is None else output)
     if done.path is not None:
@@ -197,8 +200,8 @@ def compare(base_ref, candidate_ref, store_file, fmt, alpha, margin, fail_on_reg
     their configs differ, and a paired verdict per experiment and scorer: regressed, improved
     or no significant change.
 
-    BASE and CANDIDATE are each a run id, a tag (its newest run), a unique prefix of a run id, or `latest`; CANDIDATE is
-    `latest` when it is not given."""
+    BASE and CANDIDATE are each a run id, a tag (its newest completed run), a unique prefix of a
+    run id, or `latest`; CANDIDATE is `latest` when it is not given."""
     compared = api.compare(base_ref, candidate_ref, store=store_file, alpha=alpha, margin=margin, format=fmt)
     click.echo(compared.text, nl=False)
     if fail_on_regression or fail_on_any_regression:

@@ -134,7 +134,8 @@ def rescore(run_ref, paths, experiment_ids, report_dir, formats, store_file, tag
     """Score the stored outputs of RUN again with the scorers and pass criteria of PATHS (default:
     evals.yaml), as a new run; no runner is called (LLM judges call their model).
 
-    RUN is a run id, a tag (its newest run), a unique prefix of a run id, or `latest`. Exit codes as `yamleval run`.
+    RUN is a run id, a tag (its newest completed run), a unique prefix of a run id, or `latest`.
+    Exit codes as `yamleval run`.
     """
     project = api.load_project(paths)
     with _Interrupts() as interrupts:
