@@ -237,3 +237,14 @@ def test_a_resumed_shard_counts_its_own_items_once_against_the_runs_budget(write
     assert resumed.returncode == 4, resumed.stderr  # stopped by the budget, once it is spent
     [experiment] = json.loads((tmp_path / "reports" / "results.json").read_text(encoding="utf-8"))["experiments"]
     assert 9 <= experiment["summary"]["completed"] <= 11, experiment["summary"]
+
+
+def test_a_tag_names_its_newest_completed_run_not_a_newer_aborted_one(write_config, tmp_path):
+    write_config(CONFIG)
+    _items(tmp_path, 40)
+    assert run_cli("run", "-q", "--run-id", "good", "--tag", "main", cwd=tmp_path).returncode == 0
+    _items(tmp_path, 40, bad_after=20)
+    assert run_cli("run", "-q", "--run-id", "bad", "--tag", "main", cwd=tmp_path).returncode == 2
+    shown = run_cli("show", "main", cwd=tmp_path)
+    assert shown.returncode == 0 and shown.stdout.startswith("run good"), shown.stdout
+    assert run_cli("show", "bad", cwd=tmp_path).stdout.startswith("run bad")  # an exact id is that run
