@@ -304,7 +304,7 @@ def test_unknown_run_and_ambiguous_prefix(write_config, tmp_path, store_at):
     """))
     run_cli("run", "-q", cwd=tmp_path)
     missing = run_cli("show", "nope", "--store", store_at.url("r.db"), cwd=tmp_path)
-    assert missing.returncode == 2 and "no run 'nope'" in missing.stderr
+    assert missing.returncode == 2 and "no run or tag 'nope'" in missing.stderr
     assert run_cli("show", "--store", store_at.url("r.db"), cwd=tmp_path).returncode == 0
     nothing = run_cli("runs", "--store", "elsewhere.db", cwd=tmp_path)
     assert nothing.returncode == 2 and "no results database" in nothing.stderr
