@@ -300,18 +300,18 @@ class Store:
         return [self._run_info(row) for row in rows]
 
     def find_run(self, ref: str) -> RunInfo:
-        """A run by id, tag (the newest run with it), unique id prefix, or ``latest``."""
+        """A run by id, tag (``tags.newest``), unique id prefix, or ``latest``, in that order."""
         if ref == "latest":
             found = self.runs(1)
             if not found:
                 raise UsageError(f"no runs stored in {self.path} yet")
             return found[0]
-        tagged = None if self.has_run(ref) else run_tags.newest(self, ref)
-        if tagged is not None:
-            return self.find_run(tagged)
         rows = self._records("SELECT * FROM runs WHERE run_id LIKE {p} ESCAPE '\\' ORDER BY started_at DESC",
                            (ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%",))
         exact = [r for r in rows if r["run_id"] == ref]
+        tagged = None if exact else run_tags.newest(self, ref)
+        if tagged is not None:
+            exact = self._records("SELECT * FROM runs WHERE run_id = {p}", (tagged,))
         if exact or len(rows) == 1:
             return self._run_info((exact or rows)[0])
         if not rows:
