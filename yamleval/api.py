@@ -69,7 +69,8 @@ def run(config: Union[Paths, Project], *, experiments: Sequence[str] | None = No
         stop: threading.Event | None = None, abandon: threading.Event | None = None,
         watcher: RunWatcher | None = None, repeats: int | None = None, tags: Sequence[str] = (),
         cache: bool | None = None, refresh_cache: bool = False, shard: str | None = None,
-        run_id: str | None = None, executor: str | None = None, ray_address: str | None = None) -> RunOutcome:
+        run_id: str | None = None, executor: str | None = None, ray_address: str | None = None,
+        retry_errors: str | None = None) -> RunOutcome:
     """Run a project's experiments as one stored run, exactly as ``yamleval run`` does: every item
     stored as it finishes, resumable (``resume``: a run id or ``latest``), reports written, the
     run tagged with ``tags``.
@@ -77,7 +78,8 @@ def run(config: Union[Paths, Project], *, experiments: Sequence[str] | None = No
     ``experiments`` and ``variants``: only these ids (``-e``, ``--variant``); ``sets``:
     ``[ID:]PATH=VALUE`` overrides of the files (``--set``); ``shard="2/4"`` runs one shard of the
     items, as a run named ``run_id`` if given; ``executor`` (``local`` or ``ray``) and
-    ``ray_address`` say where items run. ``stop`` set: start no new items; ``abandon`` set: stop
+    ``ray_address`` say where items run; ``retry_errors``: a stored run (id or tag) whose items
+    that ended in error (or never ran) a new run runs again, keeping the rest. ``stop`` set: start no new items; ``abandon`` set: stop
     waiting for running ones. See ``lifecycle.run.run_project`` for every option."""
     from yamleval.config.loader import with_junit_family
     from yamleval.engine import shards as sharding
@@ -93,7 +95,7 @@ def run(config: Union[Paths, Project], *, experiments: Sequence[str] | None = No
                        formats=formats, resume=resume, force=force, limit=limit, concurrency=concurrency,
                        stop=stop, abandon=abandon, watcher=watcher, repeats=repeats, tags=tags, cache=cache,
                        refresh_cache=refresh_cache, shard=part, run_id=run_id, executor=executor,
-                       ray_address=ray_address)
+                       ray_address=ray_address, retry_errors=retry_errors)
 
 
 def rescore(run: str, config: Union[Paths, Project] = stored_runs.DEFAULT_CONFIG, *, experiments: Sequence[str] = (),

@@ -73,7 +73,8 @@ def show(run_ref, store_file, config, by):
         return
     click.echo(f"run {info.run_id} · {info.status} · started {info.started_at}"
                + (f" · git {info.git_commit[:12]}{' (dirty)' if info.git_dirty else ''}" if info.git_commit else "")
-               + (f" · rescored from {info.rescored_from}" if info.rescored_from else ""))
+               + (f" · rescored from {info.rescored_from}" if info.rescored_from else "")
+               + (f" · errors of {info.retried_from} retried" if info.retried_from else ""))
     click.echo("")
     for result, found in zip(shown.results, shown.breakdowns or (None,) * len(shown.results)):
         click.echo(summary_text(result) + "\n" + ("" if found is None else _breakdown_text(result, found) + "\n"))

@@ -61,8 +61,10 @@ class _Interrupts:
               help="The results database [config `store:`, else .yamleval/results.db].")
 @click.option("--resume", is_flag=False, flag_value="latest", default=None, metavar="[RUN_ID]",
               help="Continue an unfinished run (default: the latest of these experiments); finished items are kept.")
+@click.option("--retry-errors", metavar="RUN", help="A new run of RUN's experiments (an id or a tag) that keeps its"
+              " items and runs again those that ended in error or never ran.")
 @click.option("--force", is_flag=True, help="With --resume: resume even if the config or a dataset changed, or if"
-              " the run seems to be running still.")
+              " the run seems to be running still; with --retry-errors: retry even if they changed.")
 @click.option("--tag", "tags", multiple=True, metavar="NAME",
               help="Tag the run (repeatable): a no_regression criterion's baseline can name it.")
 @click.option("--cache/--no-cache", "cache", default=None,
@@ -77,7 +79,8 @@ class _Interrupts:
               " started on this machine); implies --executor ray.")
 @JUNIT_FAMILY_OPTION
 @click.option("-q", "--quiet", is_flag=True, help="No progress; only the verdict per experiment.")
-def run(paths, experiment_ids, variant_ids, sets, limit, concurrency, repeats, report_dir, store_file, resume, force, tags, cache,
+def run(paths, experiment_ids, variant_ids, sets, limit, concurrency, repeats, report_dir, store_file, resume, retry_errors,
+        force, tags, cache,
         refresh_cache, shard, run_id, executor, ray_address, junit_family, quiet):
     """Run the experiments in PATHS (default: evals.yaml), store the results, write reports.
 
@@ -92,11 +95,14 @@ def run(paths, experiment_ids, variant_ids, sets, limit, concurrency, repeats, r
                           concurrency=concurrency, stop=interrupts.stop, abandon=interrupts.abandon,
                           watcher=_Console(interrupts, quiet), repeats=repeats, tags=tags, cache=cache,
                           refresh_cache=refresh_cache, shard=shard, run_id=run_id, executor=executor,
-                          ray_address=ray_address)
+                          ray_address=ray_address, retry_errors=retry_errors)
     given = {"-e": experiment_ids, "--variant": variant_ids, "--set": sets, "--limit": limit, "--shard": shard,
              "--store": store_file, "--report-dir": report_dir, "--executor": executor, "--ray-address": ray_address,
              "--junit-family": junit_family, "--cache": cache is True, "--no-cache": cache is False,
              "--refresh-cache": refresh_cache}
+    if outcome.run.retried_from:
+        click.echo(f"run {outcome.run.run_id}: the errored items of run {outcome.run.retried_from} run again,"
+                   " the others kept", err=quiet)
     _finish(outcome, quiet, _resume_command(outcome.run.run_id, paths, given))
 
 

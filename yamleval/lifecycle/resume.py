@@ -1,9 +1,12 @@
 """What ``yamleval run --resume`` checks before it continues a run: which unfinished run it is,
-that no process still runs it, and what changed since it started."""
+that no process still runs it, and what changed since it started; and which run and items
+``--retry-errors`` starts from."""
 from __future__ import annotations
 
+from typing import Iterator
+
 from yamleval.records.errors import UsageError
-from yamleval.records.types import RunInfo
+from yamleval.records.types import ItemResult, RunInfo
 
 UNFINISHED = ("running", "interrupted", "stopped", "aborted", "crashed")  # stopped: by a budget
 
@@ -24,14 +27,35 @@ def resumable(db, ref: str, project, wanted: list[str] | None, force: bool) -> R
     raise UsageError("no unfinished run of these experiments to resume (see `yamleval runs`)")
 
 
-def experiments_of(db, run: RunInfo, project) -> list:
+def retried(db, ref: str, project, wanted: list[str] | None) -> tuple[RunInfo, list]:
+    """The run ``ref`` names whose errored (and never run) items ``--retry-errors`` runs again, and
+    the experiments it runs again: the run's own, in its order (those ``wanted``, when given)."""
+    run = db.find_run(ref)
+    if run.status == "running":
+        raise UsageError(f"run {run.run_id} is still running: wait for it to end, then retry its errors")
+    experiments = experiments_of(db, run, project, "retry the errors of")
+    if wanted is not None:
+        missing = [w for w in wanted if w not in {e.id for e in experiments}]
+        if missing:
+            raise UsageError(f"run {run.run_id} has no experiment {', '.join(repr(m) for m in missing)}"
+                             f" (its experiments: {', '.join(e.id for e in experiments)})")
+        experiments = [e for e in experiments if e.id in wanted]
+    return run, experiments
+
+
+def kept_items(db, run_id: str, experiment_id: str) -> Iterator[ItemResult]:
+    """The items of a stored experiment a retry keeps: all but those that ended in error."""
+    return (r for r in db.item_view(run_id, experiment_id, 0) if r.status != "error")
+
+
+def experiments_of(db, run: RunInfo, project, doing: str = "resume") -> list:
     """A resumed run goes on with exactly its own experiments, in its own order."""
     known = {e.id: e for e in project.experiments}
     ids = db.run_detail(run.run_id, "experiment_ids") or []
     missing = [i for i in ids if i not in known]
     if missing:
-        raise UsageError(f"cannot resume run {run.run_id}: the config no longer has experiment"
-                         f" {', '.join(repr(m) for m in missing)}; resume it with the config it ran")
+        raise UsageError(f"cannot {doing} run {run.run_id}: the config no longer has experiment"
+                         f" {', '.join(repr(m) for m in missing)}; {doing} it with the config it ran")
     return [known[i] for i in ids]
 
 

@@ -53,7 +53,8 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
                 stop: threading.Event | None = None, abandon: threading.Event | None = None,
                 watcher: RunWatcher | None = None, repeats: int | None = None, tags: Sequence[str] = (),
                 cache: bool | None = None, refresh_cache: bool = False, shard=None,
-                run_id: str | None = None, executor: str | None = None, ray_address: str | None = None) -> RunOutcome:
+                run_id: str | None = None, executor: str | None = None, ray_address: str | None = None,
+                retry_errors: str | None = None) -> RunOutcome:
     """Run ``experiments`` (default: all) of a loaded ``project`` as one stored run.
 
     ``store``: the results database (default: the project's ``store:``, else
@@ -70,7 +71,10 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     it goes on with that shard. ``run_id``: the id of a new run (default: made from the time).
     ``executor`` (``local`` or ``ray``) and ``ray_address`` (which implies ``ray``): where every
     experiment's items run, whatever the experiments say; a run on Ray connects before it is
-    stored, and lets the cluster go at its end (``ray_executor``).
+    stored, and lets the cluster go at its end (``ray_executor``). ``retry_errors``: a run (id,
+    tag or prefix) whose experiments a new run goes through again, keeping each item that ended
+    without an error and running those that errored or never ran (``force``: although the config
+    or a dataset changed since, the kept items then scored again as the config now says).
     The project's ``budget`` spans the run, the earlier sessions of a resumed one included (but
     for ``max_duration``, which counts this call's time); each experiment's spans the experiment.
     A config error raises ConfigError before anything is stored.
@@ -81,17 +85,19 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     from yamleval.store import tags as run_tags
     from yamleval.lifecycle import shards as shard_runs
     from yamleval.engine import shards as sharding
-    from yamleval.lifecycle.resume import changes, experiments_of, resumable
+    from yamleval.lifecycle.resume import changes, experiments_of, kept_items, resumable, retried
     from yamleval.executors import choice
 
     if run_id is not None:
         sharding.check_run_id(run_id, resume)
+    if retry_errors is not None and (resume is not None or shard is not None):
+        raise UsageError(f"--retry-errors starts a new run: it takes no {'--resume' if resume else '--shard'}")
     watcher = watcher or RunWatcher()
     began = time.perf_counter()
     stop = stop or threading.Event()
     out = open_outputs(project, store, report_dir, formats, tags)
     db = out.store
-    cluster = None
+    cluster = origin = None
     try:
         if resume:
             wanted = None if experiments is None else [e.id for e in experiments]
@@ -103,10 +109,14 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
             experiments = experiments_of(db, run_info, project)
         else:
             run_info = None
+            if retry_errors is not None:
+                origin, experiments = retried(db, retry_errors, project,
+                                              None if experiments is None else [e.id for e in experiments])
             experiments = list(project.experiments if experiments is None else experiments)
             git = git_state(project)
-        if run_info is not None and repeats is None:  # as the run was started: its --repeats, if any
-            repeats = fingerprint.repeats(db.run_detail(run_info.run_id, "fingerprint"))
+        started_as = run_info or origin
+        if started_as is not None and repeats is None:  # as the run was started: its --repeats, if any
+            repeats = fingerprint.repeats(db.run_detail(started_as.run_id, "fingerprint"))
         if repeats is not None:
             experiments = [dataclasses.replace(e, repeats=repeats) for e in experiments]
         experiments = [dataclasses.replace(e, cache=cached(e.cache, cache, refresh_cache),
@@ -142,11 +152,20 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
             else:
                 shard_runs.start(db, run_id, shard, joining=not resume)
         else:
+            if origin is not None:  # the items it keeps were answered under its config
+                texts = provenance.config_texts(project.files, project.sets)
+                changed = changes(db, origin, texts, provenance.config_hash(texts), dataset_hashes,
+                                  project.environment, experiments, repeats)
+                if changed and not force:
+                    raise UsageError(f"cannot retry the errors of run {origin.run_id}: {'; '.join(changed)} since it"
+                                     " started (use --force to retry anyway, its kept items scored again as the"
+                                     " config now says, or run afresh)")
+                rescore = bool(changed)
             if run_id is not None and shard is None and db.has_run(run_id):
                 raise UsageError(f"run {run_id} is in {display_path(db.path)} already: continue it with --resume {run_id},"
                                  " or give another --run-id")
             run_id = new_run(db, project, experiments, git, repeats, run_id=run_id, shard=shard,
-                             datasets=dataset_hashes)
+                             datasets=dataset_hashes, retried_from=None if origin is None else origin.run_id)
             if shard is not None:
                 shard_runs.joined(db, run_id, shard, project)  # another shard may have made it meanwhile
                 shard_runs.same_work(db, run_id, shard, experiments, dataset_hashes, repeats, joining=True)
@@ -165,11 +184,12 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
                 result = stored_results[experiment_id]
             else:
                 watcher.experiment_started(experiment_id)
+                kept = None if origin is None else kept_items(db, origin.run_id, experiment_id)
                 result = _run_experiment(db, run_id, position, ready, experiment_id in begun, rescore,
                                          dataset_hashes[experiment_id], limit, concurrency, stop, abandon, watcher,
                                          _limits(project, ready.experiment, _spent_by(db, run_id, shard, project, results),
                                                  time.perf_counter() - began), shard,
-                                         executors)
+                                         executors, kept)
             results.append(result)
             watcher.experiment_finished(result)
             if result.could_not_evaluate:  # the endpoint is likely another experiment's too: the run stops here
@@ -215,7 +235,8 @@ def git_state(project):
 
 
 def new_run(db, project, experiments: Sequence, git, repeats: int | None, rescored_from: str | None = None,
-            run_id: str | None = None, shard=None, datasets: dict[str, str] | None = None) -> str:
+            run_id: str | None = None, shard=None, datasets: dict[str, str] | None = None,
+            retried_from: str | None = None) -> str:
     """A new run of ``experiments`` stored as running, with what it runs under: its id
     (``run_id``, else one made from the time). The first ``shard`` of a run makes it; one
     started at the same moment with the same ``run_id`` finds it made."""
@@ -229,7 +250,7 @@ def new_run(db, project, experiments: Sequence, git, repeats: int | None, rescor
         run_id=run_id, status="running", started_at=now(), yamleval_version=__version__,
         python_version=provenance.python_version(), host=provenance.host(), config_files=tuple(project.files),
         config_hash=provenance.config_hash(texts), git_commit=commit, git_dirty=dirty, config_text=texts,
-        rescored_from=rescored_from,
+        rescored_from=rescored_from, retried_from=retried_from,
     ), provenance.plugin_versions(experiments, __version__), [e.id for e in experiments],
         fingerprint.fingerprint(project.environment, experiments, repeats=repeats,
                                 shards=None if shard is None else shard.count, datasets=datasets),
@@ -267,9 +288,11 @@ def cached(settings, wanted: bool | None, refresh: bool):
 
 def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore: bool, dataset_hash: str, limit,
                     concurrency, stop: threading.Event, abandon, watcher: RunWatcher, limits, shard,
-                    executors) -> ExperimentResult:
+                    executors, kept=None) -> ExperimentResult:
     """One experiment, its items stored as they finish; resumed where it was ``begun`` before
-    (its finished items scored again first, with ``rescore``)."""
+    (its finished items scored again first, with ``rescore``), or begun with the items another
+    run ``kept`` (``--retry-errors``: stored in this run as they are read, scored again with
+    ``rescore``)."""
     from yamleval.engine import experiment as engine
     from yamleval.engine import plan
     from yamleval.engine import shards as sharding
@@ -290,13 +313,21 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore:
                        for item_id, done in partial.items()}
 
     def run(keeper) -> ExperimentResult:
+        done = previous if kept is None else _stored_as_read(keeper, engine.rescored(ready, kept) if rescore else kept)
         return engine.run_experiment(
             ready, executor=executors, concurrency=concurrency, limit=limit, on_item=keeper.item,
             on_progress=lambda completed, total: watcher.progress(experiment_id, completed, total),
-            stop=stop, abandon=abandon, previous=previous, keep_items=False, partial=partial,
+            stop=stop, abandon=abandon, previous=done, keep_items=False, partial=partial,
             on_repeat=keeper.repeat, budgets=limits, shard=shard)
 
     return store_experiment(db, run_id, position, ready, dataset_hash, stop, watcher, run, shared=shard is not None)
+
+
+def _stored_as_read(keeper, results):
+    """Each of ``results`` stored (by ``keeper``) as the engine reads it."""
+    for result in results:
+        keeper.item(result)
+        yield result
 
 
 def _spent_by(db, run_id: str, shard, project, results: Sequence[ExperimentResult]) -> Sequence[ExperimentResult]:

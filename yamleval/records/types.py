@@ -367,6 +367,7 @@ class RunInfo:
     # each config file's text as written, by file name: ``${VAR}`` unexpanded, never a value
     config_text: Mapping[str, str] = field(default_factory=dict)
     rescored_from: str | None = None  # the run whose stored outputs this one scored again (``yamleval rescore``)
+    retried_from: str | None = None  # the run whose errored items this one ran again (``--retry-errors``)
 
 
 @dataclass(frozen=True)

@@ -220,7 +220,8 @@ def _page(run: RunInfo, results: Sequence[ExperimentResult], max_mb: float = MAX
                 "version": run.yamleval_version or "—", "python": run.python_version or "—", "host": run.host or "—",
                 "git_commit": (run.git_commit or "—") + (" (uncommitted changes)" if run.git_dirty else ""),
                 "config_files": list(run.config_files), "config_hash": run.config_hash or "—",
-                "config_text": _config_text(dict(run.config_text), max_mb * 1e6 * CONFIG_SHARE), "rescored_from": run.rescored_from}
+                "config_text": _config_text(dict(run.config_text), max_mb * 1e6 * CONFIG_SHARE), "rescored_from": run.rescored_from,
+                "retried_from": run.retried_from}
     page = template().render(
         run=run_view, experiments=views, variant_groups=_variants_views(results), csp=csp, statuses=STATUSES, field_cap=f"{FIELD_CAP:,}", eager=EAGER_SECTIONS,
         script=Markup(script), style=Markup(style), data=Markup(_DATA_SLOT),

@@ -71,7 +71,8 @@ def run_dict(run: RunInfo) -> dict[str, Any]:
             "stopped_by_budget": run.status == "stopped",
             "config_files": list(run.config_files), "config_hash": run.config_hash,
             "git_commit": run.git_commit, "git_dirty": run.git_dirty, "host": run.host,
-            "python_version": run.python_version, "rescored_from": run.rescored_from}
+            "python_version": run.python_version, "rescored_from": run.rescored_from,
+            "retried_from": run.retried_from}
 
 
 def experiment_dict(result: ExperimentResult) -> dict[str, Any]:

@@ -80,6 +80,8 @@ def _headline(run: RunInfo, results: Sequence[ExperimentResult]) -> list[str]:
     facts = [f"run {escape(run.run_id)}"]
     if run.rescored_from:
         facts.append(f"rescored from run {escape(run.rescored_from)}")
+    if run.retried_from:
+        facts.append(f"errors of run {escape(run.retried_from)} retried")
     if run.git_commit:
         facts.append(f"commit {escape(run.git_commit[:12])}" + (" (dirty)" if run.git_dirty else ""))
     facts.append(f"started {escape(run.started_at)}")

@@ -9,7 +9,7 @@ from yamleval.records.codec import storable_text
 from yamleval.store.database import Database, Table
 from yamleval.store.errors import FOREIGN, DatabaseError
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 
 RUNS = Table("runs", "run_id TEXT PRIMARY KEY, status TEXT NOT NULL, started_at TEXT NOT NULL, completed_at TEXT,"
@@ -68,6 +68,7 @@ MIGRATIONS: dict[int, list[Table | str]] = {
     5: ["ALTER TABLE runs ADD COLUMN rescored_from TEXT"],  # read as None where it is missing (read-only)
     6: ["ALTER TABLE experiments ADD COLUMN variant TEXT"],  # what a variant is of (types.Variant), as JSON
     7: [RUN_SHARDS],
+    8: ["ALTER TABLE runs ADD COLUMN retried_from TEXT"],  # read as None where it is missing (read-only)
 }
 
 

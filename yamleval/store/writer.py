@@ -39,7 +39,7 @@ LOCKED_TRIES = 6  # tries of a write transaction still refused "database is lock
 
 _RUN_COLUMNS = ("run_id", "status", "started_at", "completed_at", "passed", "yamleval_version", "python_version",
                 "host", "pid", "config_files", "config_hash", "config_text", "git_commit", "git_dirty",
-                "plugin_versions", "experiment_ids", "fingerprint", "rescored_from")
+                "plugin_versions", "experiment_ids", "fingerprint", "rescored_from", "retried_from")
 _EXPERIMENT_COLUMNS = ("run_id", "experiment_id", "position", "label", "description", "tags", "runner", "dataset",
                        "scorers", "dataset_hash", "status", "started_at", "summary", "variant")
 _ITEM_COLUMNS = ("run_id", "experiment_id", "item_id", "position", "status", "record")
@@ -176,7 +176,7 @@ class Store:
               run.python_version, run.host, os.getpid(), encode(list(run.config_files)), run.config_hash,
               encode(dict(run.config_text)), run.git_commit, run.git_dirty, encode(plugin_versions),
               encode(list(experiment_ids)), None if fingerprint is None else encode(fingerprint),
-              run.rescored_from)],
+              run.rescored_from, run.retried_from)],
             on_conflict="ignore" if if_absent else "fail", then="then run again")
 
     def record_config(self, run_id: str, config_hash: str, config_text: dict[str, str],
@@ -293,7 +293,7 @@ class Store:
                        python_version=row["python_version"], config_files=tuple(json.loads(row["config_files"])),
                        config_hash=row["config_hash"], git_commit=row["git_commit"], git_dirty=dirty,
                        config_text=json.loads(row["config_text"] or "{}"),
-                       rescored_from=row.get("rescored_from"))
+                       rescored_from=row.get("rescored_from"), retried_from=row.get("retried_from"))
 
     def runs(self, limit: int = 20) -> list[RunInfo]:
         rows = self._records("SELECT * FROM runs ORDER BY started_at DESC, rowid DESC LIMIT {p}", (limit,))

@@ -222,3 +222,13 @@ def spending(input, item, log: str, tokens: int = 5, cost: float | None = None, 
         handle.write(f"{item.id}\n")
     time.sleep(seconds)
     return RunnerResult(output=input, usage={"prompt_tokens": 3, "completion_tokens": tokens - 3, "cost": cost})
+
+
+def down_for(input, item, log: str, down: str):
+    """Echo the input, each call noted in ``log``; raise for the items whose ids are lines of the
+    file ``down`` while it exists (an endpoint that was down for some calls)."""
+    with open(log, "a") as handle:
+        handle.write(f"{item.id}\n")
+    if os.path.exists(down) and item.id in open(down).read().split():
+        raise ConnectionError("the endpoint was down")
+    return input
