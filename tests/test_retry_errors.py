@@ -113,3 +113,12 @@ def test_retry_errors_starts_a_new_run_so_it_takes_no_resume_or_shard(write_conf
         assert f"--retry-errors starts a new run: it takes no {extra[0]}" in done.stderr
     unknown = run_cli("run", "--retry-errors", "nosuch", cwd=tmp_path)
     assert unknown.returncode == 2 and "no run or tag 'nosuch'" in unknown.stderr
+
+
+def test_resume_of_a_completed_run_points_at_retry_errors(write_config, tmp_path):
+    first_run(write_config, tmp_path)
+    done = run_cli("run", "--resume", cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().endswith("no unfinished run of these experiments to resume (see `yamleval runs`); to"
+                                        " run again the items of a finished run that ended in error, use"
+                                        " --retry-errors RUN")

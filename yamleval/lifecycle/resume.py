@@ -24,7 +24,8 @@ def resumable(db, ref: str, project, wanted: list[str] | None, force: bool) -> R
         stored = set(db.run_detail(run.run_id, "experiment_ids") or [])
         if run.status in UNFINISHED and stored <= known and (wanted is None or set(wanted) <= stored):
             return _not_running(run, force)
-    raise UsageError("no unfinished run of these experiments to resume (see `yamleval runs`)")
+    raise UsageError("no unfinished run of these experiments to resume (see `yamleval runs`); to run again the"
+                     " items of a finished run that ended in error, use --retry-errors RUN")
 
 
 def retried(db, ref: str, project, wanted: list[str] | None) -> tuple[RunInfo, list]:
