@@ -3,11 +3,12 @@ and a run of them (each variant's verdict, the gated verdict, the reports groupi
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import run_cli
+from conftest import assert_golden, run_cli
 from yamleval.config.loader import load_project
 from yamleval.records.errors import UsageError
 from yamleval.lifecycle.run import run_project, select_experiments
@@ -230,3 +231,11 @@ def test_a_matrix_of_too_many_variants_is_a_config_error_at_the_matrix(write_con
                                                    .replace("k3: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]", "k3: [0]"))),
                       cwd=tmp_path, timeout=60, YAMLEVAL_MAX_VARIANTS="1000")
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+
+
+def test_a_variants_run_ends_with_one_table_against_the_baseline(write_config, tmp_path):
+    write_config(VARIANTS)
+    done = run_cli("run", "--report-dir", "out", "--store", "r.db", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    table = done.stdout[done.stdout.index("greet: 3 variants"):done.stdout.index("report: ")]
+    assert_golden(Path(__file__).parent / "data" / "variants" / "terminal_table.expected.txt", table)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from conftest import run_cli
 from servers.fixtures import openai_server  # noqa: F401  (a fixture)
 from yamleval.config.loader import load_project
 from yamleval.lifecycle.run import run_project
@@ -140,3 +141,13 @@ def test_preview_counts_both_orders_of_every_pairwise_judgement_as_the_run_makes
     outcome = run_project(load_project([str(config)]), store=str(tmp_path / "r.db"), report_dir=str(tmp_path / "out"),
                           formats=["json"])
     assert outcome.exit_code == 0 and len(openai_server.requests) == 6
+
+
+def test_the_terminal_table_gives_each_variants_wins_ties_and_losses(write_config, tmp_path):
+    write_config(LONGER, "judge.yaml")
+    write_config(CONFIG)
+    done = run_cli("run", "-q", "--report-dir", "out", "--store", "r.db", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    [long] = [line for line in done.stderr.splitlines() if line.startswith("  long ")]
+    assert long.endswith("pairwise: 3 wins, 0 ties, 0 losses, win rate 100.0% (43.9–100.0%)")
+    assert long.split()[1:5] == ["100.0%", "(43.9–100.0%)", "—", "(—)"], "a pairwise judge's mean is no mean score"

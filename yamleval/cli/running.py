@@ -214,6 +214,12 @@ class _Console:
         else:
             click.echo(summary_text(result) + "\n")
 
+    def run_finished(self, results) -> None:
+        from yamleval.reporting.console import variants_text
+
+        for text in variants_text(results):
+            click.echo(text + "\n", err=self.quiet)
+
     def writing_reports(self) -> None:
         self.interrupts.raising = True  # Ctrl-C or SIGTERM now stops the reports at once
 

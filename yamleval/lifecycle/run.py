@@ -274,6 +274,7 @@ def finish_run(out: Outputs, run_id: str, results: list[ExperimentResult], plann
         whole = shard_runs.finish(out.store, run_id, shard, status, results, breakdowns or {})
         run_info = out.store.find_run(run_id)
         results = whole or [r for r in out.store.results(run_id)]
+    watcher.run_finished(results)
     watcher.writing_reports()
     written = write_reports_then_finish(out.store, out.report_dir, out.formats, run_info, results, shard is None)
     return RunOutcome(run_info, tuple(results), tuple(written), shard, status, own)

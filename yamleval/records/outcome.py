@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from yamleval.records.errors import ExitCode, YamlevalError
 from yamleval.records.types import ExperimentResult, ItemResult, RunInfo
@@ -25,6 +25,9 @@ class RunWatcher:
 
     def experiment_finished(self, result: ExperimentResult) -> None:
         """An experiment is finished (or stopped) and stored."""
+
+    def run_finished(self, results: Sequence[ExperimentResult]) -> None:
+        """Every experiment is done: their results, items read from the store (before the reports)."""
 
     def writing_reports(self) -> None:
         """Every experiment is done; the reports are being written."""

@@ -173,3 +173,30 @@ def verdict_word(result: ExperimentResult, short: bool = False) -> str:
     words = {"aborted": stopped, "stopped": stopped,
              "incomplete": "INCOMPLETE" if short else f"INCOMPLETE: {INCOMPLETE}"}
     return words.get(result.outcome, result.outcome.upper())
+
+
+def variants_text(results) -> list[str]:
+    """Each experiment with variants as one table against its baseline: pass rate and mean score
+    with their intervals, cost, and the paired verdict (and pairwise wins, ties and losses)."""
+    from yamleval.reporting import variants
+
+    texts = []
+    for group in variants.groups(results):
+        level = figures.level(group.baseline.summary.confidence)
+        header = ("variant", f"pass rate ({level})", f"mean score ({level})", "cost", "against the baseline")
+        rows = [header]
+        for row in group.rows:
+            s = row.result.summary
+            # the interval of the mean the row shows: over every scorer, unless a pairwise judge is left out
+            interval = figures.interval(s.mean_score_ci) if set(group.scorers) >= set(s.scorers) else "—"
+            rows.append((terminal_line(row.result.variant.id, 60) + ("" if row.result.variant.gate else " (not gated)"),
+                         variants.cell(row, "pass_rate"),
+                         f"{figures.number(row.values['mean_score'])} ({interval})",
+                         variants.cell(row, "cost"), terminal_line(variants.against_baseline(row), 400)))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(header) - 1)]
+        title = group.experiment_id + (f" — {terminal_line(group.label, 200)}" if group.label else "")
+        lines = [f"{title}: {len(group.rows)} variants against the baseline {group.baseline.variant.id}"]
+        lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] for r in rows]
+        texts.append("\n".join(lines))
+    return texts
+
