@@ -320,3 +320,16 @@ def test_a_server_that_refuses_max_tokens_is_asked_without_it(write_config, open
                  f"[{{uses: {JUDGE}, id: g, with: {{model: grader}}}}]")
     assert [item.status for item in result.items] == ["passed", "failed"]
     assert ["max_tokens" in body for body in openai_server.bodies] == [True, False, False]
+
+
+def test_a_judge_answer_that_used_every_token_it_was_given_is_cut_off_whatever_its_finish_reason(
+        write_config, openai_server):  # noqa: F811
+    # as a llama.cpp server answers: finish_reason "tool_calls", completion_tokens equal to max_tokens
+    openai_server.push(tool_reply("grade", '{"verdict": "pass", "reasoning": "The answer names', completion_tokens=300))
+    result = run(write_config, openai_server, "[{input: hi}]", f"[{{uses: {JUDGE}, id: g, with: {{model: grader}}}}]",
+                 price=", max_tokens: 300")
+    [item] = result.items
+    assert item.status == "error"
+    assert item.scores["g"].error == ("ValueError: model 'grader': the answer was cut off at max_tokens (300) before"
+                                      " it was whole: raise `max_tokens` of models.grader")
+    assert len(openai_server.bodies) == 1

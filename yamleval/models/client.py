@@ -277,8 +277,9 @@ class ChatClient:
             problem = schema_problem(answer, schema, raw)
             if problem is None:
                 return answer, _total(replies)
-            if reply.cut_off:
-                limit = extra.get("max_tokens") or self.config.max_tokens or JUDGE_MAX_TOKENS
+            limit = extra.get("max_tokens") or self.config.max_tokens or JUDGE_MAX_TOKENS
+            # some servers end a call cut off at its limit as "tool_calls": its tokens say so
+            if reply.cut_off or reply.usage.completion_tokens >= limit:
                 raise StructuredAnswerError(
                     f"model {self.config.name!r}: the answer was cut off at max_tokens ({limit}) before it was "
                     f"whole: raise `max_tokens` of models.{self.config.name}", raw=raw, replies=replies,
