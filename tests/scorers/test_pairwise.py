@@ -63,6 +63,9 @@ def test_a_judge_that_always_prefers_the_first_answer_gives_only_ties(write_conf
     assert reason == "neither answer is better (the judge preferred whichever answer it was shown first)"
     assert {item["scores"]["pairwise"]["status"] for item in short["items"]} == {"skipped"}  # the baseline itself
     assert long["summary"]["scorers"]["pairwise"]["mean"] == 0.5  # ties count half
+    summary = (tmp_path / "out" / "summary.md").read_text()
+    assert "pairwise: 0 wins, 3 ties, 0 losses, every one a tie: neither answer preferred" in summary
+    assert "win rate 0.0%" not in summary
 
 
 def test_a_judge_that_prefers_the_longer_answer_makes_the_longer_variant_win_every_item(write_config, tmp_path):

@@ -154,7 +154,11 @@ def against_baseline(row: VariantRow, markdown: bool = False) -> str:
         return "baseline"
     parts = [change_text(row.comparison.change, ALPHA, markdown)] if row.comparison.change else []
     for p in row.preferences:
-        rate = "" if p.win_rate is None else (f", win rate {figures.percent(p.win_rate)}"
-                                               f" ({figures.interval(p.interval, rate=True)})")
+        if p.win_rate is None:
+            rate = ""
+        elif p.wins == p.losses == 0:  # a win rate of 0% would read as a loss on every item
+            rate = ", every one a tie: neither answer preferred"
+        else:
+            rate = f", win rate {figures.percent(p.win_rate)} ({figures.interval(p.interval, rate=True)})"
         parts.append(f"{p.scorer_id}: {p.wins} wins, {p.ties} ties, {p.losses} losses{rate}")
     return "; ".join(parts)
