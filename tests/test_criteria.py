@@ -13,7 +13,7 @@ from yamleval.analysis import criteria
 from yamleval.analysis import stats
 from yamleval.analysis.aggregate import Aggregator
 from yamleval.config.model import CriterionSpec
-from yamleval.reporting.text import criterion_message, criterion_name
+from yamleval.reporting.text import criterion_message, criterion_name, criterion_outcome
 from yamleval.records.types import Item, ItemResult
 
 
@@ -72,6 +72,22 @@ def test_a_cost_without_any_price_fails_and_says_why(write_config):
     [c] = result.summary.criteria
     assert c.actual is None and not c.passed and not result.passed
     assert criterion_message(c) == "cost per item: no value (no call had a known price), needs at most $1"
+    assert criterion_outcome(c) == "no value: no call had a known price"  # the cell of every report's table
+
+
+def test_the_terminal_summary_and_report_say_why_a_cost_criterion_has_no_value(write_config, tmp_path):
+    write_config("""
+        experiments:
+          - id: e
+            dataset: {items: [{input: a, expected: a}]}
+            runner: fixture_plugins.behaviours:with_usage
+            scorers: [exact_match]
+            pass_criteria: [{type: cost, max: 1}]
+    """)
+    done = run_cli("run", "--report-dir", "out", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "    ✗ cost ≤ $1: no value: no call had a known price\n" in done.stdout
+    assert "no value: no call had a known price" in (tmp_path / "out" / "summary.md").read_text()
 
 
 def latency_summary():

@@ -202,7 +202,21 @@ def _check_ids(experiments: list[Experiment]) -> list[ConfigError]:
 
 def with_junit_family(formats: Sequence[str], family: str | None) -> tuple[str, ...]:
     """``formats`` with the JUnit report written in ``family`` (``junit:xunit1``), if one is given."""
-    return tuple(f"junit:{family}" if family and f.partition(":")[0] == "junit" else f for f in formats)
+    return with_junit_settings(formats, family=family)
+
+
+def with_junit_settings(formats: Sequence[str], family: str | None = None,
+                        item_failures: str | None = None) -> tuple[str, ...]:
+    """``formats`` with the JUnit report's settings, those given replacing those it has:
+    ``junit:xunit1``, ``junit:xunit2,failure`` (``reports.junit.family`` and ``item_failures``)."""
+    def junit(spec: str) -> str:
+        name, _, variant = spec.partition(":")
+        if name != "junit" or not (family or item_failures):
+            return spec
+        had_family, _, had_item_failures = variant.partition(",")
+        items = item_failures or had_item_failures
+        return f"junit:{family or had_family or 'xunit2'}" + (f",{items}" if items else "")
+    return tuple(junit(f) for f in formats)
 
 
 def store_location(base: str, store: str) -> str:
@@ -216,8 +230,9 @@ def with_html_budget(formats: Sequence[str], max_mb: float | None) -> tuple[str,
 
 
 def _with_settings(formats: Sequence[str], reports: Mapping[str, Any]) -> tuple[str, ...]:
-    """``formats`` with what ``reports:`` says of them: the JUnit family, report.html's size."""
-    return with_html_budget(with_junit_family(formats, (reports.get("junit") or {}).get("family")),
+    """``formats`` with what ``reports:`` says of them: the JUnit settings, report.html's size."""
+    junit = reports.get("junit") or {}
+    return with_html_budget(with_junit_settings(formats, junit.get("family"), junit.get("item_failures")),
                             reports.get("max_html_mb"))
 
 

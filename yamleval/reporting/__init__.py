@@ -1,6 +1,7 @@
 """Reports rendered from a run: each format is a module (entry-point group ``yamleval.reports``)
 with a streaming ``Writer`` and the ``FILE_NAME`` it writes; ``write_reports`` writes them.
-A format may name a variant that its ``Writer`` takes: ``junit:xunit1``, ``html:10`` (the page within 10 MB)."""
+A format may name a variant that its ``Writer`` takes: ``junit:xunit1``, ``html:10`` (the page within 10 MB);
+a variant of several settings separates them with commas, each one argument: ``junit:xunit2,failure``."""
 from __future__ import annotations
 
 import contextlib
@@ -30,7 +31,7 @@ def write_reports(directory: str, formats: Sequence[str], run: RunInfo,
                 module = FORMATS[name].load()
                 paths.append(os.path.join(directory, module.FILE_NAME))
                 out = files.enter_context(atomic_output(paths[-1]))
-                writers.append(module.Writer(NamedFile(out, paths[-1]), run, results, *([variant] if variant else [])))
+                writers.append(module.Writer(NamedFile(out, paths[-1]), run, results, *(variant.split(",") if variant else [])))
             _stream(writers, results)
     except OSError as exc:
         raise _unwritable(exc.filename or directory, exc, run.run_id) from None

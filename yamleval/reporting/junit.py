@@ -11,6 +11,14 @@ repeat, as Maven Surefire writes a test that passed on a rerun. A failed warn-se
 message: it must not fail the report, and test-report actions list skipped cases with
 their message while they hide passed ones and their ``<system-out>``.
 
+In an experiment that passed its criteria, its failed and errored items did not fail it:
+with ``item_failures: allowed`` (the default) each is ``<skipped type="yamleval.allowed_failure">``
+(or ``yamleval.allowed_error``) with its whole detail as the element's text, as pytest writes
+an xfail, so test-report actions count no failure in a run that passed yet list every such
+item with its message. ``item_failures: failure`` writes them as ``<failure>`` and ``<error>``
+whatever the verdict. An errored item can only be in a passed experiment when an
+``error_rate`` criterion judges its errors, so it is allowed by the same rule.
+
 Two families, as pytest's ``junit_family``: ``xunit2`` (the default) is valid against
 Jenkins' ``junit-10.xsd`` as it is; ``xunit1`` adds ``file`` and ``line`` (which that
 schema does not declare) to each test case whose source is known: the dataset row of an
@@ -30,6 +38,8 @@ from yamleval.records.types import CriterionResult, ExperimentResult, ItemResult
 
 FILE_NAME = "junit.xml"  # in the report folder
 FAMILIES = ("xunit2", "xunit1")
+ITEM_FAILURES = ("allowed", "failure")  # ``reports.junit.item_failures``: the first is the default
+ALLOWED = {"failed": ("yamleval.allowed_failure", "failed"), "error": ("yamleval.allowed_error", "errored")}
 NAME_LIMIT = 512
 TRAJECTORY_STEPS = 30  # steps of an agent's trace shown in a failure body
 
@@ -163,8 +173,9 @@ def _where(source: str | None, located: bool) -> dict[str, str]:
     return {"file": one_line(file, 1000), "line": line}
 
 
-def _item_case(classname: str, name: str, result: ItemResult, located: bool) -> str:
-    """One item's ``<testcase>``; ``classname`` is escaped already."""
+def _item_case(classname: str, name: str, result: ItemResult, located: bool, allowed: bool) -> str:
+    """One item's ``<testcase>``; ``classname`` is escaped already; ``allowed``: its experiment
+    passed, so a failed or errored item is written as an allowed one (``<skipped>``)."""
     where = _attributes(_where(result.item.source, located))
     parts = [f'    <testcase name="{_attribute(name)}" classname="{classname}"{where} '
              f'time="{_seconds(result.latency_ms)}">\n']
@@ -172,6 +183,10 @@ def _item_case(classname: str, name: str, result: ItemResult, located: bool) -> 
         message = item_message(result)
         if result.status == "skipped":
             parts.append(_element(3, "skipped", message=one_line(message)))
+        elif allowed:
+            kind, verb = ALLOWED["failed" if result.status == "failed" else "error"]
+            why = f"{verb} within the experiment's criteria: {message}"
+            parts.append(_element(3, "skipped", _details(result, why), type_=kind, message=one_line(why)))
         else:
             tag = "failure" if result.status == "failed" else "error"
             parts.append(_element(3, tag, _details(result, message), type_=tag, message=one_line(message)))
@@ -233,11 +248,15 @@ class _Suite:
     """One experiment's ``<testsuite>``: the cases that follow its items, and its counts,
     which are known from the summary before any item is read."""
 
-    def __init__(self, result: ExperimentResult, located: bool):
+    def __init__(self, result: ExperimentResult, located: bool, item_failures: str = ITEM_FAILURES[0]):
         self.result, self.located = result, located
+        self.allowed = item_failures == "allowed" and result.passed
         self.classname = _classname(result.experiment_id)
         s = result.summary
-        item_statuses = {"passed": s.passed, "failed": s.failed, "error": s.errored, "skipped": s.skipped}
+        if self.allowed:
+            item_statuses = {"passed": s.passed, "failed": 0, "error": 0, "skipped": s.skipped + s.failed + s.errored}
+        else:
+            item_statuses = {"passed": s.passed, "failed": s.failed, "error": s.errored, "skipped": s.skipped}
         self.names = names = _Names()  # of the cases after the items, which the items' names must avoid
         self.trailer: list[str] = []
         statuses = []
@@ -283,14 +302,15 @@ class _Cases:
     """One experiment's item test cases as items stream by, written to ``out``."""
 
     def __init__(self, out: IO[str], suite: _Suite):
-        self.out, self.located = out, suite.located
+        self.out, self.located, self.allowed = out, suite.located, suite.allowed
         self.classname_attribute = _attribute(suite.classname)
         self.names = _Names(distinct=True, taken=suite.names.seen)
         self.pending: list[str] = []
 
     def item(self, result: ItemResult) -> None:
         pending = self.pending
-        pending.append(_item_case(self.classname_attribute, self.names(result.item.id), result, self.located))
+        pending.append(_item_case(self.classname_attribute, self.names(result.item.id), result, self.located,
+                                    self.allowed))
         if len(pending) >= 1000:
             self.flush()
 
@@ -300,13 +320,17 @@ class _Cases:
 
 
 class Writer:
-    """Writes the document as items stream by: each experiment's items once, in order."""
+    """Writes the document as items stream by: each experiment's items once, in order.
+    ``family`` and ``item_failures`` are ``reports.junit``'s settings (``junit:xunit1,failure``)."""
 
-    def __init__(self, out: IO[str], run: RunInfo, results: Sequence[ExperimentResult], family: str = "xunit2"):
+    def __init__(self, out: IO[str], run: RunInfo, results: Sequence[ExperimentResult], family: str = "xunit2",
+                 item_failures: str = ITEM_FAILURES[0]):
         if family not in FAMILIES:
             raise UsageError(f"unknown JUnit family '{family}'; choose {' or '.join(FAMILIES)}")
+        if item_failures not in ITEM_FAILURES:
+            raise UsageError(f"unknown JUnit item_failures '{item_failures}'; choose {' or '.join(ITEM_FAILURES)}")
         self.out, self.run, self.located = out, run, family == "xunit1"
-        self.suites = {id(result): _Suite(result, self.located) for result in results}
+        self.suites = {id(result): _Suite(result, self.located, item_failures) for result in results}
         totals = {"tests": 0, "failures": 0, "errors": 0}  # junit-10.xsd has no `skipped` here
         duration_ms = 0.0
         for result in results:

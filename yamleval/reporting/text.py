@@ -238,8 +238,13 @@ def _no_value(criterion: CriterionResult) -> str:
 
 
 def criterion_outcome(criterion: CriterionResult) -> str:
-    """What a criterion found, for a table cell: its value, or what no_regression found."""
-    return criterion.detail if criterion.detail is not None else criterion_figure(criterion, criterion.actual)
+    """What a criterion found, for a table cell: its value (or why it has none), or what
+    no_regression found."""
+    if criterion.detail is not None:
+        return criterion.detail
+    if criterion.actual is None and not criterion.skipped:
+        return f"no value: {_no_value(criterion)}"
+    return criterion_figure(criterion, criterion.actual)
 
 
 def criterion_mark(criterion: CriterionResult, met: str, missed: str, warned: str, skipped: str) -> str:
