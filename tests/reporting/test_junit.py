@@ -18,6 +18,7 @@ import yamleval
 from conftest import ROOT, cli_env, run_cli
 from yamleval.records.errors import UsageError
 from yamleval.reporting import junit, text, write_reports
+from yamleval.reporting.files import render_with
 from yamleval.records.types import RunInfo
 
 XSD = Path(__file__).parents[1] / "data" / "junit" / "junit-10.xsd"  # from the JUnit project, see SOURCE.md
@@ -398,3 +399,103 @@ def test_the_failed_repeats_of_a_passed_flaky_item_are_flaky_failures(write_conf
         assert all(f.get("type") == "failure" and " of 5: exact_match failed (0.000)" in f.get("message")
                    and "output:\nwrong" in f.text for f in flaky)
     assert counts(root.find("testsuite"))[:3] == (2, 0, 0), "a flaky item that passed is a passed test"
+
+
+PASSING = """
+    reports: {junit: {item_failures: %s}}
+    experiments:
+      - id: gated
+        dataset:
+          items:
+            - {id: good, input: Paris, expected: Paris}
+            - {id: fine, input: Rome, expected: Rome}
+            - {id: wrong, input: Lyon, expected: Paris}
+        runner: echo
+        scorers: [exact_match]
+        pass_criteria: [{type: pass_rate, min: 0.5}]
+      - id: tolerant
+        dataset: {items: [{id: fine, input: ok}, {id: ok, input: ok}, {id: boom, input: raise}]}
+        runner: fixture_plugins.behaviours:per_item
+        pass_criteria: [{type: error_rate, max: 0.5}]
+"""
+
+
+def enricomi_counts(xml: bytes) -> dict[str, int]:
+    """Cases by state as EnricoMi/publish-unit-test-result-action counts them
+    (python/publish/junit.py, get_results/get_result): junitparser's result elements, the most
+    severe of error, failure, success, skipped; a case without one is a success."""
+    from junitparser import JUnitXml
+
+    tally = {"error": 0, "failure": 0, "success": 0, "skipped": 0}
+    for suite in JUnitXml.fromstring(xml):
+        for case in suite:
+            states = {result._tag for result in case.result}
+            tally[next((s for s in ("error", "failure", "skipped") if s in states), "success")] += 1
+    return tally
+
+
+def dorny_counts(xml: bytes) -> dict[str, int]:
+    """Cases by result as dorny/test-reporter counts them (src/parsers/java-junit/java-junit-parser.ts,
+    getTestCaseResult): failed with a `failure` or `error` child, else skipped with `skipped`."""
+    tally = {"failed": 0, "skipped": 0, "success": 0}
+    for case in etree.fromstring(xml).iter("testcase"):
+        tally["failed" if case.find("failure") is not None or case.find("error") is not None else
+              "skipped" if case.find("skipped") is not None else "success"] += 1
+    return tally
+
+
+def test_a_passed_experiment_lists_its_failed_items_as_allowed(write_config, schema, tmp_path):
+    from junitparser import JUnitXml
+
+    project = yamleval.load_project(write_config(PASSING % "allowed"))
+    results = [yamleval.run_experiment(e) for e in project.experiments]
+    assert [r.passed for r in results] == [True, True]
+    write_reports(str(tmp_path), project.report_formats, RUN, results)
+    xml = (tmp_path / "junit.xml").read_bytes()
+    root = validated(schema, xml.decode())
+    assert counts(root) == (8, 0, 0)
+    gated, tolerant = root.findall("testsuite")
+    assert counts(gated) == (4, 0, 0, 1) and counts(tolerant) == (4, 0, 0, 1)
+    wrong = gated.find("testcase[@name='wrong']/skipped")
+    assert wrong.get("type") == "yamleval.allowed_failure"
+    assert wrong.get("message") == "failed within the experiment's criteria: exact_match failed (0.000)"
+    assert "input:\nLyon\nexpected:\nParis\noutput:\nLyon" in wrong.text, "the detail stays in sight"
+    boom = tolerant.find("testcase[@name='boom']/skipped")
+    assert boom.get("type") == "yamleval.allowed_error"
+    assert boom.get("message").startswith("errored within the experiment's criteria: runner raised RuntimeError")
+
+    parsed = JUnitXml.fromstring(xml)
+    assert (parsed.failures, parsed.errors) == (0, 0)
+    assert enricomi_counts(xml) == {"error": 0, "failure": 0, "success": 6, "skipped": 2}
+    assert dorny_counts(xml) == {"failed": 0, "skipped": 2, "success": 6}
+    listed = {case.name: case.result[0].type for suite in parsed for case in suite if case.result}
+    assert listed == {"wrong": "yamleval.allowed_failure", "boom": "yamleval.allowed_error"}
+
+
+def test_item_failures_failure_keeps_every_failed_item_red(write_config, schema, tmp_path):
+    from junitparser import JUnitXml
+
+    project = yamleval.load_project(write_config(PASSING % "failure"))
+    assert project.report_formats[1] == "junit:xunit2,failure"
+    results = [yamleval.run_experiment(e) for e in project.experiments]
+    write_reports(str(tmp_path), project.report_formats, RUN, results)
+    xml = (tmp_path / "junit.xml").read_bytes()
+    root = validated(schema, xml.decode())
+    assert counts(root) == (8, 1, 1)
+    assert root.find("testsuite/testcase[@name='wrong']/failure") is not None
+    parsed = JUnitXml.fromstring(xml)
+    assert (parsed.failures, parsed.errors) == (1, 1)
+    assert enricomi_counts(xml) == {"error": 1, "failure": 1, "success": 6, "skipped": 0}
+    assert dorny_counts(xml) == {"failed": 2, "skipped": 0, "success": 6}
+
+
+def test_a_failed_experiment_keeps_its_failures_whatever_the_setting(write_config, schema):
+    results = run_all(write_config, MIXED)
+    assert junit.render(RUN, results) == render_with(junit.Writer, RUN, results), "allowed is the default"
+    xml = junit.render(RUN, results)
+    assert enricomi_counts(xml.encode())["failure"] == 2 and dorny_counts(xml.encode())["failed"] == 3
+
+
+def test_an_unknown_item_failures_is_refused(tmp_path):
+    with pytest.raises(UsageError, match="unknown JUnit item_failures 'red'; choose allowed or failure"):
+        write_reports(str(tmp_path), ["junit:xunit2,red"], RUN, [])
