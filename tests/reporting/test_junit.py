@@ -499,3 +499,11 @@ def test_a_failed_experiment_keeps_its_failures_whatever_the_setting(write_confi
 def test_an_unknown_item_failures_is_refused(tmp_path):
     with pytest.raises(UsageError, match="unknown JUnit item_failures 'red'; choose allowed or failure"):
         write_reports(str(tmp_path), ["junit:xunit2,red"], RUN, [])
+
+
+def test_junit_family_from_the_command_line_keeps_item_failures_from_the_config(write_config):
+    from yamleval.config.loader import with_junit_family
+
+    project = yamleval.load_project(write_config(PASSING % "failure"))
+    assert with_junit_family(project.report_formats, "xunit1")[1] == "junit:xunit1,failure"
+    assert with_junit_family(("junit", "json"), "xunit1") == ("junit:xunit1", "json")
