@@ -165,3 +165,22 @@ def test_every_report_names_the_new_criteria(write_config, tmp_path):
     html = " ".join(re.sub(r"<[^>]+>", " ", (out / "report.html").read_text()).split())
     assert "latency p95" in html and "≤ 60000 ms" in html and "pass_rate (lower 95% bound)" in html
     assert "cost $1.5000 ≤ $5 error met" in html
+
+
+def test_validate_refuses_an_items_criterion_the_dataset_can_never_meet(write_config, tmp_path):
+    write_config("""
+        experiments:
+          - id: e
+            dataset: {items: [{input: a, expected: a}, {input: b, expected: b}]}
+            runner: echo
+            scorers: [exact_match]
+            pass_criteria:
+              - {type: items, min: 2}
+              - {type: items, min: 50}
+    """)
+    done = run_cli("validate", cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[0] == ("evals.yaml:9:28: $.experiments[0].pass_criteria[1].min: error: items min 50"
+                                           " can never hold: the dataset has 2 items (lower min, or add items to the"
+                                           " dataset)")
+    assert run_cli("run", "-q", cwd=tmp_path).returncode == 1, "a run counts it as any criterion: it fails"

@@ -69,27 +69,36 @@ def _dataset_plugin(spec: DatasetSpec) -> Callable:
     return plugins.resolve(named, "datasets")
 
 
-def _check_dataset(spec: DatasetSpec, context: str, read_rows: bool) -> tuple[list[ConfigError], Callable | None]:
-    """The dataset's errors, and its plugin when it has one."""
+def _check_dataset(spec: DatasetSpec, context: str,
+                   read_rows: bool) -> tuple[list[ConfigError], Callable | None, int | None]:
+    """The dataset's errors, its plugin when it has one, and its count of rows when they were read."""
     if spec.url is not None:
-        return [], None  # validate makes no network request
+        return [], None, None  # validate makes no network request
     if spec.plugin is not None or spec.name is not None:
         try:
             function = _dataset_plugin(spec)
         except ConfigError as exc:
-            return [exc], None
+            return [exc], None, None
         if spec.plugin is not None:
             sig = plugins.signature_of(function, ("limit",))
-            return plugins.check_arguments(spec.plugin, sig, spec.plugin.with_, "datasets", context), function
-        return [], function
+            return plugins.check_arguments(spec.plugin, sig, spec.plugin.with_, "datasets", context), function, None
+        return [], function, None
     try:
         dataset = open_dataset(spec)
-        if read_rows:
-            for _ in dataset:
-                pass
+        rows = sum(1 for _ in dataset) if read_rows else None
     except ConfigError as exc:
-        return [exc], None
-    return [], None
+        return [exc], None, None
+    return [], None, rows
+
+
+def _check_items_criteria(experiment: Experiment, rows: int) -> list[ConfigError]:
+    """An ``items`` criterion asking for more items than the dataset has can never hold."""
+    return [experiment.source.error(experiment.path + ("pass_criteria", index, "min"),
+                                    f"items min {criterion.min:g} can never hold: the dataset has {rows:,} item"
+                                    f"{'' if rows == 1 else 's'}", hint="lower min, or add items to the dataset",
+                                    context=experiment.context())
+            for index, criterion in enumerate(experiment.pass_criteria)
+            if criterion.type == "items" and criterion.min is not None and criterion.min > rows]
 
 
 def _models(experiment: Experiment) -> Models:
@@ -197,7 +206,10 @@ def check(experiment: Experiment, read_rows: bool = True) -> list[ConfigError]:
     """Every error ``prepare`` would raise, plus every bad dataset row, without running anything."""
     with importpath.importing(experiment.base_dir):
         _, _, _, errors = _bind_all(experiment, instantiate=False)
-        errors.extend(_check_dataset(experiment.dataset, experiment.context(), read_rows)[0])
+        problems, _, rows = _check_dataset(experiment.dataset, experiment.context(), read_rows)
+        errors.extend(problems)
+        if rows is not None:
+            errors.extend(_check_items_criteria(experiment, rows))
     return errors
 
 
@@ -208,7 +220,7 @@ def prepare(experiment: Experiment, dataset: bool = True) -> Prepared:
     with importpath.importing(experiment.base_dir):
         runner, scorers, models, errors = _bind_all(experiment, instantiate=True)
         if dataset:
-            problems, found = _check_dataset(experiment.dataset, experiment.context(), read_rows=False)
+            problems, found, _ = _check_dataset(experiment.dataset, experiment.context(), read_rows=False)
             errors.extend(problems)
     raise_all(errors)
     return Prepared(experiment, runner, tuple(scorers), models if experiment.models else None, dataset_plugin=found)
