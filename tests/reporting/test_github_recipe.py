@@ -1,4 +1,4 @@
-"""The GitHub Actions recipe: the README's workflow and the composite action, run as Actions
+"""The GitHub Actions recipe: the manual's workflow (docs/ci.md) and the composite action, run as Actions
 runs their scripts (bash, inputs in the environment, outputs in $GITHUB_OUTPUT)."""
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from conftest import ROOT, bash_step, run_cli
 
 
 def _workflow() -> dict:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## GitHub Actions"):]
+    page = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
+    section = page[page.index("## GitHub Actions"):]
     return yaml.safe_load(re.search(r"```yaml\n(.*?)```", section, re.S).group(1))
 
 

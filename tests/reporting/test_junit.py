@@ -357,7 +357,7 @@ def test_test_report_actions_read_every_case_whole(tmp_path, schema):
     assert plain["yamleval.v1·2", "boom"][2] == "v1·2.boom"
     assert plain["yamleval.arithmetic", "add"][:2] == ("datasets/arithmetic.csv", 1), "a file guessed from a name"
 
-    template = re.search(r'check_title_template: "(.*?)"', (ROOT / "README.md").read_text()).group(1)
+    template = re.search(r'check_title_template: "(.*?)"', (ROOT / "docs" / "ci.md").read_text()).group(1)
     located = action_junit_report(xunit1, tmp_path, template)
     assert located.keys() == plain.keys()
     lines = {path: (tmp_path / path).read_text().splitlines() for path, _, _ in located.values()}
