@@ -17,6 +17,8 @@ import time
 import pytest
 
 from conftest import ROOT, cli_env, run_cli
+from servers.fixtures import openai_server  # noqa: F401  (a fixture)
+from servers.openai_server import text_reply
 
 PASSING = """
     experiments:
@@ -246,6 +248,50 @@ def test_init_starts_a_project_that_runs_offline(tmp_path):
     assert experiment["summary"]["total"] == 8 and experiment["summary"]["pass_rate"] >= 0.8
     assert experiment["passed"] is True
     assert {"report.html", "junit.xml", "summary.md"} <= {p.name for p in (tmp_path / "reports").iterdir()}
+
+
+def test_init_offers_a_model_runner_in_comments_that_validates_once_uncommented(tmp_path):
+    assert run_cli("init", cwd=tmp_path).returncode == 0
+    text = (tmp_path / "evals.yaml").read_text()
+    assert '# models:\n#   app: {base_url: "http://127.0.0.1:8080/v1", model: my-model,' in text
+    uncommented = (text.replace("# models:", "models:").replace('#   app: {', '  app: {')
+                   .replace("    runner: plugins.assistant:answer", "    # runner: plugins.assistant:answer")
+                   .replace("    # runner:\n", "    runner:\n"))
+    uncommented = re.sub(r"(?m)^    # ( {2,}\S)", r"    \1", uncommented)  # the runner's lines
+    (tmp_path / "evals.yaml").write_text(uncommented)
+    done = run_cli("validate", cwd=tmp_path, OPENAI_API_KEY="k")
+    assert done.returncode == 0, done.stderr + uncommented
+    assert "uses: openai" in uncommented and "\n    runner:\n      uses: openai" in uncommented
+
+
+def test_init_with_a_base_url_and_model_tests_that_model(tmp_path, openai_server):
+    done = run_cli("init", "--base-url", openai_server.base_url, "--model", "small: q4", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f'  app: {{base_url: "{openai_server.base_url}", model: "small: q4"}}' in (tmp_path / "evals.yaml").read_text()
+    openai_server.push(*(text_reply("Refunds are accepted within 30 days; shipping takes 3 to 5 business days;"
+                                    " we are open on Saturday; keep your receipt; use Forgot password; sorry,"
+                                    " I can only help with orders") for _ in range(8)))
+    done = run_cli("run", "-q", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [first, *_] = openai_server.bodies
+    assert len(openai_server.bodies) == 8 and first["model"] == "small: q4"
+    assert first["messages"][0]["role"] == "system" and "30 days" in first["messages"][0]["content"]
+    asked = sorted(body["messages"][1]["content"] for body in openai_server.bodies)  # concurrently, in any order
+    assert "Can I get a refund on a book I bought last week?" in asked and len(set(asked)) == 8
+    report = json.loads((tmp_path / "reports" / "results.json").read_text())
+    assert report["experiments"][0]["runner"] == "openai" and report["passed"] is True
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--model", "m"], "error: give --base-url and --model together: the endpoint and the model to ask there\n"),
+    (["--base-url", "127.0.0.1:8080", "--model", "m"],
+     "error: --base-url '127.0.0.1:8080' is no http:// or https:// URL; give the endpoint's, e.g."
+     " http://127.0.0.1:8080/v1\n"),
+])
+def test_init_refuses_half_a_model_or_a_url_that_is_none(tmp_path, args, message):
+    done = run_cli("init", *args, cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr == message
+    assert list(tmp_path.iterdir()) == [], "nothing was written"
 
 
 def test_init_overwrites_nothing_without_force(tmp_path):
