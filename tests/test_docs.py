@@ -1,5 +1,7 @@
 """The manual: it builds without a warning, every YAML example in it (and in the README) is
-valid against yamleval's own schema, and the README stays short.
+valid against yamleval's own schema (as `yamleval validate` checks a file, and as editors
+check it, with each built-in runner's and scorer's `with:` arguments), and the README stays
+short.
 
 The YAML convention: a ```yaml block with no mark must be a whole config (a project file with
 `experiments:`, or an experiment file with `id`, `dataset` and `runner`). Any other block is
@@ -14,6 +16,8 @@ marked by an HTML comment on the line before it:
 """
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 import sys
@@ -57,6 +61,21 @@ def _fill(definition: str, data):
     return filled
 
 
+def _editor_errors(data, definition: str) -> list[str]:
+    """What the schema file itself says, built-ins' `with:` arguments included, which the loader
+    leaves to the plugin registry."""
+    import jsonschema
+
+    whole = json.loads((ROOT / "schema" / "yamleval.schema.json").read_text(encoding="utf-8"))
+    whole.pop("anyOf")
+    whole["$ref"] = f"#/$defs/{definition}"
+    return [f"{list(e.absolute_path)}: {e.message}" for e in jsonschema.Draft202012Validator(whole).iter_errors(data)]
+
+
+def _errors(data, source, definition: str) -> list[str]:
+    return [str(e) for e in schema.validate(data, source, definition)] or _editor_errors(data, definition)
+
+
 def check(body: str, mark: str | None, where: str = "block.yaml") -> list[str]:
     """The schema's complaints about one block, as `validate` words them (empty: valid)."""
     data, source = yaml_source.parse(textwrap.dedent(body), where)
@@ -66,7 +85,7 @@ def check(body: str, mark: str | None, where: str = "block.yaml") -> list[str]:
             return ["not a whole config: mark it <!-- yaml: NAME -->, <!-- yaml: NAME part --> or "
                     "<!-- yaml: not-config -->"]
         definition = "project_file" if _is_project(data) else "experiment_file"
-        return [str(e) for e in schema.validate(data, source, definition)]
+        return _errors(data, source, definition)
     definition, _, part = mark.partition(" ")
     if part not in ("", "part"):
         return [f"unknown mark {mark!r}"]
@@ -75,15 +94,14 @@ def check(body: str, mark: str | None, where: str = "block.yaml") -> list[str]:
     for entry in entries:
         if part:
             entry = _fill(definition, entry)
-        errors += [str(e) for e in schema.validate(entry, source, definition)]
+        errors += _errors(entry, source, definition)
     return errors
 
 
 def test_the_manual_builds_without_a_warning(tmp_path):
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q",
                            "-f", str(ROOT / "mkdocs.yml"), "-d", str(tmp_path / "site")],
-                          cwd=ROOT, capture_output=True, text=True, env={**__import__("os").environ,
-                                                                          "NO_MKDOCS_2_WARNING": "1"})
+                          cwd=ROOT, capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     assert done.returncode == 0, done.stdout + done.stderr
     reference = (tmp_path / "site" / "reference" / "index.html").read_text(encoding="utf-8")
     for written in ("pass_criteria", "max_cost_usd", "tool_timeout", "levenshtein"):
@@ -104,6 +122,7 @@ def test_a_renamed_key_is_caught():
     assert "pass_critera" in error and "pass_criteria" in error, "names the key and the right one"
     assert check("- {uses: exact_match, threshold: 0.8}\n", "scorer") == []
     assert check("- {uses: exact_match, treshold: 0.8}\n", "scorer") != []
+    assert check("{uses: exact_match, with: {normalise: [case]}}\n", "scorer") != [], "a built-in's argument"
     assert check("repeats: 5\n", None) != [], "a fragment without a mark fails"
 
 
