@@ -15,11 +15,14 @@ until the committed schema is what it writes:
 """
 from __future__ import annotations
 
+import builtins
 import inspect
 import json
 import re
 import sys
+import types
 import typing
+from collections import abc
 from pathlib import Path
 
 from yamleval.plugins import calls
@@ -37,6 +40,55 @@ def _summary(function) -> str:
     return found.group(0) if found else paragraph
 
 
+JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array", tuple: "array",
+              dict: "object", type(None): "null"}
+
+
+def _hints(function) -> dict:
+    """Each parameter's type hint, those that name only what the function's module has (a name
+    imported for type checkers alone leaves its parameter without one)."""
+    found = {}
+    space = {**vars(builtins), **vars(typing), **getattr(function, "__globals__", {})}
+    for name, annotation in getattr(function, "__annotations__", {}).items():
+        try:
+            found[name] = eval(annotation, space) if isinstance(annotation, str) else annotation
+        except Exception:
+            continue
+    return found
+
+
+def _typed(hint) -> dict:
+    """What a type hint says of a value in YAML: its JSON types (an int is a number where a float
+    is asked), or a Literal's values; nothing for a hint JSON has no type for (``Any``)."""
+    if hint is None:
+        return {}
+    if typing.get_origin(hint) is typing.Literal:  # the values it takes
+        return {"enum": list(typing.get_args(hint))}
+    members = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+    found = []
+    for member in members:
+        origin = typing.get_origin(member) or member
+        if typing.get_origin(member) is typing.Literal:
+            return {}  # a Literal among other types: left to the plugin's own check
+        json_type = JSON_TYPES.get(origin) or ("object" if isinstance(origin, type) and issubclass(origin, abc.Mapping)
+                                               else "array" if isinstance(origin, type) and issubclass(origin, abc.Sequence)
+                                               and origin is not str else None)
+        if json_type is None:
+            return {}  # a type JSON cannot say: any value, as the plugin takes it
+        found.append(json_type)
+    found = list(dict.fromkeys(found))
+    return {"type": found[0] if len(found) == 1 else found}
+
+
+def _described(doc: str, name: str) -> str | None:
+    """The first sentence of a docstring that names ``name`` (as ``name``), on one line."""
+    text = " ".join(doc.split())
+    for sentence in re.split(r"(?<=[.;])\s+(?=[A-Z`(])", text):
+        if f"``{name}``" in sentence:
+            return sentence.replace("``", "`")
+    return None
+
+
 def _arguments(name: str, plugin, reserved: tuple[str, ...]) -> dict:
     """``if uses is name then with: takes these keys`` for one built-in, read as the loader reads
     it: a class takes its ``with:`` in its constructor."""
@@ -44,16 +96,17 @@ def _arguments(name: str, plugin, reserved: tuple[str, ...]) -> dict:
     function = constructor or call
     sig = plugins.signature_of(function, () if constructor else reserved)
     options = {}
-    try:
-        hints = typing.get_type_hints(function)
-    except NameError:  # a name imported only for type checkers: no values to offer
-        hints = {}
+    hints = _hints(function)
+    doc = inspect.getdoc(constructor or plugin) or ""
     for parameter in inspect.signature(function).parameters.values():
         if parameter.name in sig.options:
             default = parameter.default  # a None default is no value to offer
-            options[parameter.name] = {"default": default} if isinstance(default, (str, bool, int, float)) else {}
-            if typing.get_origin(hints.get(parameter.name)) is typing.Literal:  # the values it takes
-                options[parameter.name]["enum"] = list(typing.get_args(hints[parameter.name]))
+            option = options[parameter.name] = _typed(hints.get(parameter.name))
+            if isinstance(default, (str, bool, int, float)):
+                option["default"] = default
+            described = _described(doc, parameter.name)
+            if described:
+                option["description"] = described
     arguments = {"description": f"The arguments of the built-in '{name}'.", "properties": options}
     if not sig.any_keyword:
         arguments["additionalProperties"] = False
