@@ -130,7 +130,7 @@ def test_a_cost_budget_counts_runners_and_judges(write_config, tmp_path):
                          more="    scorers: [fixture_plugins.behaviours:judged]"))
     done = run_cli("run", "--report-dir", "reports", cwd=tmp_path)
     assert done.returncode == 4, done.stdout + done.stderr
-    assert "stopped by its budget: max_cost_usd $2 reached at $2.2500" in done.stderr
+    assert "stopped by its budget: max_cost_usd $2 reached at $2.25" in done.stderr
     [experiment] = _report(tmp_path)["experiments"]
     assert 3 <= len(experiment["items"]) < 10 and len(_calls(tmp_path)) == len(experiment["items"])
 

@@ -152,11 +152,11 @@ def test_every_report_names_the_new_criteria(write_config, tmp_path):
     assert [c["name"] for c in listed] == names
     assert (listed[0]["percentile"], listed[1]["bound"], listed[1]["confidence"], listed[2]["per_item"]) == (
         95, "lower", 0.95, True)
-    assert "    ✗ tokens per item ≤ 10: 12.0\n" in done.stdout and "    ✓ cost ≤ $5: $1.5000\n" in done.stdout
+    assert "    ✗ tokens per item ≤ 10: 12.0\n" in done.stdout and "    ✓ cost ≤ $5: $1.50\n" in done.stdout
     assert "    ✗ pass_rate (lower 95% bound) ≥ 0.8: 0.208 (warn)\n" in done.stdout
     markdown = (out / "summary.md").read_text()
     assert "| ❌ | tokens per item &lt;= 10 | 12.0 | ≤ 10 | error |" in markdown
-    assert r"| ✅ | cost &lt;= \$5 | \$1.5000 | ≤ \$5 | error |" in markdown, "no $ starts a formula"
+    assert r"| ✅ | cost &lt;= \$5 | \$1.50 | ≤ \$5 | error |" in markdown, "no $ starts a formula"
     assert "| ✅ | items &gt;= 3 | 3 | 3 | error |" in markdown
     junit = (out / "junit.xml").read_text()
     for name in names:
@@ -164,7 +164,7 @@ def test_every_report_names_the_new_criteria(write_config, tmp_path):
     assert "tokens per item 12.0 &gt; max 10" in junit
     html = " ".join(re.sub(r"<[^>]+>", " ", (out / "report.html").read_text()).split())
     assert "latency p95" in html and "≤ 60000 ms" in html and "pass_rate (lower 95% bound)" in html
-    assert "cost $1.5000 ≤ $5 error met" in html
+    assert "cost $1.50 ≤ $5 error met" in html
 
 
 def test_validate_refuses_an_items_criterion_the_dataset_can_never_meet(write_config, tmp_path):

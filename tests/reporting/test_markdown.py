@@ -4,9 +4,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from pathlib import Path
 
 import yamleval
+from conftest import run_cli
 from yamleval.records.types import Usage
 from yamleval.reporting.console import summary_text
 from yamleval.reporting import markdown, write_reports
@@ -190,3 +192,35 @@ def test_the_terminal_counts_one_error_and_thousands_of_tokens_as_a_reader_would
     shown = summary_text(dataclasses.replace(result, summary=summary))
     assert "1,200 total" in shown and "· 1 error" in shown and "1 errors" not in shown
     assert "5,120 tokens (4,100 prompt, 1,020 completion)" in shown
+
+
+def test_summary_and_report_show_cost_judge_tokens_and_the_items_that_ran_of_those_planned(write_config, tmp_path):
+    write_config("""
+        experiments:
+          - id: priced
+            dataset: {items: [{input: a, expected: a}, {input: b, expected: b}, {input: c, expected: c}]}
+            runner: fixture_plugins.behaviours:priced
+            scorers: [exact_match, {uses: "fixture_plugins.behaviours:judged", id: judge}]
+    """)
+    done = run_cli("run", "--limit", "2", "--report-dir", "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    summary = (tmp_path / "out" / "summary.md").read_text()
+    assert "| 24 tokens (20 prompt, 4 completion), \\$1.00 |" in summary  # 12 tokens and $0.50 an item
+    assert "Judges: 12 tokens (10 prompt, 2 completion), \\$0.50." in summary
+    page = " ".join(re.sub(r"<[^>]+>", " ", (tmp_path / "out" / "report.html").read_text()).split())
+    for tile in ("24 Total tokens", "$1.00 Cost", "12 Judge tokens", "$0.50 Judge cost", "2 Items"):  # value, label
+        assert tile in page, tile
+
+    write_config("""
+        budget: {max_cost_usd: 0.4}
+        experiments:
+          - id: priced
+            concurrency: 1
+            dataset: {items: [{input: a, expected: a}, {input: b, expected: b}, {input: c, expected: c}]}
+            runner: fixture_plugins.behaviours:priced
+            scorers: [exact_match]
+    """)
+    done = run_cli("run", "--report-dir", "stopped", cwd=tmp_path)
+    assert done.returncode == 4, done.stderr  # the first item's $0.50 reaches the budget
+    page = " ".join(re.sub(r"<[^>]+>", " ", (tmp_path / "stopped" / "report.html").read_text()).split())
+    assert "1 of 3 Items" in page, "the tile counts what ran of what was planned"

@@ -1,4 +1,6 @@
 """Cleaning and capping text for strict formats."""
+import pytest
+
 from yamleval.reporting import text
 
 
@@ -22,3 +24,12 @@ def test_a_score_just_below_its_threshold_never_reads_as_the_threshold():
     assert message(0.0996, 0.1) == "lev 0.0996 < 0.1"
     assert message(0.79999, 0.8) == "lev 0.79999 < 0.8"
     assert message(0.5, 0.8) == "lev 0.500 < 0.8"
+
+
+@pytest.mark.parametrize("cost, text", [(0, "$0"), (4e-7, "< $0.000001"), (6e-7, "$0.000001"), (0.5, "$0.50"),
+                                        (0.00372, "$0.00372"), (0.12345678, "$0.123457"), (0.9999999, "$1.00"),
+                                        (12.5, "$12.50"), (1234.567, "$1,234.57")])
+def test_a_cost_reads_the_same_in_every_report_and_never_with_an_exponent(cost, text):
+    from yamleval.analysis.figures import dollars
+
+    assert dollars(cost) == text

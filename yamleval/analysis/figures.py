@@ -44,6 +44,19 @@ def level(confidence: float) -> str:
     return f"{confidence * 100:g}% CI"
 
 
+def dollars(cost: float) -> str:
+    """``$12.50``, ``$0.00372``, ``$0``, ``< $0.000001``: a cost as every report writes it, never
+    with an exponent, at most six decimals below a dollar."""
+    if cost >= 1:
+        return f"${cost:,.2f}"
+    if cost == 0:
+        return "$0"
+    if cost < 0.0000005:
+        return "< $0.000001"
+    whole, _, cents = f"{cost:.6f}".rstrip("0").partition(".")
+    return f"${whole}.{cents.ljust(2, '0')}"
+
+
 def count(n: int, noun: str, plural: str | None = None) -> str:
     """``1 error``, ``2 errors``, ``5,120 tokens``: a count with its noun, thousands separated."""
     return f"{n:,} {noun if n == 1 else plural or noun + 's'}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from yamleval.analysis import figures
 from yamleval.config.budget import Budget
 from yamleval.records.types import CacheUse, Usage
 
@@ -49,7 +50,7 @@ def reached(budget: Budget, spent: Spent) -> str | None:
     if budget.max_tokens is not None and spent.tokens >= budget.max_tokens:
         return f"max_tokens {budget.max_tokens:,} reached at {spent.tokens:,} tokens"
     if budget.max_cost_usd is not None and spent.cost_usd >= budget.max_cost_usd:
-        return f"max_cost_usd ${budget.max_cost_usd:,g} reached at ${spent.cost_usd:,.4f}"
+        return f"max_cost_usd ${budget.max_cost_usd:,g} reached at {figures.dollars(spent.cost_usd)}"
     if budget.max_duration is not None and spent.seconds >= budget.max_duration:
         return f"max_duration {budget.duration_text} reached at {_clock(spent.seconds)}"
     return None

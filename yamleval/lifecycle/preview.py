@@ -306,21 +306,12 @@ def _count(number: int | None, unit: str) -> str:
     return "unknown" if number is None else figures.count(number, unit)
 
 
-def _dollars(cost: float) -> str:
-    """``≈ $0.00372``, ``≈ $12.50``: never an exponent, at most six decimals."""
-    if cost >= 1:
-        return f"≈ ${cost:,.2f}"
-    if cost == 0:
-        return "≈ $0"
-    text = f"{cost:.6f}".rstrip("0")
-    return f"≈ ${text}" if text != "0." else "< $0.000001"
-
-
 def _estimate_line(e: Estimate) -> str:
     if e.calls is None:
         return f"unknown ({'; '.join(e.unknown)})"
     completion = "unbounded" if e.completion_tokens is None else f"≤ {_count(e.completion_tokens, 'token')}"
-    cost = "unknown" if e.cost is None else _dollars(e.cost)
+    cost = "unknown" if e.cost is None else figures.dollars(e.cost)
+    cost = cost if cost == "unknown" or cost.startswith("<") else f"≈ {cost}"
     line = (f"{_count(e.calls, 'call')}, prompt ≈ {_count(e.prompt_tokens, 'token')}, completion {completion}, "
             f"cost {cost}")
     return line + (f" ({'; '.join(e.unknown)})" if e.unknown else "")

@@ -112,7 +112,7 @@ def summary_text(result: ExperimentResult) -> str:
              f"pass rate {figures.interval(s.pass_rate_ci, rate=True)}"]
     for name, used in (("tokens", s.tokens), ("judge", s.judge_tokens)):
         if used.total_tokens:
-            cost = f", ${used.cost:.4f}" if used.cost is not None else ""
+            cost = f", {figures.dollars(used.cost)}" if used.cost is not None else ""
             lines.append(f"  {name:<10}  {figures.count(used.total_tokens, 'token')} ({used.prompt_tokens:,} prompt, "
                          f"{used.completion_tokens:,} completion{cost})")
     throttled = throttling_text(s.throttling)

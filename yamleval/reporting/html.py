@@ -116,8 +116,13 @@ def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
                   (f"Pass rate {figures.level(summary.confidence)}", figures.interval(summary.pass_rate_ci, rate=True)),
                   (f"Mean score {figures.level(summary.confidence)}", figures.interval(summary.mean_score_ci)),
                   ("Mean latency", figures.ms(summary.latency_ms.mean)), ("p95 latency", figures.ms(summary.latency_ms.p95)),
-                  ("Total tokens", f"{summary.tokens.total_tokens:,}"), ("Duration", figures.ms(summary.duration_ms)),
-                  ("Items", f"{summary.total:,}")] + ([("Flaky items", f"{summary.flaky:,}")] if summary.flaky else []) + (
+                  ("Total tokens", f"{summary.tokens.total_tokens:,}")]
+                 + ([("Cost", figures.dollars(summary.tokens.cost))] if summary.tokens.cost is not None else [])
+                 + ([("Judge tokens", f"{summary.judge_tokens.total_tokens:,}")] if summary.judge_tokens.total_tokens else [])
+                 + ([("Judge cost", figures.dollars(summary.judge_tokens.cost))]
+                    if summary.judge_tokens.cost is not None else [])
+                 + [("Duration", figures.ms(summary.duration_ms)),
+                  ("Items", f"{summary.completed:,}" + ("" if summary.completed == summary.total else f" of {summary.total:,}"))] + ([("Flaky items", f"{summary.flaky:,}")] if summary.flaky else []) + (
                       [("From the cache", f"{summary.cache.hits:,} of {summary.cache.hits + summary.cache.misses:,}")]
                       if summary.cache.hits else []),
         "counts": counts, "shares": _shares(counts), "scorers": scorers, "criteria": criteria,

@@ -90,10 +90,19 @@ def _headline(run: RunInfo, results: Sequence[ExperimentResult]) -> list[str]:
     return [line, "", " · ".join(facts), ""]
 
 
+def _usage_text(used) -> str:
+    """``5,849 tokens (5,120 prompt, 729 completion), \\$0.0037``: what calls used, and cost when
+    a price is known (its ``$`` escaped: two of them would start a formula)."""
+    if not used.total_tokens:
+        return "–"
+    cost = "" if used.cost is None else f", {escape(figures.dollars(used.cost))}"
+    return (f"{figures.count(used.total_tokens, 'token')} ({used.prompt_tokens:,} prompt, "
+            f"{used.completion_tokens:,} completion){cost}")
+
+
 def _statistics(result: ExperimentResult) -> list[str]:
     s = result.summary
-    tokens = "–" if not s.tokens.total_tokens else (
-        f"{s.tokens.total_tokens} ({s.tokens.prompt_tokens} prompt, {s.tokens.completion_tokens} completion)")
+    tokens = _usage_text(s.tokens)
     throttled = throttling_text(s.throttling)
     cached = cache_text(s.cache)
     level = figures.level(s.confidence)
@@ -103,7 +112,8 @@ def _statistics(result: ExperimentResult) -> list[str]:
             f"| {s.total} | {s.passed} | {s.failed} | {s.errored} | {s.skipped} | {figures.percent(s.pass_rate)} | "
             f"{figures.number(s.mean_score)} | {figures.ms(s.latency_ms.p95)} | {tokens} | {figures.ms(s.duration_ms)} |",
             "", f"{level}: pass rate {figures.interval(s.pass_rate_ci, rate=True)}, mean score "
-            f"{figures.interval(s.mean_score_ci)}.", ""] + _scorers(result, level) + (
+            f"{figures.interval(s.mean_score_ci)}."
+            + (f" Judges: {_usage_text(s.judge_tokens)}." if s.judge_tokens.total_tokens else ""), ""] + _scorers(result, level) + (
         [f"Throttled: {throttled}.", ""] if throttled else []) + ([f"Cache: {cached}.", ""] if cached else []) + (
         [f"Flaky: {s.flaky} of {s.completed} items (their repeats disagree).", ""] if s.flaky else [])
 

@@ -162,7 +162,7 @@ def cache_text(use: CacheUse) -> str | None:
     cache was not used."""
     if not use.hits and not use.misses and not use.damaged and not use.not_cached:
         return None
-    cost = f", ${use.saved_cost:.4f}" if use.saved_cost else ""
+    cost = f", {figures.dollars(use.saved_cost)}" if use.saved_cost else ""
     damaged = (f"; {use.damaged:,} damaged entr{'ies' if use.damaged != 1 else 'y'} ignored and asked again"
                if use.damaged else "")
     return (f"{use.hits:,} answer{'s' if use.hits != 1 else ''} from the cache, {use.misses:,} asked"
@@ -194,7 +194,7 @@ def criterion_figure(criterion: CriterionResult, value: float | None) -> str:
     if criterion.type == "latency":
         return figures.ms(value)
     if criterion.type == "cost":
-        return f"${value:.4f}"
+        return figures.dollars(value)
     if criterion.type in ("items", "tokens"):
         return f"{value:,.1f}" if criterion.per_item else f"{value:,.0f}"
     return figures.number(value)

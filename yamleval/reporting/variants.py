@@ -144,7 +144,7 @@ def cell(row: VariantRow, column: str) -> str:
     if column == "tokens":
         return "—" if value is None else f"{int(value):,}"
     if column == "cost":
-        return "—" if value is None else f"${value:,.4f}"
+        return "—" if value is None else figures.dollars(value)
     return figures.number(value)
 
 
