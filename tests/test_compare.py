@@ -1,6 +1,7 @@
 """Paired verdicts of two runs: what counts as a change, and what chance alone does."""
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -105,3 +106,63 @@ def test_the_strict_gate_fails_when_the_candidate_lacks_an_experiment_of_the_bas
     found = compare.compare(RUN, [_experiment({"a": 1.0}), other], RUN, [_experiment({"a": 1.0})])
     assert found.gate_failure() is None
     assert found.gate_failure(strict=True) == "the candidate lacks the base run's f: those were not compared"
+
+
+def _compared_over_the_command_line(write_config, tmp_path, inputs: str, output: str, fmt: str):
+    from conftest import run_cli
+
+    def config(template: str) -> str:
+        return f"""
+            store: r.db
+            experiments:
+              - id: qa
+                dataset: {{items: [{inputs}]}}
+                runner: {{uses: echo, with: {{output: "{template}"}}}}
+                scorers: [exact_match]
+        """
+    write_config(config("{{ input }}"))
+    assert run_cli("run", "-q", "--tag", "base", cwd=tmp_path).returncode in (0, 1)
+    write_config(config(output))
+    assert run_cli("run", "-q", "--tag", "candidate", cwd=tmp_path).returncode in (0, 1)
+    done = run_cli("compare", "base", "candidate", "--format", fmt, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    return done.stdout, tmp_path
+
+
+def test_the_headline_gives_both_rates_and_how_many_items_would_show_a_difference_this_size(write_config, tmp_path):
+    # 2 of 20 pass, then 6 of 20: 4 fail → pass, McNemar p = 0.125, not significant
+    inputs = ", ".join(["{input: a, expected: a}"] * 2 + ["{input: c, expected: a}"] * 4 + ["{input: b, expected: a}"] * 14)
+    text, _ = _compared_over_the_command_line(write_config, tmp_path, inputs,
+                                              "{{ 'a' if input in ('a', 'c') else input }}", "text")
+    assert ("pass rate 10.0% → 30.0% (+20.0 pp): better, not proven with 20 items (about 60 items in each run would"
+            " show a difference of this size, 80% of the time)") in text
+    from conftest import run_cli
+    from statsmodels.stats.power import NormalIndPower
+    from statsmodels.stats.proportion import proportion_effectsize
+
+    reference = NormalIndPower().solve_power(effect_size=proportion_effectsize(0.3, 0.1), alpha=0.05, power=0.8)
+    assert math.ceil(reference) == 60
+    page = run_cli("compare", "base", "candidate", "--format", "html", cwd=tmp_path).stdout
+    assert ("<strong>qa</strong>: pass rate 10.0% → 30.0% (+20.0 pp): better, not proven with 20 items (about 60"
+            " items in each run") in page
+
+
+@pytest.mark.parametrize("base, candidate", [(0.1, 0.3), (0.5, 0.55), (0.9, 0.8), (0.0, 0.2), (0.7, 1.0), (0.25, 0.3)])
+@pytest.mark.parametrize("alpha, power", [(0.05, 0.8), (0.01, 0.9)])
+def test_items_for_power_is_statsmodels_two_proportion_sample_size(base, candidate, alpha, power):
+    from statsmodels.stats.power import NormalIndPower
+    from statsmodels.stats.proportion import proportion_effectsize
+
+    from yamleval.analysis.stats import items_for_power
+
+    reference = NormalIndPower().solve_power(effect_size=proportion_effectsize(candidate, base), alpha=alpha,
+                                             power=power, ratio=1, alternative="two-sided")
+    assert items_for_power(base, candidate, alpha, power) == math.ceil(reference)
+    assert items_for_power(0.4, 0.4) is None
+
+
+def test_a_significant_change_reads_better_beyond_chance(write_config, tmp_path):
+    inputs = ", ".join(["{input: c, expected: a}"] * 12 + ["{input: b, expected: a}"] * 8)
+    text, _ = _compared_over_the_command_line(write_config, tmp_path, inputs, "{{ 'a' if input == 'c' else input }}",
+                                              "text")
+    assert "pass rate 0.0% → 60.0% (+60.0 pp): better, beyond chance over 20 items" in text

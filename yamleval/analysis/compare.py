@@ -59,6 +59,7 @@ class ExperimentDiff:
     only_in: str | None = None                 # "base" or "candidate" when one run lacks the experiment
     change: PairedChange | None = None          # of its items, paired (None when only in one run)
     scorer_changes: dict[str, PairedChange] = field(default_factory=dict)  # of each scorer in both runs
+    pass_rates: tuple[float | None, float | None] = (None, None)  # base, candidate
 
 
 @dataclass(frozen=True)
@@ -273,6 +274,7 @@ def diff_experiments(base: ExperimentResult, candidate: ExperimentResult, alpha:
                         "mean_score": _delta(mean_over(base.summary, both), mean_over(candidate.summary, both))},
         change=tally.change(alpha, margin),
         scorer_changes={sid: t.change(alpha, margin) for sid, t in scorer_tallies.items()},
+        pass_rates=(base.summary.pass_rate, candidate.summary.pass_rate),
     )
 
 

@@ -129,6 +129,33 @@ def _beta_fraction(a: float, b: float, x: float) -> float:
     return h
 
 
+def items_for_power(base_rate: float, candidate_rate: float, alpha: float = 0.05, power: float = 0.8) -> int | None:
+    """Roughly how many items each run needs for a two-sided test at ``alpha`` to find a
+    difference of pass rates this size with probability ``power``: the normal test of two
+    proportions on Cohen's effect size h (as statsmodels' ``NormalIndPower`` with
+    ``proportion_effectsize``). Pairing the items by id, as ``compare`` does, needs no more.
+    None when the rates are equal (no difference to find)."""
+    h = abs(2 * math.asin(math.sqrt(candidate_rate)) - 2 * math.asin(math.sqrt(base_rate)))
+    if h == 0:
+        return None
+    normal = NormalDist()
+    z = normal.inv_cdf(1 - alpha / 2)
+
+    def reached(n: float) -> float:  # both tails, as statsmodels counts them
+        shift = h * math.sqrt(n / 2)
+        return normal.cdf(shift - z) + normal.cdf(-shift - z)
+
+    low, high = 1e-9, 2.0
+    while reached(high) < power:
+        high *= 2
+    for _ in range(200):  # bisection: the power grows with n
+        middle = (low + high) / 2
+        low, high = (middle, high) if reached(middle) < power else (low, middle)
+        if high - low < 1e-9 * high:
+            break
+    return math.ceil(high)
+
+
 def mcnemar_p_value(worse: int, better: int) -> float:
     """The exact two-sided McNemar p-value of two paired runs from their discordant pairs: items
     that passed and then failed (``worse``) and the other way round (``better``). Twice the

@@ -65,7 +65,8 @@ def render(c: compare.Comparison, base: Sequence[ExperimentResult], candidate: S
         experiments.append({"id": e.experiment_id, "only_in": e.only_in, "changes": rows, "flips": flips,
                             "more_flips": max(0, len(e.flips) - FLIPS_SHOWN), "added": list(e.added),
                             "removed": list(e.removed), "pass_rate": comparison.signed(e.summary_deltas.get("pass_rate"), True),
-                            "mean_score": comparison.signed(e.summary_deltas.get("mean_score"))})
+                            "mean_score": comparison.signed(e.summary_deltas.get("mean_score")),
+                            "headline": None if e.only_in else comparison.headline(e, c.alpha)})
     style = asset("report.css")
     csp = ("default-src 'none'; style-src " + csp_hash(style) + "; img-src data:; connect-src 'none';"
            " form-action 'none'; base-uri 'none'; object-src 'none'")

@@ -32,8 +32,8 @@ def to_text(c: Comparison, markdown: bool = False) -> str:
         if e.only_in:
             lines.append(f"only in the {e.only_in} run")
             continue
-        lines.append(f"pass rate {signed(e.summary_deltas['pass_rate'], True)}, "
-                     f"mean score {signed(e.summary_deltas['mean_score'])}")
+        lines.append(headline(e, c.alpha))
+        lines.append(f"mean score {signed(e.summary_deltas['mean_score'])}")
         if e.change:
             lines.append(change_text(e.change, c.alpha, markdown))
         for sid, delta in e.score_deltas.items():
@@ -75,6 +75,32 @@ def to_json(c: Comparison) -> str:
                          "added": list(e.added), "removed": list(e.removed), "score_deltas": e.score_deltas,
                          "summary_deltas": e.summary_deltas} for e in c.experiments],
     }, indent=2, ensure_ascii=False) + "\n"
+
+
+POWER = 0.8  # of the power estimate: how many items would show a difference this size
+
+
+def headline(e: ExperimentDiff, alpha: float) -> str:
+    """``pass rate 10.0% → 30.0% (+20.0 pp): better, not proven with 20 items (about 59 items in
+    each run would show a difference this size)``: both rates, and a plain verdict on the paired
+    test of the items' verdicts (McNemar)."""
+    from yamleval.analysis import stats
+
+    before, after = e.pass_rates
+    rates = f"pass rate {figures.percent(before)} → {figures.percent(after)} ({signed(e.summary_deltas['pass_rate'], True)})"
+    change = e.change
+    if before is None or after is None or change is None or not change.pairs:
+        return rates
+    pairs = figures.count(change.pairs, "item")
+    if change.verdict != NO_CHANGE:
+        return f"{rates}: {'better' if change.verdict == IMPROVED else 'worse'}, beyond chance over {pairs}"
+    if change.worse == change.better:
+        return f"{rates}: no difference over {pairs}"
+    direction = "better" if change.better > change.worse else "worse"
+    needed = stats.items_for_power(before, after, alpha, POWER)
+    estimate = "" if needed is None or needed <= change.pairs else (
+        f" (about {needed:,} items in each run would show a difference of this size, {POWER:.0%} of the time)")
+    return f"{rates}: {direction}, not proven with {pairs}{estimate}"
 
 
 def verdict_line(c: Comparison) -> str:
