@@ -713,3 +713,23 @@ def test_items_in_many_chunks_read_as_one_table(browser, report, tmp_path, monke
         section.locator("th[data-sort=index] button").click()  # descending: the last chunk's items first
         assert opened.rows().first.locator("td.item-id").inner_text() == f"q{ITEMS - 1:03d}"
         opened.assert_quiet()
+
+
+def test_on_a_phone_each_item_is_a_card_with_its_verdict_first_and_nothing_scrolls_sideways(browser, report):
+    with open_report(browser, report[0], width=390) as opened:
+        page = opened.page
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390, "the page scrolls sideways"
+        first = opened.rows().first
+        verdict = first.locator("td:nth-child(3) .pill").bounding_box()
+        assert verdict is not None and 0 <= verdict["x"] and verdict["x"] + verdict["width"] <= 390
+        cells = first.locator("td")
+        top = first.locator("td:nth-child(3)").bounding_box()["y"]
+        assert top <= min(cells.nth(i).bounding_box()["y"] for i in range(cells.count())), \
+            "the verdict comes first in its card"
+        assert first.locator("td:nth-child(2)").evaluate("td => getComputedStyle(td, '::before').content") == '"Input: "'
+        box = first.bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 390, "the card fits the screen"
+        first.click()  # an opened item fits too
+        page.wait_for_selector("tr.detail")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        opened.assert_quiet()

@@ -175,6 +175,9 @@
     fit();
     window.addEventListener("resize", fit);
     this.columns = section.querySelectorAll(".items-table thead th").length;
+    // each cell's column name, shown beside it where rows are laid out as cards (a phone)
+    this.labels = Array.prototype.map.call(section.querySelectorAll(".items-table thead th"),
+                                           function (th) { return th.textContent.trim(); });
     this.search = section.querySelector("input.search");
     this.showing = section.querySelector(".showing");
     this.pageOf = section.querySelector(".page-of");
@@ -498,6 +501,7 @@
     for (var k = 0; k < this.scorers.length; k++) tr.appendChild(scoreCell(scores[k], this.thresholds[k]));
     tr.appendChild(el("td", "num", fmtDuration(it[F.latency_ms])));
     tr.appendChild(it[F.tokens] === null ? textCell(null, "num") : el("td", "num", fmt(it[F.tokens])));
+    for (var c = 0; c < tr.children.length && c < this.labels.length; c++) tr.children[c].setAttribute("data-label", this.labels[c]);
     return tr;
   };
 
