@@ -596,7 +596,8 @@ def test_compare_finds_twenty_more_failures_in_two_hundred_items_a_significant_r
     lines = gate.stdout.splitlines()
     assert lines[:2] == [f"{base} (completed) → {candidate} (completed): 20 regressions",
                          "paired verdict (alpha 0.05): regressed: e, e › exact_match"]
-    verdict = lines[lines.index("e") + 2]  # the experiment's heading, its deltas, its verdict
+    headline, verdict = lines[lines.index("e") + 1], lines[lines.index("e") + 3]  # heading, rates, mean, verdict
+    assert headline == "pass rate 95.0% → 85.0% (-10.0 pp): worse, beyond chance over 200 items"
     assert verdict.startswith("regressed: 200 pairs, 20 pass → fail, 0 fail → pass, McNemar p = 1.9e-06; "
                               "mean score -0.100 (95% CI -0.1")
     data = json.loads(run_cli("compare", base, candidate, "--store", "r.db", "--format", "json",
