@@ -267,14 +267,15 @@ def test_init_offers_a_model_runner_in_comments_that_validates_once_uncommented(
 def test_init_with_a_base_url_and_model_tests_that_model(tmp_path, openai_server):
     done = run_cli("init", "--base-url", openai_server.base_url, "--model", "small: q4", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert f'  app: {{base_url: "{openai_server.base_url}", model: "small: q4"}}' in (tmp_path / "evals.yaml").read_text()
+    assert (f'  app: {{base_url: "{openai_server.base_url}", model: "small: q4", max_tokens: 300}}'
+            in (tmp_path / "evals.yaml").read_text())
     openai_server.push(*(text_reply("Refunds are accepted within 30 days; shipping takes 3 to 5 business days;"
                                     " we are open on Saturday; keep your receipt; use Forgot password; sorry,"
                                     " I can only help with orders") for _ in range(8)))
     done = run_cli("run", "-q", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     [first, *_] = openai_server.bodies
-    assert len(openai_server.bodies) == 8 and first["model"] == "small: q4"
+    assert len(openai_server.bodies) == 8 and first["model"] == "small: q4" and first["max_tokens"] == 300
     assert first["messages"][0]["role"] == "system" and "30 days" in first["messages"][0]["content"]
     asked = sorted(body["messages"][1]["content"] for body in openai_server.bodies)  # concurrently, in any order
     assert "Can I get a refund on a book I bought last week?" in asked and len(set(asked)) == 8
