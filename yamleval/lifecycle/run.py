@@ -126,13 +126,15 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
         executors = choice.on(cluster)  # where each experiment runs, with the run's network
         dataset_hashes = {e.id: provenance.dataset_hash(e) for e in experiments}
         begun, rescore = {}, False
-        if run_info is not None:
-            run_id = run_info.run_id
+        if started_as is not None:  # what changed since the run this one goes on from (or retries) started
             texts = provenance.config_texts(project.files, project.sets)
             config_hash = provenance.config_hash(texts)
+            changed = changes(db, started_as, texts, config_hash, dataset_hashes, project.environment, experiments,
+                              repeats)
+        if run_info is not None:
+            run_id = run_info.run_id
             if shard is not None:  # its other shards' run: the same datasets (and, joining, plugins) or none
                 shard_runs.same_work(db, run_id, shard, experiments, dataset_hashes, repeats, joining=not resume)
-            changed = changes(db, run_info, texts, config_hash, dataset_hashes, project.environment, experiments, repeats)
             if changed and not force and not resume:  # a shard joining the run
                 raise UsageError(f"cannot join run {run_id} as shard {shard}: {'; '.join(changed)} since its first"
                                  " shard started (use --force to join anyway, or give another --run-id)")
@@ -153,9 +155,6 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
                 shard_runs.start(db, run_id, shard, joining=not resume)
         else:
             if origin is not None:  # the items it keeps were answered under its config
-                texts = provenance.config_texts(project.files, project.sets)
-                changed = changes(db, origin, texts, provenance.config_hash(texts), dataset_hashes,
-                                  project.environment, experiments, repeats)
                 if changed and not force:
                     raise UsageError(f"cannot retry the errors of run {origin.run_id}: {'; '.join(changed)} since it"
                                      " started (use --force to retry anyway, its kept items scored again as the"
