@@ -65,7 +65,7 @@ def _stopped_early(tmp_path, done) -> dict:
     assert 3 <= len(experiment["items"]) < ITEMS, "it stopped after the first items"
     assert all(item["status"] == "error" for item in experiment["items"])
     assert experiment["aborted"].startswith("could not evaluate: ")
-    assert "STOPPED (could not evaluate)" in done.stdout
+    assert "ABORTED (could not evaluate)" in done.stdout
     return experiment
 
 
@@ -76,7 +76,7 @@ def test_a_model_nothing_listens_for_stops_the_run_with_exit_3(write_config, tmp
     _stopped_early(tmp_path, done)
     _check_golden("model_refused", done.stderr, port)
     quiet = run_cli("run", "-q", "--store", "r.db", cwd=tmp_path)
-    assert quiet.returncode == 3 and quiet.stdout.startswith("chat: STOPPED (could not evaluate) ("), quiet.stdout
+    assert quiet.returncode == 3 and quiet.stdout.startswith("chat: ABORTED (could not evaluate) ("), quiet.stdout
 
 
 def test_a_judge_that_refuses_its_key_stops_the_run_with_exit_3(openai_server, write_config, tmp_path):  # noqa: F811
@@ -89,7 +89,7 @@ def test_a_judge_that_refuses_its_key_stops_the_run_with_exit_3(openai_server, w
     _check_golden("judge_401", done.stderr, openai_server.port)
     again = run_cli("report", "--store", "r.db", "--report-dir", "again", "--format", "markdown", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
-    assert "chat: stopped (could not evaluate)" in (tmp_path / "again" / "summary.md").read_text()
+    assert "chat: aborted (could not evaluate)" in (tmp_path / "again" / "summary.md").read_text()
 
 
 def test_an_http_runner_url_that_is_not_there_stops_the_run_with_exit_3(openai_server, write_config,  # noqa: F811

@@ -101,6 +101,19 @@ def test_the_page_charts_every_run_with_intervals_and_links_the_reports_beside_i
         assert [links.nth(i).get_attribute("href") for i in range(2)] == [f"{r}/report.html" for r in runs[-2:]]
         assert (folder / "site" / links.first.get_attribute("href")).is_file()
         assert "run " + runs[0] in chart.locator(".series-0 circle.point title").first.text_content()
+        # newest on the right, and the axis says when each labelled run started and how it is tagged
+        xs = chart.locator(".series-0 circle.point").evaluate_all("cs => cs.map(c => +c.getAttribute('cx'))")
+        assert xs == sorted(xs) and len(set(xs)) == RUNS
+        assert "run " + runs[-1] in chart.locator(".series-0 circle.point title").last.text_content()
+        dates = chart.locator("text.axis-date").all_text_contents()
+        newest = yamleval.api.show(runs[-1], store=str(folder / "results.db")).run.started_at
+        months = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+        assert 2 <= len(dates) <= 8 and dates[-1] == f"{months[int(newest[5:7]) - 1]} {int(newest[8:10])} {newest[11:16]}"
+        assert float(chart.locator("text.axis-date").last.get_attribute("x")) == xs[-1]
+        assert chart.locator("text.axis-tag").last.text_content() == "nightly"
+        assert chart.locator("text.axis-tag").count() == 1, "only the newest two runs are tagged; one is labelled"
+        labels = [chart.locator("text.axis-date").nth(n).bounding_box() for n in range(len(dates))]
+        assert all(a["x"] + a["width"] < b["x"] for a, b in zip(labels, labels[1:])), "no label overlaps the next"
         runs_table = section.locator("table.runs tbody tr")
         assert runs_table.count() == RUNS
         assert runs_table.first.locator("td").all_inner_texts()[4:6] == ["10", "70.0%"], "newest first"
@@ -138,6 +151,8 @@ def test_the_history_and_compare_pages_fit_a_phone_screen(browser, stored, tmp_p
             assert page.evaluate("document.documentElement.scrollWidth") <= 390, name
             if name == "history.html":  # the chart keeps a width at which its labels can be read, and scrolls
                 assert page.locator("figure.history-chart svg").first.bounding_box()["width"] >= 480
+                newest = page.locator("figure.history-chart .series-0 circle.point").last.bounding_box()
+                assert 0 <= newest["x"] and newest["x"] + newest["width"] <= 390, "it opens on the newest runs"
             opened.assert_quiet()
 
 

@@ -187,7 +187,7 @@ def test_a_judge_whose_endpoint_cannot_be_used_stops_the_rescore_with_exit_3(wri
     done = run_cli("rescore", "latest", "-q", cwd=tmp_path)
     assert done.returncode == 3, done.stderr
     assert f"could not evaluate: model 'grader' (tiny at http://127.0.0.1:{port}/v1" in done.stderr
-    assert done.stdout.startswith("e: STOPPED (could not evaluate)")
+    assert done.stdout.startswith("e: ABORTED (could not evaluate)")
     _, result, after = stored(tmp_path)
     assert result.could_not_evaluate and len(after) == 5, "it stopped at the first five calls, which all failed"
 

@@ -583,7 +583,8 @@ def test_a_flaky_row_is_marked_and_its_expanded_view_shows_each_repeat(browser, 
         experiments:
           - id: coin
             repeats: 5
-            dataset: {items: [{id: mostly, input: q3, expected: right}, {id: often, input: q0, expected: right}]}
+            dataset: {items: [{id: mostly, input: q3, expected: right}, {id: often, input: q0, expected: right},
+                              {id: steady, input: x7, expected: right}]}
             runner: fixture_plugins.behaviours:CoinFlip
             scorers: [exact_match]
     """), encoding="utf-8")
@@ -594,9 +595,21 @@ def test_a_flaky_row_is_marked_and_its_expanded_view_shows_each_repeat(browser, 
     with open_report(browser, path) as opened:
         assert "2\nFlaky items" in opened.section().locator(".stats").inner_text()
         flaky_row = opened.rows().nth(0)
-        assert [opened.rows().nth(n).locator(".pill.flaky").count() for n in (0, 1)] == [
-            int(item.flaky) for item in results[0].items] == [1, 1]
+        assert [opened.rows().nth(n).locator(".pill.flaky").count() for n in (0, 1, 2)] == [
+            int(item.flaky) for item in results[0].items] == [1, 1, 0]
         assert flaky_row.locator(".pill.flaky").get_attribute("title") == "its repeats disagree: some passed, some failed"
+        # the flag is whole in its cell: no ellipsis cuts it off
+        cell, pill = flaky_row.locator("td").nth(2).bounding_box(), flaky_row.locator(".pill.flaky").bounding_box()
+        assert pill["x"] + pill["width"] <= cell["x"] + cell["width"], (pill, cell)
+        # a filter shows only the flaky items, and the counts and the line above the table say so
+        chip = opened.section().locator("label.chip-flaky")
+        assert " ".join(chip.inner_text().split()) == "Only flaky 2"
+        chip.click()
+        assert [opened.rows().nth(n).locator(".item-id").inner_text() for n in range(opened.rows().count())] == [
+            "mostly", "often"]
+        assert opened.section().locator(".showing").inner_text() == "Showing 1–2 of 2 matching items (3 in total)"
+        chip.click()
+        assert opened.rows().count() == 3
         flaky_row.click()
         repeats = opened.section().locator("tr.detail section.repeats")
         assert repeats.locator("h4").text_content() == "Repeats · 4 of 5 passed"

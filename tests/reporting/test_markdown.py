@@ -188,10 +188,12 @@ def test_a_breakdown_is_a_table_weakest_value_first_with_model_text_escaped(writ
 
 def test_the_terminal_counts_one_error_and_thousands_of_tokens_as_a_reader_would(write_config):
     [result] = [yamleval.run_experiment(e) for e in yamleval.load_experiments(write_config(PASSING))]
-    summary = dataclasses.replace(result.summary, errored=1, total=1200, tokens=Usage(4100, 1020))
+    summary = dataclasses.replace(result.summary, errored=1, total=1200, completed=1200, tokens=Usage(4100, 1020))
     shown = summary_text(dataclasses.replace(result, summary=summary))
     assert "1,200 total" in shown and "· 1 error" in shown and "1 errors" not in shown
     assert "5,120 tokens (4,100 prompt, 1,020 completion)" in shown
+    cut = dataclasses.replace(summary, completed=12)  # a run stopped early: what ran, of what was planned
+    assert "  items       12 of 1,200 ran · " in summary_text(dataclasses.replace(result, summary=cut))
 
 
 def test_summary_and_report_show_cost_judge_tokens_and_the_items_that_ran_of_those_planned(write_config, tmp_path):

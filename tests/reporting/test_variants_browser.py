@@ -116,3 +116,12 @@ experiments:
         prev.click()
         assert section.locator("tr.side-row").first.get_attribute("data-id") == "i00"
         opened.assert_quiet()
+
+
+def test_the_experiment_list_names_each_variant(browser, demo):  # noqa: F811
+    with open_report(browser, str(demo)) as opened:
+        links = opened.page.locator("nav.toc li a").all_inner_texts()
+        assert links == ["Capitals, by model — Small model", "Capitals, by model — Large model",
+                         "Capitals, by model — Large model, in sentences"], links
+        assert opened.page.locator("section.experiment h2").all_inner_texts() == links
+        opened.assert_quiet()

@@ -102,7 +102,8 @@ def summary_text(result: ExperimentResult) -> str:
     s = result.summary
     title = result.experiment_id + (f" — {terminal_line(result.label, 200)}" if result.label else "")
     lines = [title,
-             f"  items       {s.total:,} total · {s.passed:,} passed · {s.failed:,} failed · "
+             "  items       " + (f"{s.total:,} total" if s.completed == s.total else f"{s.completed:,} of {s.total:,} ran")
+             + f" · {s.passed:,} passed · {s.failed:,} failed · "
              f"{figures.count(s.errored, 'error')}"
              + (f" · {s.skipped} skipped" if s.skipped else "") + (f" · {s.flaky} flaky" if s.flaky else ""),
              f"  mean score  {figures.number(s.mean_score)}    pass rate {figures.percent(s.pass_rate)}    "
@@ -168,9 +169,9 @@ def summary_text(result: ExperimentResult) -> str:
 
 
 def verdict_word(result: ExperimentResult, short: bool = False) -> str:
-    """``PASSED``, ``FAILED``, ``INTERRUPTED``, ``STOPPED (could not evaluate)``, ..."""
-    stopped = f"STOPPED ({stopped_because(result)})"
-    words = {"aborted": stopped, "stopped": stopped,
+    """``PASSED``, ``FAILED``, ``INTERRUPTED``, ``ABORTED (could not evaluate)``, ``STOPPED (budget
+    reached)``, ...: the outcome's name, as every report spells it, and why when it ended early."""
+    words = {"aborted": f"ABORTED ({stopped_because(result)})", "stopped": f"STOPPED ({stopped_because(result)})",
              "incomplete": "INCOMPLETE" if short else f"INCOMPLETE: {INCOMPLETE}"}
     return words.get(result.outcome, result.outcome.upper())
 

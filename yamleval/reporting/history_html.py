@@ -17,8 +17,10 @@ from yamleval.analysis.history import ExperimentHistory, Point
 from yamleval.reporting.html import asset, csp_hash, template
 from yamleval.reporting.text import clean_text
 
-WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 720, 220, 44, 16, 12, 28
+WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 720, 244, 44, 40, 12, 52
 SERIES = (("pass rate", "pass_rate", "pass_rate_ci"), ("mean score", "mean_score", "mean_score_ci"))
+AXIS_LABELS = 8  # at most, so that they never overlap; the newest run always has one
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
 def _y(value: float) -> float:
@@ -52,6 +54,14 @@ def _label(point: Point) -> str:
     return clean_text(" · ".join(parts), limit=2000)
 
 
+def _axis_label(point: Point, x: float) -> dict:
+    """Under a run's point: the day and time it started (UTC) and its first tag."""
+    started = point.run.started_at
+    day = f"{MONTHS[int(started[5:7]) - 1]} {int(started[8:10])}" if len(started) >= 16 else started
+    tag = point.tags[0] if point.tags else ""
+    return {"x": x, "date": f"{day} {started[11:16]}", "tag": clean_text(tag if len(tag) <= 14 else tag[:13] + "…", limit=20)}
+
+
 def _chart(history: ExperimentHistory, folder: str) -> dict:
     count = len(history.points)
     series = []
@@ -68,7 +78,11 @@ def _chart(history: ExperimentHistory, folder: str) -> dict:
         series.append({"name": name, "class": f"series-{index}", "points": points,
                        "path": " ".join(f"{'M' if i == 0 else 'L'}{p['x']},{p['y']}" for i, p in enumerate(points))})
     ticks = [{"y": _y(v), "label": f"{v:g}"} for v in (0, 0.25, 0.5, 0.75, 1)]
-    return {"width": WIDTH, "height": HEIGHT, "left": LEFT, "right": WIDTH - RIGHT, "series": series, "ticks": ticks}
+    step = -(-count // AXIS_LABELS)
+    labelled = sorted(range(count - 1, -1, -step))  # counted back from the newest, which is on the right
+    axis = [_axis_label(history.points[at], _x(at, count)) for at in labelled]
+    return {"width": WIDTH, "height": HEIGHT, "left": LEFT, "right": WIDTH - RIGHT, "series": series, "ticks": ticks,
+            "axis": axis, "axis_y": HEIGHT - BOTTOM + 16}
 
 
 def _view(history: ExperimentHistory, folder: str) -> dict:

@@ -20,7 +20,7 @@ from yamleval.reporting import variants
 from yamleval.reporting import breakdowns
 from yamleval.reporting.files import render_with
 from yamleval.reporting.html_data import FIELD_CAP, MAX_MB, ROW_FIELDS, Budget, Rows, Texts, dumps
-from yamleval.reporting.text import INCOMPLETE, criterion_outcome, criterion_subject, limit_text, stop_notice
+from yamleval.reporting.text import INCOMPLETE, criterion_outcome, criterion_subject, limit_text, shown_label, stop_notice
 from yamleval.records.types import Breakdown, ExperimentResult, ItemResult, RunInfo
 
 FILE_NAME = "report.html"  # in the report folder
@@ -61,6 +61,8 @@ def _histogram_svg(counts: list[int]) -> dict[str, Any]:
 def _run_status(run: RunInfo, results: Sequence[ExperimentResult]) -> str:
     if run.status in ("interrupted", "stopped", "aborted", "crashed", "running"):
         return run.status
+    if any(r.outcome == "aborted" for r in results):  # one name for the state: the experiment's badge says aborted too
+        return "aborted"
     passed = run.passed if run.passed is not None else all(r.passed for r in results)
     return "passed" if passed else "failed"
 
@@ -106,7 +108,7 @@ def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
                 for c in summary.criteria]
     view = {
         "anchor": f"exp-{number}", "number": number, "id": result.experiment_id,
-        "label": result.label or result.experiment_id, "status": result.outcome,
+        "label": shown_label(result), "status": result.outcome,
         "description": result.description, "tags": list(result.tags), "runner": result.runner or "—",
         "dataset": result.dataset or "—", "started_at": _when(result.started_at),
         "aborted": stop_notice(result) if result.aborted else None, "warnings": list(result.warnings),
@@ -125,7 +127,7 @@ def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
                   ("Items", f"{summary.completed:,}" + ("" if summary.completed == summary.total else f" of {summary.total:,}"))] + ([("Flaky items", f"{summary.flaky:,}")] if summary.flaky else []) + (
                       [("From the cache", f"{summary.cache.hits:,} of {summary.cache.hits + summary.cache.misses:,}")]
                       if summary.cache.hits else []),
-        "counts": counts, "shares": _shares(counts), "scorers": scorers, "criteria": criteria,
+        "counts": counts, "shares": _shares(counts), "flaky": summary.flaky, "scorers": scorers, "criteria": criteria,
         "breakdowns": [_breakdown_view(b, figures.level(summary.confidence)) for b in summary.breakdowns],
     }
     return view

@@ -265,7 +265,7 @@ class _Suite:
                                            located)
             self.trailer.append(case)
             statuses.append(status)
-        stop = {"aborted": f"stopped: {result.aborted}", "stopped": result.aborted,
+        stop = {"aborted": f"aborted: {result.aborted}", "stopped": result.aborted,
                 "interrupted": "interrupted before every item ran", "incomplete": f"incomplete: {INCOMPLETE}"}.get(result.outcome)
         if stop:  # an incomplete run fails its experiment even when every item that ran passed
             self.trailer.append(_case(self.classname, names("run completed"),

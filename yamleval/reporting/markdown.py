@@ -58,7 +58,7 @@ def shorten(value: object, limit: int = CELL_LIMIT) -> str:
     return escape(reveal_bidi(text))
 
 
-_VERDICTS = {"aborted": ("❌", "stopped"), "stopped": ("⏹️", "stopped"), "interrupted": ("⏹️", "interrupted"),
+_VERDICTS = {"aborted": ("❌", "aborted"), "stopped": ("⏹️", "stopped"), "interrupted": ("⏹️", "interrupted"),
              "incomplete": ("❌", "incomplete"), "passed": ("✅", "passed"), "failed": ("❌", "failed")}
 
 
@@ -72,7 +72,9 @@ def _headline(run: RunInfo, results: Sequence[ExperimentResult]) -> list[str]:
     elif run.status == "crashed":
         line = "## ❌ yamleval: the run crashed — its results are incomplete"
     elif run.status == "aborted":
-        line = f"## ❌ yamleval: aborted — an experiment ended early, so {total - failed} of {total} passed"
+        ended = ", ".join(escape(r.experiment_id) for r in results if r.outcome == "aborted")
+        line = (f"## ❌ yamleval: aborted — {ended} ended early and the run stopped; {total - failed} of {total} "
+                f"experiment{'s' if total != 1 else ''} that ran passed")
     elif failed:
         line = f"## ❌ yamleval: {failed} of {total} experiment{'s' if total != 1 else ''} failed"
     else:
@@ -216,7 +218,7 @@ def _items(result: ExperimentResult, shown: list[ItemResult]) -> list[str]:
 
 def _experiment(result: ExperimentResult, worst: list[ItemResult]) -> list[str]:
     mark, verdict = _VERDICTS[result.outcome]
-    if result.aborted:
+    if result.aborted or result.stopped_by_budget:
         verdict += f" ({stopped_because(result)})"
     title = escape(result.experiment_id) + (f" — {shorten(result.label, 200)}" if result.label else "")
     lines = [f"### {mark} {title}: {verdict}", ""]

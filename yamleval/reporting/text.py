@@ -135,6 +135,15 @@ def _why(result: ItemResult) -> str:
     return "; ".join(misses) or result.status
 
 
+def shown_label(result: ExperimentResult) -> str:
+    """The name a report gives an experiment: its label (or id), and a variant's own label (or id)
+    after it, so the variants of one experiment read apart."""
+    variant = result.variant
+    if variant is None:
+        return result.label or result.experiment_id
+    return f"{result.label or variant.experiment_id} — {variant.label or variant.id}"
+
+
 def stopped_because(result: ExperimentResult) -> str:
     """Why an aborted experiment stopped, in a few words (its ``aborted`` message says the rest)."""
     return ("could not evaluate" if result.could_not_evaluate else "budget reached" if result.stopped_by_budget
@@ -145,7 +154,7 @@ def stop_notice(result: ExperimentResult) -> tuple[str, str]:
     """The heading and text that say why an aborted experiment stopped, for the reports."""
     if result.stopped_by_budget:
         return "Incomplete", f"{result.aborted}; resume the run with a larger budget to finish it"
-    return "Stopped early", result.aborted or ""
+    return "Aborted", result.aborted or ""
 
 
 def throttling_text(throttling: Throttling) -> str | None:

@@ -182,6 +182,7 @@
     this.showing = section.querySelector(".showing");
     this.pageOf = section.querySelector(".page-of");
     this.shown = { passed: true, failed: true, error: true, skipped: true };
+    this.onlyFlaky = false;  // only the items whose repeats disagree
     this.query = "";
     this.mask = null;        // Uint8Array of items matching the search, null when there is none
     this.sortKey = "index";
@@ -206,6 +207,10 @@
         self.page = 0;
         self.refresh();
       });
+    });
+    this.section.querySelectorAll("input[data-only=flaky]").forEach(function (box) {
+      self.onlyFlaky = box.checked;
+      box.addEventListener("change", function () { self.onlyFlaky = box.checked; self.page = 0; self.refresh(); });
     });
     this.search.addEventListener("input", function () {
       clearTimeout(timer);
@@ -410,18 +415,19 @@
 
   Table.prototype.refresh = function () {
     var order = this.sortedOrder(), items = this.items, mask = this.mask, shown = this.shown, f = F.status;
-    var view = [], counts = { passed: 0, failed: 0, error: 0, skipped: 0 }, slice = this.slice;
+    var view = [], counts = { passed: 0, failed: 0, error: 0, skipped: 0 }, slice = this.slice, flaky = this.onlyFlaky;
     for (var k = 0; k < order.length; k++) {
       var i = order[k];
       if (mask !== null && !mask[i]) continue;
       if (slice !== null && !inSlice(items[i], slice)) continue;
+      if (flaky && !items[i][F.flaky]) continue;
       var status = items[i][f];
       counts[status]++;
       if (shown[status]) view.push(i);
     }
     this.view = view;
     // while the items are read, the counts of the whole run (in the page) stand unless a search or value narrows them
-    if (!this.loading || mask !== null || slice !== null) {
+    if (!this.loading || mask !== null || slice !== null || flaky) {
       this.section.querySelectorAll("[data-count]").forEach(function (node) {
         node.textContent = fmt(counts[node.getAttribute("data-count")]);
       });
@@ -458,7 +464,7 @@
     }
     this.tbody.replaceChildren(fragment);
     var filtered = view.length !== total;
-    filtered = filtered || this.slice !== null;
+    filtered = filtered || this.slice !== null || this.onlyFlaky;
     this.showing.textContent = view.length
       ? "Showing " + fmt(from + 1) + "–" + fmt(to) + " of " + fmt(view.length) + (filtered ? " matching items (" + fmt(total) + " in total)" : " items")
       : "No matching items (" + fmt(total) + " in total)";
