@@ -87,9 +87,17 @@ def test_a_judge_that_refuses_its_key_stops_the_run_with_exit_3(openai_server, w
     assert "Incorrect API key" in experiment["items"][0]["error"], "each item keeps its own error"
     assert "sk-wrong-key-123" not in done.stdout + done.stderr
     _check_golden("judge_401", done.stderr, openai_server.port)
-    again = run_cli("report", "--store", "r.db", "--report-dir", "again", "--format", "markdown", cwd=tmp_path)
+    again = run_cli("report", "--store", "r.db", "--report-dir", "again", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
-    assert "chat: aborted (could not evaluate)" in (tmp_path / "again" / "summary.md").read_text()
+    # one name for the state in every report: aborted, because it could not evaluate
+    summary = (tmp_path / "again" / "summary.md").read_text()
+    assert summary.startswith("## ❌ yamleval: aborted — chat ended early and the run stopped; 0 of 1 experiment that ran")
+    assert "chat: aborted (could not evaluate)" in summary
+    page = (tmp_path / "again" / "report.html").read_text()
+    assert page.count('badge-aborted">ABORTED</span>') == 2 and "FAILED" not in page and "STOPPED" not in page
+    assert json.loads((tmp_path / "again" / "results.json").read_text())["status"] == "aborted"
+    junit = (tmp_path / "again" / "junit.xml").read_text()
+    assert '<error type="aborted" message="aborted: could not evaluate: ' in junit
 
 
 def test_an_http_runner_url_that_is_not_there_stops_the_run_with_exit_3(openai_server, write_config,  # noqa: F811
