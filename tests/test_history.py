@@ -171,3 +171,46 @@ def test_compare_report_and_show_take_a_tag_for_its_newest_run(stored, tmp_path)
     assert json.loads((tmp_path / "results.json").read_text())["run_id"] == runs[-1]
     missing = run_cli("show", "weekly", "--store", store, cwd=folder)
     assert missing.returncode == 2 and "no run or tag 'weekly'" in missing.stderr
+
+
+BROKEN_WORDS = """el => {
+  const broken = [];
+  for (const pre of el.querySelectorAll("pre")) {
+    const text = pre.firstChild, words = /\\S+/g;
+    let m;
+    while ((m = words.exec(text.textContent))) {
+      const range = document.createRange();
+      range.setStart(text, m.index);
+      range.setEnd(text, m.index + m[0].length);
+      if (range.getClientRects().length > 1) broken.push(m[0]);
+    }
+  }
+  return broken;
+}"""
+
+
+@pytest.mark.parametrize("width", [390, 1000])
+def test_the_compare_page_breaks_lines_between_words(browser, tmp_path, width):  # noqa: F811
+    (tmp_path / "evals.yaml").write_text(textwrap.dedent("""
+        store: results.db
+        reports: {formats: []}
+        experiments:
+          - id: capitals
+            dataset:
+              items:
+                - {id: japan, input: What is the capital city of Japan in Asia?, expected: Tokyo is the capital}
+            runner: {uses: echo, with: {output: "{{ vars.answer }}"}}
+            vars: {answer: wrong}
+            scorers: [exact_match]
+    """), encoding="utf-8")
+    assert run_cli("run", "-q", "--tag", "before", cwd=tmp_path).returncode == 1
+    assert run_cli("run", "-q", "--tag", "after", "--set", "vars.answer=Tokyo is the capital", cwd=tmp_path).returncode == 0
+    done = run_cli("compare", "before", "after", "--format", "html", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (tmp_path / "compare.html").write_text(done.stdout, encoding="utf-8")
+    with open_report(browser, str(tmp_path / "compare.html"), width=width) as opened:
+        flips = opened.page.locator("table.flips")
+        assert flips.locator("pre").count() == 3  # the input and the two answers
+        assert flips.evaluate(BROKEN_WORDS) == []
+        assert opened.page.evaluate("document.documentElement.scrollWidth") <= width
+        opened.assert_quiet()
