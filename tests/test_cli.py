@@ -649,3 +649,17 @@ def test_the_progress_of_a_jsonl_file_counts_its_rows(write_config, tmp_path):
     assert re.search(r"^file: 1/3 items · ", done.stderr, re.M), done.stderr  # the blank lines are no rows
     limited = run_cli("run", "--limit", "2", cwd=tmp_path)
     assert re.search(r"^file: 1/2 items · ", limited.stderr, re.M), limited.stderr
+
+
+def test_an_empty_list_of_report_formats_writes_no_report(write_config, tmp_path):
+    write_config("""
+        store: r.db
+        reports: {dir: out, formats: []}
+        experiments:
+          - {id: e, dataset: {items: [{input: a, expected: a}]}, runner: echo, scorers: [exact_match]}
+    """)
+    done = run_cli("run", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "report:" not in done.stdout and not (tmp_path / "out").exists()
+    shown = run_cli("show", "--store", "r.db", cwd=tmp_path)
+    assert shown.returncode == 0 and "e" in shown.stdout  # the run is stored all the same

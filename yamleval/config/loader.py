@@ -260,7 +260,7 @@ def load_project(paths: str | os.PathLike | list[str] | tuple[str, ...], environ
         models=settings.get("models") or {},
         store=store_location(base, settings["store"]) if "store" in settings else None,
         reports_dir=os.path.join(base, reports["dir"]) if "dir" in reports else None,
-        report_formats=_with_settings(reports.get("formats") or REPORT_FORMATS, reports),
+        report_formats=_with_settings(reports["formats"] if "formats" in reports else REPORT_FORMATS, reports),
         report_settings=_with_settings(REPORT_FORMATS, reports),
         environment=dict(loader.environ.read),
         budget=Budget.read(settings.get("budget")),
