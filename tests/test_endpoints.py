@@ -147,3 +147,16 @@ def test_an_answer_first_keeps_the_run_going_when_refusals_follow(openai_server,
     report = json.loads((tmp_path / "out" / "results.json").read_text())
     assert report["experiments"][0]["summary"]["errored"] == ITEMS - 1
 
+
+
+def test_a_base_url_from_the_environment_is_named_and_how_to_see_it_is_said(write_config, tmp_path):
+    port = _closed_port()
+    write_config(_config("{uses: openai, with: {model: sut}}", base="${LLM_BASE_URL}"))
+    done = run_cli("run", "--store", "r.db", cwd=tmp_path, LLM_BASE_URL=f"http://127.0.0.1:{port}/v1")
+    experiment = _stopped_early(tmp_path, done)
+    _check_golden("model_refused_from_environment", done.stderr, port)
+    assert f"127.0.0.1:{port}" not in done.stdout + done.stderr, "the variable's value is never printed"
+    assert experiment["aborted"].endswith(
+        '${LLM_BASE_URL} stands for the value of the environment variable, which yamleval never prints:'
+        ' `echo "$LLM_BASE_URL"` shows what was tried')
+    assert f"127.0.0.1:{port}".encode() not in (tmp_path / "r.db").read_bytes()

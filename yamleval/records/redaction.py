@@ -168,12 +168,26 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _named_values(text: str, redacted: str) -> str:
+    """For a stop reason whose values were replaced by their ``${VAR}``: how to see what they
+    were (a URL that refused every call is of no use to a user who cannot see it)."""
+    names = [n for n in dict.fromkeys(re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", redacted)) if f"${{{n}}}" not in text]
+    if not names:
+        return ""
+    shown = " and ".join(f"${{{name}}}" for name in names)
+    echo = " ".join(f'"${name}"' for name in names)
+    return (f". {shown} stand{'s' * (len(names) == 1)} for the value of the environment variable"
+            f"{'s' * (len(names) > 1)}, which yamleval never prints: `echo {echo}` shows what was tried")
+
+
 def redact_experiment(result: ExperimentResult, secrets: Secrets) -> ExperimentResult:
     """An experiment's warnings and stop reason redacted (its items were, one by one)."""
     if secrets.pattern is None:
         return result
     warnings = tuple(redact_text(w, secrets) for w in result.warnings)
     aborted = redact_text(result.aborted, secrets) if result.aborted else result.aborted
+    if aborted != result.aborted:  # say what to look at where the reason names a value by its variable
+        aborted += _named_values(result.aborted, aborted)
     if warnings == result.warnings and aborted == result.aborted:
         return result
     return dataclasses.replace(result, warnings=warnings, aborted=aborted)
