@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import cli_env, run_cli
+from yamleval.analysis import figures
 
 pytestmark = pytest.mark.crash
 
@@ -226,3 +227,23 @@ def test_a_run_killed_mid_repeats_resumes_with_its_repeats_and_runs_only_the_mis
     items = report["experiments"][0]["items"]
     assert len(items) == 30 and all(len(item["repeats"]) == 5 for item in items)
     assert _repeats_stored(folder / "results.db") == [], "the finished items' repeats are not kept twice"
+
+
+def test_a_resumed_run_counts_the_items_and_the_time_of_both_parts(tmp_path):
+    folder = _project(tmp_path)
+    stopped = _stop_after(folder, signal.SIGINT, "-e", "first", items=170)  # the resumed part is the shorter
+    assert stopped.returncode == 130, stopped.stderr
+    [before] = json.loads((folder / "out" / "results.json").read_text())["experiments"]
+    resumed = run_cli("run", "--resume", cwd=folder, timeout=120)
+    assert resumed.returncode == 1, resumed.stderr
+    # the progress line's verdicts add up to the items it says are done, those kept from before too
+    [line] = [line for line in resumed.stderr.splitlines() if line.startswith("first: ")][:1]
+    done = int(line.split()[1].split("/")[0])
+    counts = {word: int(number) for number, word in
+              (part.split()[:2] for part in line.split(" · ") if part.split()[-1] in ("passed", "failed", "error", "errors"))}
+    assert done > before["summary"]["completed"] and sum(counts.values()) == done, line
+    [after] = json.loads((folder / "out" / "results.json").read_text())["experiments"]
+    assert after["summary"]["completed"] == 200
+    # its duration is the time its items ran in both parts, not the resumed part's alone
+    assert after["summary"]["duration_ms"] > before["summary"]["duration_ms"] > 0
+    assert f"duration {figures.ms(after['summary']['duration_ms'])}" in resumed.stdout

@@ -198,6 +198,10 @@ class _Console:
         if self.bar is not None:
             self.bar.on_item(result)
 
+    def item_kept(self, experiment_id: str, result) -> None:
+        if self.bar is not None:
+            self.bar.on_kept(result)
+
     def progress(self, experiment_id: str, completed: int, total: int | None) -> None:
         if self.bar is not None:
             self.bar.on_progress(completed, total)

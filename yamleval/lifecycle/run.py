@@ -16,7 +16,7 @@ from typing import Sequence
 from yamleval import __version__
 from yamleval.records.errors import UsageError, display_path
 from yamleval.records.outcome import ReportsInterrupted, RunOutcome, RunWatcher  # noqa: F401  (the lifecycle's types)
-from yamleval.records.types import CacheUse, ExperimentResult, RunInfo, now
+from yamleval.records.types import CacheUse, ExperimentResult, RunInfo, StoredExperiment, now
 from yamleval.lifecycle.outputs import Outputs, open_outputs, write_reports_then_finish
 from yamleval.lifecycle.stored import ended_as, new_run_id, run_passed, store_experiment
 
@@ -184,7 +184,7 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
             else:
                 watcher.experiment_started(experiment_id)
                 kept = None if origin is None else kept_items(db, origin.run_id, experiment_id)
-                result = _run_experiment(db, run_id, position, ready, experiment_id in begun, rescore,
+                result = _run_experiment(db, run_id, position, ready, begun.get(experiment_id), rescore,
                                          dataset_hashes[experiment_id], limit, concurrency, stop, abandon, watcher,
                                          _limits(project, ready.experiment, _spent_by(db, run_id, shard, project, results),
                                                  time.perf_counter() - began), shard,
@@ -286,11 +286,12 @@ def cached(settings, wanted: bool | None, refresh: bool):
     return dataclasses.replace(settings, refresh=refresh) if refresh else settings
 
 
-def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore: bool, dataset_hash: str, limit,
-                    concurrency, stop: threading.Event, abandon, watcher: RunWatcher, limits, shard,
-                    executors, kept=None) -> ExperimentResult:
+def _run_experiment(db, run_id: str, position: int, ready, begun: StoredExperiment | None, rescore: bool,
+                    dataset_hash: str, limit, concurrency, stop: threading.Event, abandon, watcher: RunWatcher, limits,
+                    shard, executors, kept=None) -> ExperimentResult:
     """One experiment, its items stored as they finish; resumed where it was ``begun`` before
-    (its finished items scored again first, with ``rescore``), or begun with the items another
+    (its finished items scored again first, with ``rescore``; its duration counts the time its
+    items ran then, as far as it was stored), or begun with the items another
     run ``kept`` (``--retry-errors``: stored in this run as they are read, scored again with
     ``rescore``)."""
     from yamleval.engine import experiment as engine
@@ -313,12 +314,19 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore:
                        for item_id, done in partial.items()}
 
     def run(keeper) -> ExperimentResult:
-        done = previous if kept is None else _stored_as_read(keeper, engine.rescored(ready, kept) if rescore else kept)
-        return engine.run_experiment(
+        if kept is None:
+            done = _counted(watcher, experiment_id, previous)
+        else:
+            done = _stored_as_read(keeper, engine.rescored(ready, kept) if rescore else kept)
+        result = engine.run_experiment(
             ready, executor=executors, concurrency=concurrency, limit=limit, on_item=keeper.item,
             on_progress=lambda completed, total: watcher.progress(experiment_id, completed, total),
             stop=stop, abandon=abandon, previous=done, keep_items=False, partial=partial,
             on_repeat=keeper.repeat, budgets=limits, shard=shard)
+        if not begun or not begun.duration_ms:
+            return result
+        return dataclasses.replace(result, summary=dataclasses.replace(
+            result.summary, duration_ms=result.summary.duration_ms + begun.duration_ms))
 
     return store_experiment(db, run_id, position, ready, dataset_hash, stop, watcher, run, shared=shard is not None)
 
@@ -326,7 +334,14 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: bool, rescore:
 def _stored_as_read(keeper, results):
     """Each of ``results`` stored (by ``keeper``) as the engine reads it."""
     for result in results:
-        keeper.item(result)
+        keeper.kept(result)
+        yield result
+
+
+def _counted(watcher: RunWatcher, experiment_id: str, results):
+    """Each of the items a resumed run had finished, told to ``watcher`` as the engine reads it."""
+    for result in results:
+        watcher.item_kept(experiment_id, result)
         yield result
 
 

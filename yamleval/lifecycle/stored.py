@@ -61,6 +61,11 @@ class Keeper:
         self.keep(self.db.add_item, result)
         self.watcher.item_finished(self.experiment_id, result)
 
+    def kept(self, result: ItemResult) -> None:
+        """An item finished in the run this one retries: stored as it was, and the watcher told."""
+        self.keep(self.db.add_item, result)
+        self.watcher.item_kept(self.experiment_id, result)
+
     def repeat(self, number: int, result: ItemResult) -> None:
         """One repeat of an item run several times finished."""
         self.keep(self.db.add_repeat, number, result)

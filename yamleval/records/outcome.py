@@ -20,6 +20,10 @@ class RunWatcher:
     def item_finished(self, experiment_id: str, result: ItemResult) -> None:
         """An item is finished (and queued for the store)."""
 
+    def item_kept(self, experiment_id: str, result: ItemResult) -> None:
+        """An item that finished before is counted again: one a resumed run had finished, or one
+        that ``--retry-errors`` keeps (and stores as it was)."""
+
     def progress(self, experiment_id: str, completed: int, total: int | None) -> None:
         """How far the experiment is."""
 

@@ -377,3 +377,4 @@ class StoredExperiment:
     experiment_id: str
     status: str  # running, completed, interrupted, aborted, unevaluated (an endpoint unusable), stopped (a budget)
     dataset_hash: str | None
+    duration_ms: float = 0.0  # how long its items ran, as its stored summary says (none stored: 0)

@@ -26,7 +26,8 @@ class Progress:
         self.tty = self.stream.isatty()
         self.interval = interval if interval is not None else (0.1 if self.tty else 5.0)
         self.experiment_id = experiment_id
-        self.counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}  # of the items this run finished
+        self.counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}  # those kept from before too
+        self.kept = 0  # items finished before: a resumed run's, those a retry keeps
         self.started = time.monotonic()
         self.last = -math.inf
         self.completed = 0  # with those a resumed run had finished before
@@ -34,6 +35,10 @@ class Progress:
 
     def on_item(self, result: ItemResult) -> None:
         self.counts[result.status] += 1
+
+    def on_kept(self, result: ItemResult) -> None:
+        self.counts[result.status] += 1
+        self.kept += 1
 
     def on_progress(self, completed: int, total: int | None) -> None:
         self.completed, self.total = completed, total
@@ -48,7 +53,7 @@ class Progress:
         noun = "item" if self.completed == 1 and not self.total else "items"
         parts = [f"{self.experiment_id}: {self.completed}{of} {noun}"]
         elapsed = now - self.started
-        rate = sum(c.values()) / elapsed if elapsed > 0 else 0.0
+        rate = (sum(c.values()) - self.kept) / elapsed if elapsed > 0 else 0.0  # of the items this run finished
         if rate:
             parts.append(f"{rate:.1f} items/s" if rate < 10 else f"{rate:,.0f} items/s")
             if self.total:

@@ -328,7 +328,8 @@ class Store:
 
     def experiments(self, run_id: str) -> list[StoredExperiment]:
         """The run's experiments as far as they got, in the order they run."""
-        return [StoredExperiment(row["experiment_id"], row["status"], row["dataset_hash"])
+        return [StoredExperiment(row["experiment_id"], row["status"], row["dataset_hash"],
+                                 json.loads(row["summary"])["duration_ms"] if row["summary"] else 0.0)
                 for row in self._experiment_rows(run_id)]
 
     def _experiment_rows(self, run_id: str) -> list[dict[str, Any]]:
