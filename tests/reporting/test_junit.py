@@ -489,6 +489,21 @@ def test_item_failures_failure_keeps_every_failed_item_red(write_config, schema,
     assert dorny_counts(xml) == {"failed": 2, "skipped": 0, "success": 6}
 
 
+def test_a_stored_run_rendered_again_keeps_the_junit_settings_of_its_own_config(write_config, tmp_path):
+    write_config(PASSING.replace("reports: {junit:", "store: r.db\n    reports: {dir: out, junit:") % "failure")
+    assert run_cli("run", "-q", cwd=tmp_path).returncode == 0
+    ran = (tmp_path / "out" / "junit.xml").read_bytes()
+    (tmp_path / "evals.yaml").unlink()  # rendered from the store alone, as a merged run's reports are
+    again = run_cli("report", "latest", "--store", "r.db", "--format", "junit", "--report-dir", "again", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    rendered = (tmp_path / "again" / "junit.xml").read_bytes()
+    assert dorny_counts(rendered) == dorny_counts(ran) == {"failed": 2, "skipped": 0, "success": 6}
+    xunit1 = run_cli("report", "latest", "--store", "r.db", "--format", "junit", "--junit-family", "xunit1",
+                     "--report-dir", "x1", cwd=tmp_path)
+    assert xunit1.returncode == 0, xunit1.stderr  # a family given keeps the run's item_failures
+    assert dorny_counts((tmp_path / "x1" / "junit.xml").read_bytes())["failed"] == 2
+
+
 def test_a_failed_experiment_keeps_its_failures_whatever_the_setting(write_config, schema):
     results = run_all(write_config, MIXED)
     assert junit.render(RUN, results) == render_with(junit.Writer, RUN, results), "allowed is the default"

@@ -9,6 +9,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+import yaml
+
 from yamleval.config.budget import Budget
 from yamleval.config import interpolate, overrides, schema, variants, yaml_source
 from yamleval.config.model import Experiment, build_experiment
@@ -234,6 +236,20 @@ def _with_settings(formats: Sequence[str], reports: Mapping[str, Any]) -> tuple[
     junit = reports.get("junit") or {}
     return with_html_budget(with_junit_settings(formats, junit.get("family"), junit.get("item_failures")),
                             reports.get("max_html_mb"))
+
+
+def stored_report_settings(files: Sequence[str], texts: Mapping[str, str]) -> tuple[str, ...]:
+    """The report settings a stored run's own config gave (its ``reports:`` JUnit settings and
+    report.html's size), so its reports rendered again read as they did: from the first of its
+    ``files`` (the main one first) whose stored text has a ``reports:`` mapping; none: ()."""
+    for name in [*files, *(name for name in texts if name not in files)]:
+        try:
+            data = yaml.safe_load(texts.get(name) or "")
+        except yaml.YAMLError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("reports"), dict):
+            return _with_settings(REPORT_FORMATS, data["reports"])
+    return ()
 
 
 def load_project(paths: str | os.PathLike | list[str] | tuple[str, ...], environ: Mapping[str, str] | None = None,

@@ -179,15 +179,16 @@ def report_formats(wanted: Sequence[str], configured: Sequence[str] = ()) -> lis
 
 def report(given, run_ref: str, formats: Sequence[str], report_dir: str, junit_family: str | None, gate: bool,
            max_html_mb: float | None) -> RunOutcome:
-    from yamleval.config.loader import with_html_budget, with_junit_family
+    from yamleval.config.loader import stored_report_settings, with_html_budget, with_junit_family
     from yamleval.reporting import write_reports
 
-    wanted = with_junit_family(with_html_budget(report_formats(formats), max_html_mb), junit_family)
     with opened(given) as store:
         info = store.find_run(run_ref)
         if gate:
             _gateable(store, info)
         results = store.results(info.run_id)
+    configured = stored_report_settings(info.config_files, info.config_text)  # as the run wrote them
+    wanted = with_junit_family(with_html_budget(report_formats(formats, configured), max_html_mb), junit_family)
     written = write_reports(report_dir, wanted, info, results)
     return RunOutcome(info, tuple(results), tuple(written))
 
