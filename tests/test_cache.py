@@ -330,6 +330,11 @@ def test_a_judge_not_at_temperature_0_is_asked_every_time_and_the_run_says_so(op
     assert "3 answers from the cache, 0 asked (saved 45 tokens" in second.stdout, second.stdout
     assert "); 3 judge calls asked and not cached (a judge is cached only at temperature 0)" in second.stdout
     assert _results(tmp_path)["summary"]["cache"]["not_cached"] == 3
+    # the report's tile counts the judge calls made among the calls, not only the answers kept
+    page = run_cli("report", "--format", "html", "--report-dir", "page", cwd=tmp_path)
+    assert page.returncode == 0, page.stderr
+    assert ('<div class="stat-value">3 of 6 calls</div><div class="stat-name">From the cache</div>'
+            in (tmp_path / "page" / "report.html").read_text())
 
 
 def test_a_kept_answer_comes_back_as_given_even_when_it_wrote_a_var_of_its_own():

@@ -115,7 +115,10 @@ def item_record(result: ItemResult) -> dict[str, Any]:
 
 
 def _cache(use: CacheUse) -> dict[str, Any]:
-    return {"hits": use.hits, "misses": use.misses, "saved_tokens": use.saved_tokens, "saved_cost": use.saved_cost}
+    out = {"hits": use.hits, "misses": use.misses, "saved_tokens": use.saved_tokens, "saved_cost": use.saved_cost}
+    # kept where they happened, so a report rendered from the store says what the run's own said
+    out.update({key: getattr(use, key) for key in ("damaged", "not_cached") if getattr(use, key)})
+    return out
 
 
 def _add_run(out: dict[str, Any], result: ItemResult) -> dict[str, Any]:

@@ -90,6 +90,13 @@ def _shares(counts: dict[str, int]) -> list[dict[str, Any]]:
     return shares
 
 
+def _cache_tile(use) -> str:
+    """``14 of 26 calls``: the answers read from the cache of every call the items asked for, the
+    judge calls never cached (at a temperature above 0) among them, so that what was paid shows."""
+    asked = use.hits + use.misses + use.not_cached
+    return f"{use.hits:,} of {asked:,} call{'s' * (asked != 1)}"
+
+
 def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
     """What the template shows of one experiment: all of it comes from the summary."""
     summary = result.summary
@@ -125,8 +132,7 @@ def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
                     if summary.judge_tokens.cost is not None else [])
                  + [("Duration", figures.ms(summary.duration_ms)),
                   ("Items", f"{summary.completed:,}" + ("" if summary.completed == summary.total else f" of {summary.total:,}"))] + ([("Flaky items", f"{summary.flaky:,}")] if summary.flaky else []) + (
-                      [("From the cache", f"{summary.cache.hits:,} of {summary.cache.hits + summary.cache.misses:,}")]
-                      if summary.cache.hits else []),
+                      [("From the cache", _cache_tile(summary.cache))] if summary.cache.hits else []),
         "counts": counts, "shares": _shares(counts), "flaky": summary.flaky, "scorers": scorers, "criteria": criteria,
         "breakdowns": [_breakdown_view(b, figures.level(summary.confidence)) for b in summary.breakdowns],
     }
