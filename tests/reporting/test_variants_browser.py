@@ -125,3 +125,16 @@ def test_the_experiment_list_names_each_variant(browser, demo):  # noqa: F811
                          "Capitals, by model — Large model, in sentences"], links
         assert opened.page.locator("section.experiment h2").all_inner_texts() == links
         opened.assert_quiet()
+
+
+def test_on_a_phone_each_variant_is_a_card_that_needs_no_sideways_scroll(browser, demo):  # noqa: F811
+    with open_report(browser, str(demo), width=390) as opened:
+        table = opened.page.locator("table.variants-table")
+        scroller = opened.page.locator("section.variants .table-scroll").first
+        assert table.evaluate("t => t.scrollWidth") <= scroller.evaluate("s => s.clientWidth")
+        first = table.locator("tbody tr").first
+        assert first.locator(".badge").inner_text() == "PASSED"
+        against = first.locator("td.against")
+        assert against.evaluate("td => getComputedStyle(td, '::before').content") == '"Against the baseline: "'
+        assert opened.page.evaluate("document.documentElement.scrollWidth") <= 390
+        opened.assert_quiet()
