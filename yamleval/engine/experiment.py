@@ -53,6 +53,12 @@ def rescored(prepared: Prepared, results: Iterable[ItemResult], network: RunNetw
         processor.close()
 
 
+def _has_error(result: ItemResult) -> bool:
+    """Whether the item, one of its scores or one of its repeats ended in an error."""
+    return (result.status == "error" or any(s.error is not None for s in result.scores.values())
+            or any(_has_error(r) for r in result.repeats))
+
+
 def _unfinished(items: Iterable[Item], done: set[str], experiment_id: str) -> Iterator[Item]:
     """The items whose ids are not ``done``; an id met twice is a duplicate, finished or not."""
     skipped: set[str] = set()
@@ -144,7 +150,9 @@ def run_experiment(prepared: Prepared, *, executor: ExecutorFactory, network: Ru
             aggregator.add(result)
             lost = None
             try:
-                if halted():
+                # an endpoint turns unusable only through calls that failed, and those leave an error on
+                # their item: an item without one has nothing to add (on Ray each look is a call to the actor)
+                if _has_error(result) and halted():
                     executor.halt()
             except YamlevalError as exc:  # the endpoints' records, kept elsewhere (Ray), are gone: after this item
                 lost = exc
