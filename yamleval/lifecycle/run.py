@@ -323,7 +323,7 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: StoredExperime
             on_progress=lambda completed, total: watcher.progress(experiment_id, completed, total),
             stop=stop, abandon=abandon, previous=done, keep_items=False, partial=partial,
             on_repeat=keeper.repeat, budgets=limits, shard=shard)
-        if not begun or not begun.duration_ms:
+        if not begun or not begun.duration_ms or shard is not None:  # a shard's time is its own (shards.complete)
             return result
         return dataclasses.replace(result, summary=dataclasses.replace(
             result.summary, duration_ms=result.summary.duration_ms + begun.duration_ms))
