@@ -257,6 +257,12 @@ def _assert_present_reports_whole(out: Path) -> None:
         assert (out / "report.html").read_text(encoding="utf-8").rstrip().endswith("</html>")
 
 
+def _completed(db: Path) -> bool:
+    """Whether the one run in ``db`` is stored as finished (its reports are written before that)."""
+    with sqlite3.connect(db) as con:
+        return [status for (status,) in con.execute("SELECT status FROM runs")] == ["completed"]
+
+
 def _assert_stored_once(db: Path, expected: dict[str, int]) -> None:
     with sqlite3.connect(db) as con:
         assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
@@ -305,10 +311,15 @@ def test_killed_again_and_again_then_resumed_equals_an_uninterrupted_run(tmp_pat
             leftovers = [n for n in os.listdir(folder / "out") if ".tmp" in n]
             assert leftovers, "the report was being written"
             _assert_present_reports_whole(folder / "out")
+        if _completed(folder / "results.db"):  # the kill landed as the run exited, its end stored: nothing to resume
+            landed.append("after the run had finished")
+            child = None
+            break
         child = _start(folder, "--resume")
-    stdout, stderr = child.communicate(timeout=120)
-    assert child.returncode == 1, f"seed {seed}, kills {landed}: {stderr}"
-    assert "Traceback" not in stderr
+    if child is not None:
+        stdout, stderr = child.communicate(timeout=120)
+        assert child.returncode == 1, f"seed {seed}, kills {landed}: {stderr}"
+        assert "Traceback" not in stderr
     _assert_stored_once(folder / "results.db", {"first": ITEMS, "second": 1500})
     _assert_reports_whole(folder / "out")
     assert _summaries(folder / "out" / "results.json") == uninterrupted, f"seed {seed}, kills {landed}"
