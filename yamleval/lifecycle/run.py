@@ -334,7 +334,7 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: StoredExperime
 def _stored_as_read(keeper, results):
     """Each of ``results`` stored (by ``keeper``) as the engine reads it."""
     for result in results:
-        keeper.kept(result)
+        keeper.item(result, kept=True)
         yield result
 
 

@@ -56,15 +56,11 @@ class Keeper:
             self.failures.append(exc)
             self.stop.set()
 
-    def item(self, result: ItemResult) -> None:
-        """An item finished: stored, and the watcher told."""
+    def item(self, result: ItemResult, kept: bool = False) -> None:
+        """An item finished: stored, and the watcher told; ``kept``: one the run this one retries
+        had finished, stored as it was."""
         self.keep(self.db.add_item, result)
-        self.watcher.item_finished(self.experiment_id, result)
-
-    def kept(self, result: ItemResult) -> None:
-        """An item finished in the run this one retries: stored as it was, and the watcher told."""
-        self.keep(self.db.add_item, result)
-        self.watcher.item_kept(self.experiment_id, result)
+        (self.watcher.item_kept if kept else self.watcher.item_finished)(self.experiment_id, result)
 
     def repeat(self, number: int, result: ItemResult) -> None:
         """One repeat of an item run several times finished."""

@@ -218,7 +218,7 @@ def _items(result: ExperimentResult, shown: list[ItemResult]) -> list[str]:
 
 def _experiment(result: ExperimentResult, worst: list[ItemResult]) -> list[str]:
     mark, verdict = _VERDICTS[result.outcome]
-    if result.aborted or result.stopped_by_budget:
+    if result.aborted:  # a budget's stop too: it says which budget
         verdict += f" ({stopped_because(result)})"
     title = escape(result.experiment_id) + (f" — {shorten(result.label, 200)}" if result.label else "")
     lines = [f"### {mark} {title}: {verdict}", ""]
