@@ -591,7 +591,8 @@ def test_a_database_of_an_older_schema_opens_and_takes_tags(write_config, tmp_pa
     # as version 3 left it: no tags, no stored repeats, no shards, no source
     for statement in ("DROP TABLE run_tags", "DROP TABLE repeats", "DROP TABLE run_shards",
                       "ALTER TABLE runs DROP COLUMN rescored_from", "ALTER TABLE runs DROP COLUMN retried_from",
-                      "ALTER TABLE experiments DROP COLUMN variant",
+                      "ALTER TABLE experiments DROP COLUMN variant", "DROP INDEX items_written",
+                      "ALTER TABLE items DROP COLUMN written", "ALTER TABLE experiments DROP COLUMN planned",
                       "UPDATE yamleval_schema SET version = 3" if store_at.postgres else "PRAGMA user_version = 3"):
         store_at.query("r.db", statement)
     db = store_at.url("r.db")

@@ -80,7 +80,8 @@ def run_experiment(prepared: Prepared, *, executor: ExecutorFactory, network: Ru
                    previous: Iterable[ItemResult] = (), keep_items: bool = True,
                    partial: Mapping[str, Mapping[int, ItemResult]] | None = None,
                    on_repeat: RepeatCallback | None = None, run_new: bool = True,
-                   budgets: Sequence[budget.Limit] = (), shard: Shard | None = None) -> ExperimentResult:
+                   budgets: Sequence[budget.Limit] = (), shard: Shard | None = None,
+                   on_planned: Callable[[int], None] | None = None) -> ExperimentResult:
     """Run one experiment and return its result, items in dataset order.
 
     ``executor(experiment, concurrency)`` makes what runs the items (``yamleval.executors``);
@@ -103,11 +104,14 @@ def run_experiment(prepared: Prepared, *, executor: ExecutorFactory, network: Ru
     ``budgets`` reached (by the tokens and cost of every item, ``previous`` included, and the
     time since it started): no new item starts; ``aborted`` says which, at what figure, and
     ``stopped_by_budget`` is set. ``shard``: only the dataset's items of that shard run (the
-    total is then not known ahead).
+    total is then not known ahead). ``on_planned(count)``: the dataset's items in all (of every
+    shard), once it is open, when it knows.
     """
     experiment = prepared.experiment
     dataset = prepared.open_dataset(limit) if run_new else None
     total = None if dataset is None or shard is not None else dataset.total
+    if on_planned is not None and dataset is not None and dataset.total is not None:
+        on_planned(dataset.total)
     aggregator = Aggregator({s.id: (s.spec.name, s.spec.threshold, s.corpus) for s in prepared.scorers},
                             experiment.confidence, experiment.breakdowns)
     results: list[ItemResult] = []

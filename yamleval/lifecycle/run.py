@@ -322,7 +322,8 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: StoredExperime
             ready, executor=executors, concurrency=concurrency, limit=limit, on_item=keeper.item,
             on_progress=lambda completed, total: watcher.progress(experiment_id, completed, total),
             stop=stop, abandon=abandon, previous=done, keep_items=False, partial=partial,
-            on_repeat=keeper.repeat, budgets=limits, shard=shard)
+            on_repeat=keeper.repeat, budgets=limits, shard=shard,
+            on_planned=lambda count: db.plan_experiment(run_id, experiment_id, count))
         if not begun or not begun.duration_ms or shard is not None:  # a shard's time is its own (shards.complete)
             return result
         return dataclasses.replace(result, summary=dataclasses.replace(

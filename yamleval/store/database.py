@@ -88,5 +88,9 @@ class Database(Protocol):
         """In a transaction, before the version is read: take the lock that keeps others from
         creating the schema at once (SQLite's write transaction holds it already)."""
 
+    def begin_items(self) -> None:
+        """In a transaction that stores items: take the lock that keeps their ``written`` numbers in
+        the order they are committed (SQLite's write transaction holds it already)."""
+
     def set_schema_version(self, version: int) -> None:
         """In a transaction: record ``version`` as the database's."""

@@ -18,6 +18,7 @@ from yamleval.store.errors import Busy, Conflict, DatabaseError, ReadOnly
 SCHEMES = ("postgresql://", "postgres://")
 CONNECT_SECONDS = 10
 _SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(7406177)"  # any number: yamleval's own
+_ITEMS_LOCK = "SELECT pg_advisory_xact_lock(7406178)"  # the order of stored items (``written``)
 _TABLES = "SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = current_schema()"
 
 
@@ -142,6 +143,9 @@ class PostgresDatabase:
 
     def begin_upgrade(self) -> None:
         self.execute(_SCHEMA_LOCK)  # PostgreSQL's write lock for the schema: held to the transaction's end
+
+    def begin_items(self) -> None:
+        self.execute(_ITEMS_LOCK)  # held to the transaction's end: numbers taken in commit order
 
     def set_schema_version(self, version: int) -> None:
         self.execute("CREATE TABLE IF NOT EXISTS yamleval_schema (version INTEGER NOT NULL)")

@@ -9,7 +9,7 @@ from yamleval.records.codec import storable_text
 from yamleval.store.database import Database, Table
 from yamleval.store.errors import FOREIGN, DatabaseError
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 
 RUNS = Table("runs", "run_id TEXT PRIMARY KEY, status TEXT NOT NULL, started_at TEXT NOT NULL, completed_at TEXT,"
@@ -69,6 +69,10 @@ MIGRATIONS: dict[int, list[Table | str]] = {
     6: ["ALTER TABLE experiments ADD COLUMN variant TEXT"],  # what a variant is of (types.Variant), as JSON
     7: [RUN_SHARDS],
     8: ["ALTER TABLE runs ADD COLUMN retried_from TEXT"],  # read as None where it is missing (read-only)
+    # the live view (yamleval.serve): ``written`` numbers a run's items in the order they were stored,
+    # so a viewer asks for those after the last it has; ``planned``: the items an experiment has in all
+    9: ["ALTER TABLE items ADD COLUMN written INTEGER", "CREATE INDEX items_written ON items (run_id, written)",
+        "ALTER TABLE experiments ADD COLUMN planned INTEGER"],
 }
 
 

@@ -129,5 +129,8 @@ class SQLiteDatabase:
     def begin_upgrade(self) -> None:
         """Nothing to do: the write transaction (BEGIN IMMEDIATE) holds the lock already."""
 
+    def begin_items(self) -> None:
+        """Nothing to do: the write transaction (BEGIN IMMEDIATE) holds the lock already."""
+
     def set_schema_version(self, version: int) -> None:
         self.execute(f"PRAGMA user_version = {int(version)}")  # a number: PRAGMA takes no parameters

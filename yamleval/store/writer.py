@@ -43,6 +43,9 @@ _RUN_COLUMNS = ("run_id", "status", "started_at", "completed_at", "passed", "yam
 _EXPERIMENT_COLUMNS = ("run_id", "experiment_id", "position", "label", "description", "tags", "runner", "dataset",
                        "scorers", "dataset_hash", "status", "started_at", "summary", "variant")
 _ITEM_COLUMNS = ("run_id", "experiment_id", "item_id", "position", "status", "record")
+_WRITTEN_COLUMNS = (*_ITEM_COLUMNS, "written")
+_LAST_WRITTEN = "SELECT MAX(written) FROM items WHERE run_id = {p}"
+_PLANNED = "UPDATE experiments SET planned = {p} WHERE run_id = {p} AND experiment_id = {p}"
 _RUN_DETAILS = {key: f"SELECT {key} FROM runs WHERE run_id = {{p}}" for key in ("plugin_versions", "experiment_ids",
                                                                                 "fingerprint")}
 # ``yamleval merge``: a shard's experiment and items, as the merged run's
@@ -52,6 +55,21 @@ _EXPERIMENT_ROW = (f"SELECT {', '.join(_COPIED_COLUMNS[1:-1])} FROM experiments"
                    " WHERE run_id = {p} AND experiment_id = {p}")
 _ITEM_ROWS = ("SELECT item_id, position, status, record FROM items WHERE run_id = {p} AND experiment_id = {p}"
               " ORDER BY position")
+
+
+def _numbered(db: Database, rows: list[tuple]) -> list[tuple]:
+    """Queued item rows, each with its ``written`` number: the next of its run's, in the order stored
+    (under the lock that orders them, so that a viewer asking for those after the last it read misses none)."""
+    db.begin_items()
+    last: dict[str, int] = {}
+    numbered = []
+    for row in rows:
+        run_id = row[0]
+        if run_id not in last:
+            last[run_id] = db.rows(_LAST_WRITTEN, (run_id,))[0][0] or 0
+        last[run_id] += 1
+        numbered.append((*row, last[run_id]))
+    return numbered
 
 
 def _counted(summary: Summary | None, items: StoredItems) -> Summary:
@@ -150,7 +168,7 @@ class Store:
         except DatabaseError as exc:
             raise UsageError(cannot("read", self.path, exc, "")) from None
 
-    def _records(self, statement: str, parameters: tuple = ()) -> list[dict[str, Any]]:
+    def records(self, statement: str, parameters: tuple = ()) -> list[dict[str, Any]]:
         try:
             return self.database.records(statement, parameters)
         except DatabaseError as exc:
@@ -211,6 +229,10 @@ class Store:
               summary_to_json(summary), None if experiment.variant is None else encode(asdict(experiment.variant)))],
             on_conflict="ignore" if shared else "replace")
 
+    def plan_experiment(self, run_id: str, experiment_id: str, planned: int) -> None:
+        """How many items the experiment has in all (of every shard), as its run's progress counts them."""
+        self.write(_PLANNED, [(planned, run_id, experiment_id)])
+
     def add_item(self, run_id: str, experiment_id: str, result: ItemResult) -> None:
         """Queue one finished item; the queue is written in one transaction every
         ``FLUSH_ITEMS`` items or ``FLUSH_SECONDS``, whichever comes first.
@@ -238,7 +260,8 @@ class Store:
         rows, self._pending = self._pending, []
         repeats, self._repeats = self._repeats, []
         try:
-            self.transaction(lambda db: (db.executemany(db.insert(store_schema.ITEMS, _ITEM_COLUMNS), rows),
+            self.transaction(lambda db: (db.executemany(db.insert(store_schema.ITEMS, _WRITTEN_COLUMNS),
+                                                        _numbered(db, rows)),
                                          repeats and stored_repeats.write(db, repeats, rows)))
         except Conflict as exc:  # a repeated id: keep the batch's other items, report it
             duplicate = duplicate_item(self.query, rows)
@@ -283,7 +306,7 @@ class Store:
 
     # -- reading -------------------------------------------------------------------------
 
-    def _run_info(self, row: dict[str, Any]) -> RunInfo:
+    def run_info(self, row: dict[str, Any]) -> RunInfo:
         status = row["status"]
         if status == "running" and not _alive(row["pid"], row["host"]):
             status = "crashed"
@@ -296,8 +319,8 @@ class Store:
                        rescored_from=row.get("rescored_from"), retried_from=row.get("retried_from"))
 
     def runs(self, limit: int = 20) -> list[RunInfo]:
-        rows = self._records("SELECT * FROM runs ORDER BY started_at DESC, rowid DESC LIMIT {p}", (limit,))
-        return [self._run_info(row) for row in rows]
+        rows = self.records("SELECT * FROM runs ORDER BY started_at DESC, rowid DESC LIMIT {p}", (limit,))
+        return [self.run_info(row) for row in rows]
 
     def find_run(self, ref: str) -> RunInfo:
         """A run by id, tag (``tags.newest``), unique id prefix, or ``latest``, in that order."""
@@ -306,14 +329,14 @@ class Store:
             if not found:
                 raise UsageError(f"no runs stored in {self.path} yet")
             return found[0]
-        rows = self._records("SELECT * FROM runs WHERE run_id LIKE {p} ESCAPE '\\' ORDER BY started_at DESC",
+        rows = self.records("SELECT * FROM runs WHERE run_id LIKE {p} ESCAPE '\\' ORDER BY started_at DESC",
                            (ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%",))
         exact = [r for r in rows if r["run_id"] == ref]
         tagged = None if exact else run_tags.newest(self, ref)
         if tagged is not None:
-            exact = self._records("SELECT * FROM runs WHERE run_id = {p}", (tagged,))
+            exact = self.records("SELECT * FROM runs WHERE run_id = {p}", (tagged,))
         if exact or len(rows) == 1:
-            return self._run_info((exact or rows)[0])
+            return self.run_info((exact or rows)[0])
         if not rows:
             raise UsageError(f"no run or tag '{ref}' in {self.path} (see `yamleval runs`)")
         raise UsageError(f"'{ref}' matches {len(rows)} runs; give more of the id")
@@ -333,7 +356,7 @@ class Store:
                 for row in self._experiment_rows(run_id)]
 
     def _experiment_rows(self, run_id: str) -> list[dict[str, Any]]:
-        return self._records("SELECT * FROM experiments WHERE run_id = {p} ORDER BY position", (run_id,))
+        return self.records("SELECT * FROM experiments WHERE run_id = {p} ORDER BY position", (run_id,))
 
     def item_view(self, run_id: str, experiment_id: str, count: int) -> StoredItems:
         """The experiment's stored items, read from the database each time they are iterated."""
