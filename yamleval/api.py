@@ -18,7 +18,7 @@ import dataclasses
 import os
 import threading
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Iterable, Mapping, Sequence, Union
+from typing import IO, TYPE_CHECKING, Callable, Iterable, Mapping, Sequence, Union
 
 from yamleval.config.loader import Project, load_project as _load_project
 from yamleval.config.model import Experiment
@@ -179,6 +179,17 @@ def show(run: str = "latest", *, store: StoreLocation = None, by: str | None = N
     breakdown by an item field (``metadata.KEY`` or ``tags``); ``config``: the run only (its
     stored configuration is ``run.config_text``), no results read."""
     return stored_runs.show(store, run, by, config)
+
+
+def serve(*, store: StoreLocation = None, host: str = "127.0.0.1", port: int = 8600, token_env: str | None = None,
+          ready: Callable[[str], None] | None = None) -> None:
+    """Serve the Eval Center over a results database (``yamleval serve``) until interrupted:
+    every stored run, a running one as it runs, and the JSON API. A ``host`` other than this
+    machine's needs ``token_env``, the variable that holds the token every request must bring
+    (UsageError else); ``ready`` is called with the address once the server listens."""
+    from yamleval.serve import serve as serving
+
+    serving(stored_runs.store_path(store), host, port, token_env, ready)
 
 
 @dataclass(frozen=True)

@@ -53,8 +53,9 @@ def recent_runs(store, last: int, tag: str | None = None) -> list[RunInfo]:
     return list(reversed(found))
 
 
-def read(store, runs: Sequence[RunInfo]) -> list[ExperimentHistory]:
-    """The history of every experiment of ``runs`` (in the order they first appear)."""
+def read(store, runs: Sequence[RunInfo], failing_first: bool = False) -> list[ExperimentHistory]:
+    """The history of every experiment of ``runs`` (in the order they first appear); its items
+    those whose verdict changes most, or (``failing_first``) those that fail most often."""
     points: dict[str, list[Point]] = {}
     statuses: dict[str, dict[str, list[str | None]]] = {}
     for at, run in enumerate(runs):
@@ -65,19 +66,24 @@ def read(store, runs: Sequence[RunInfo]) -> list[ExperimentHistory]:
             by_item = statuses.setdefault(eid, {})
             for item_id, _, status, _ in result.items.verdicts(()):  # statuses only: no record is decoded
                 by_item.setdefault(item_id, [None] * len(runs))[at] = status
-    return [ExperimentHistory(eid, tuple(found), _churn(statuses[eid], [p.run.run_id for p in found], runs))
+    return [ExperimentHistory(eid, tuple(found), _churn(statuses[eid], [p.run.run_id for p in found], runs,
+                                                        failing_first))
             for eid, found in points.items()]
 
 
-def _churn(by_item: dict[str, list[str | None]], ran: list[str], runs: Sequence[RunInfo]) -> tuple[Churn, ...]:
-    """The CHURN_SHOWN items whose status changed most often over the runs the experiment was in."""
+def _churn(by_item: dict[str, list[str | None]], ran: list[str], runs: Sequence[RunInfo],
+           failing_first: bool = False) -> tuple[Churn, ...]:
+    """The CHURN_SHOWN items whose status changed most often over the runs the experiment was in
+    (``failing_first``: that failed or erred most often, then changed most)."""
     columns = [at for at, run in enumerate(runs) if run.run_id in ran]
     found = []
     for item_id, column in by_item.items():
         seen = [column[at] for at in columns]
         known = [status for status in seen if status is not None]
         changes = sum(1 for before, after in zip(known, known[1:]) if before != after)
-        if changes:
-            found.append(Churn(item_id, changes, tuple(seen)))
-    found.sort(key=lambda c: (-c.changes, c.item_id))
+        failures = sum(1 for status in known if status in ("failed", "error"))
+        if failures if failing_first else changes:
+            found.append((failures, Churn(item_id, changes, tuple(seen))))
+    found.sort(key=lambda pair: (-pair[0] if failing_first else 0, -pair[1].changes, pair[1].item_id))
+    found = [c for _, c in found]
     return tuple(found[:CHURN_SHOWN])

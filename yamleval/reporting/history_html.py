@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import urllib.parse
-from typing import Sequence
+from typing import Callable, Sequence
 
 from yamleval.analysis import figures
 from yamleval.analysis.history import ExperimentHistory, Point
@@ -62,7 +62,7 @@ def _axis_label(point: Point, x: float) -> dict:
     return {"x": x, "date": f"{day} {started[11:16]}", "tag": clean_text(tag if len(tag) <= 14 else tag[:13] + "…", limit=20)}
 
 
-def _chart(history: ExperimentHistory, folder: str) -> dict:
+def _chart(history: ExperimentHistory, link) -> dict:
     count = len(history.points)
     series = []
     for index, (name, key, ci) in enumerate(SERIES):
@@ -74,7 +74,7 @@ def _chart(history: ExperimentHistory, folder: str) -> dict:
             interval = getattr(point.summary, ci)
             points.append({"x": _x(at, count), "y": _y(value), "low": _y(interval[0]) if interval else None,
                            "high": _y(interval[1]) if interval else None, "label": _label(point),
-                           "href": _link(folder, point.run.run_id), "failed": not point.passed})
+                           "href": link(point.run.run_id), "failed": not point.passed})
         series.append({"name": name, "class": f"series-{index}", "points": points,
                        "path": " ".join(f"{'M' if i == 0 else 'L'}{p['x']},{p['y']}" for i, p in enumerate(points))})
     ticks = [{"y": _y(v), "label": f"{v:g}"} for v in (0, 0.25, 0.5, 0.75, 1)]
@@ -85,13 +85,13 @@ def _chart(history: ExperimentHistory, folder: str) -> dict:
             "axis": axis, "axis_y": HEIGHT - BOTTOM + 16}
 
 
-def _view(history: ExperimentHistory, folder: str) -> dict:
+def _view(history: ExperimentHistory, link) -> dict:
     last = history.points[-1]
     return {
-        "id": clean_text(history.experiment_id, limit=1000), "chart": _chart(history, folder), "runs": len(history.points),
+        "id": clean_text(history.experiment_id, limit=1000), "chart": _chart(history, link), "runs": len(history.points),
         "latest": {"run": last.run.run_id, "pass_rate": figures.percent(last.summary.pass_rate),
                    "mean_score": figures.number(last.summary.mean_score), "passed": last.passed},
-        "rows": [{"run": clean_text(p.run.run_id, limit=200), "href": _link(folder, p.run.run_id),
+        "rows": [{"run": clean_text(p.run.run_id, limit=200), "href": link(p.run.run_id),
                   "started": p.run.started_at[:19].replace("T", " "), "status": p.run.status, "passed": p.passed,
                   "pass_rate": figures.percent(p.summary.pass_rate), "mean_score": figures.number(p.summary.mean_score),
                   "count": p.summary.completed, "tags": ", ".join(p.tags)} for p in reversed(history.points)],
@@ -100,16 +100,20 @@ def _view(history: ExperimentHistory, folder: str) -> dict:
     }
 
 
-def render(histories: Sequence[ExperimentHistory], path: str, store_name: str) -> str:
-    """The page for ``histories``, to be written at ``path`` (the folder its links start from)."""
+def render(histories: Sequence[ExperimentHistory], path: str, store_name: str,
+           link: Callable[[str], str | None] | None = None, items_title: str = "Items whose verdict changes most") -> str:
+    """The page for ``histories``, to be written at ``path`` (the folder its links start from);
+    ``link``: a run's address instead (the Eval Center's), for a run id."""
     from markupsafe import Markup
 
     folder = os.path.dirname(os.path.abspath(path))
+    link = link or (lambda run_id: _link(folder, run_id))
     style = asset("report.css") + asset("history.css")
     csp = ("default-src 'none'; style-src " + csp_hash(style) + "; img-src data:; connect-src 'none';"
            " form-action 'none'; base-uri 'none'; object-src 'none'")
-    return template("history.html").render(experiments=[_view(h, folder) for h in histories], csp=csp,
-                                           style=Markup(style), store=clean_text(store_name, limit=1000))
+    return template("history.html").render(experiments=[_view(h, link) for h in histories], csp=csp,
+                                           style=Markup(style), store=clean_text(store_name, limit=1000),
+                                           items_title=items_title)
 
 
 def write(path: str, histories: Sequence[ExperimentHistory], store_name: str) -> None:

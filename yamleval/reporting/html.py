@@ -184,7 +184,8 @@ def template(name: str = FILE_NAME):
         cache = jinja2.FileSystemBytecodeCache()
     except Exception:  # no private temporary folder could be made: compile every time
         cache = None
-    pages = {name: asset(name), "head": asset("head.html"), "variants": asset("variants.html")}
+    pages = {name: asset(name), "head": asset("head.html"), "variants": asset("variants.html"),
+             "served_nav": asset("served_nav.html"), "live": asset("live.html")}
     environment = jinja2.Environment(loader=jinja2.DictLoader(pages),
                                      autoescape=True, undefined=jinja2.StrictUndefined,
                                      trim_blocks=True, lstrip_blocks=True, bytecode_cache=cache)
@@ -216,15 +217,25 @@ def _config_text(texts: dict[str, str], max_bytes: float) -> list[tuple[str, str
     return shown
 
 
-def _page(run: RunInfo, results: Sequence[ExperimentResult], max_mb: float = MAX_MB) -> tuple[str, str]:
-    """The document around the data blob: (before it, after it)."""
+def page_csp(scripts: Sequence[str], style: str, connect: str = "'none'") -> str:
+    """The Content-Security-Policy of a page with exactly these inline scripts and stylesheet:
+    nothing else runs or loads; ``connect``: where its script may send requests (a served page: 'self')."""
+    script_src = " ".join(csp_hash(s) for s in scripts) or "'none'"
+    return ("default-src 'none'; script-src " + script_src + "; style-src " + csp_hash(style)
+            + f"; img-src data:; font-src data:; connect-src {connect}; form-action 'none'; base-uri 'none';"
+            " object-src 'none'")
+
+
+def _page(run: RunInfo, results: Sequence[ExperimentResult], max_mb: float = MAX_MB,
+          served: dict[str, Any] | None = None) -> tuple[str, str]:
+    """The document around the data blob: (before it, after it). ``served``: what the Eval
+    Center adds (``served_page``); then the page's script reads its rows from the server."""
     from markupsafe import Markup
 
     script, style = asset("report.js"), asset("report.css")
+    served_script = asset("served.js") if served else ""
     views = [_experiment_view(number, result) for number, result in enumerate(results)]
-    csp = ("default-src 'none'; script-src " + csp_hash(script) + "; style-src " + csp_hash(style)
-           + "; img-src data:; font-src data:; connect-src 'none'; form-action 'none'; base-uri 'none';"
-           " object-src 'none'")
+    csp = page_csp([served_script, script] if served else [script], style, "'self'" if served else "'none'")
     run_view = {"run_id": run.run_id, "status": (status := _run_status(run, results)),
                 "badge": status + (" — incomplete" if any(r.incomplete for r in results) else ""),
                 "started_at": _when(run.started_at), "completed_at": _when(run.completed_at),
@@ -236,6 +247,7 @@ def _page(run: RunInfo, results: Sequence[ExperimentResult], max_mb: float = MAX
     page = template().render(
         run=run_view, experiments=views, variant_groups=_variants_views(results), csp=csp, statuses=STATUSES, field_cap=f"{FIELD_CAP:,}", eager=EAGER_SECTIONS,
         script=Markup(script), style=Markup(style), data=Markup(_DATA_SLOT),
+        served=served, served_script=Markup(served_script),
     )
     head, _, tail = page.rpartition(_DATA_SLOT)
     return head, tail
@@ -246,12 +258,14 @@ class Writer:
     data blob one experiment at a time, so a large run is never held in memory.
     ``max_mb`` (a format variant, ``html:10``): the size the page keeps within by cutting long texts."""
 
-    def __init__(self, out: IO[str], run: RunInfo, results: Sequence[ExperimentResult], max_mb: str | None = None):
+    def __init__(self, out: IO[str], run: RunInfo, results: Sequence[ExperimentResult], max_mb: str | None = None,
+                 served: dict[str, Any] | None = None):
         self.out = out
         self.max_mb = float(max_mb) if max_mb else MAX_MB
-        head, self.tail = _page(run, results, self.max_mb)
+        head, self.tail = _page(run, results, self.max_mb, served)
         out.write(head)
-        out.write('{"fields":' + script_json(ROW_FIELDS) + ',"experiments":[')
+        out.write('{"fields":' + script_json(ROW_FIELDS) + ("" if served is None else ',"served":' + script_json(served))
+                  + ',"experiments":[')
         page = len(head.encode("utf-8")) + len(self.tail.encode("utf-8"))
         self.budget = Budget(self.max_mb * 1e6 - page - 1000 * len(results),
                               sum(r.summary.completed for r in results))
@@ -283,3 +297,21 @@ class Writer:
 def render(run: RunInfo, results: Sequence[ExperimentResult]) -> str:
     """The report as one complete HTML document."""
     return render_with(Writer, run, results)
+
+
+def served_page(run: RunInfo, results: Sequence[ExperimentResult], served: dict[str, Any],
+                items: Sequence[ItemResult] = ()) -> str:
+    """The report of a run as ``yamleval serve`` serves it: the same page, its items read from
+    the server a page at a time (``served["rows"]``: where), or only ``items`` (one item's page,
+    ``served["item"]``), with the run's live progress while it runs (``served["live"]``)."""
+    import io
+
+    out = io.StringIO()
+    writer = Writer(out, run, results, served=served)
+    for result in results:
+        writer.begin(result)
+        for item in items:
+            writer.item(item)
+        writer.end(result)
+    writer.close()
+    return out.getvalue()

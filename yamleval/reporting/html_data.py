@@ -105,8 +105,8 @@ def _trajectory(trace: Any, text: Texts) -> list[Any] | None:
     return [shown.step_count, shown.call_count, steps]
 
 
-def _row(result: ItemResult, scorer_ids: Sequence[str], text: Texts, values: Sequence[dict[str, int]]) -> list[Any]:
-    """``values``: per breakdown, the index of each of its values (the item's are listed under ``slices``)."""
+def row(result: ItemResult, scorer_ids: Sequence[str], text: Texts, values: Sequence[dict[str, int]]) -> list[Any]:
+    """One item as the page's script reads it (its fields in ``ROW_FIELDS`` order). ``values``: per breakdown, the index of each of its values (the item's are listed under ``slices``)."""
     item, scores = result.item, result.scores
     output, expected = text(result.output), text(item.expected)
     if output is not None and output == expected:
@@ -145,7 +145,7 @@ class Rows:
         allowed = self.budget.allowed(len(self.pending))
         while True:
             cut = self.texts.cut
-            rows = [_row(r, self.scorer_ids, self.texts, self.values) for r in self.pending]
+            rows = [row(r, self.scorer_ids, self.texts, self.values) for r in self.pending]
             raw = dumps(rows).encode("utf-8")
             chunk = base64.b64encode(gzip.compress(raw, COMPRESSION, mtime=0)).decode("ascii")
             over = max(len(chunk) / max(allowed[0], 1.0), len(raw) / max(allowed[1], 1.0))

@@ -5,6 +5,10 @@
   var F = {};
   DATA.fields.forEach(function (name, n) { F[name] = n; });
 
+  // A page that yamleval serve serves reads its rows from the server (served.js, run first); the
+  // report alone has them in the page.
+  var SERVED = window.YAMLEVAL_SERVED || null;
+
   // Each experiment's rows come as chunks: gzip in base64, inflated by the browser's own
   // DecompressionStream (nothing is fetched: a Blob is read in memory), one chunk at a time
   // once its table is built, the page answering in between: the first rows show at once, the
@@ -15,24 +19,34 @@
     var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
     return new Response(stream).text().then(JSON.parse);
   }
-  // Reads the experiment's chunks into exp.items, calling grew(false) after the first, grew(true) at the end.
-  function load(exp, grew) {
+  // The page's own chunks, one by one: {rows, more} each, then null.
+  function chunksOf(exp) {
     var chunks = exp.chunks, at = 0;
+    return function () {
+      if (at === chunks.length) return Promise.resolve(null);
+      return inflate(chunks[at++]).then(function (rows) { return { rows: rows, more: at < chunks.length }; });
+    };
+  }
+  // Reads the experiment's rows into exp.items, calling grew(false) after the first, grew(true) at the end.
+  function load(exp, grew, number) {
+    var next = SERVED && !exp.chunks.length ? SERVED.source(number, exp) : chunksOf(exp), first = true;
     exp.items = [];
     exp.chunks = null;
-    function next() {
-      if (at === chunks.length) { grew(true); return Promise.resolve(); }
-      return inflate(chunks[at++]).then(function (rows) {
+    function step() {
+      return next().then(function (got) {
+        if (!got) { grew(true); return; }
         // an output equal to the expected text comes as 0: share the expected string
+        var rows = got.rows;
         for (var i = 0; i < rows.length; i++) {
           if (rows[i][F.output] === 0) rows[i][F.output] = rows[i][F.expected];
           exp.items.push(rows[i]);
         }
-        if (at === 1 && at < chunks.length) grew(false);  // the first rows; the rest in one go, when all are read
-        return new Promise(function (resolve) { setTimeout(resolve, 0); }).then(next);
+        if (!got.more) { grew(true); return; }
+        if (first) { first = false; grew(false); }  // the first rows; the rest in one go, when all are read
+        return new Promise(function (resolve) { setTimeout(resolve, 0); }).then(step);
       });
     }
-    return next();
+    return step();
   }
   var STATUSES = ["passed", "failed", "error", "skipped"];
   var VERDICT = { passed: "pass", failed: "fail", error: "error", skipped: "skipped" };
@@ -561,6 +575,7 @@
         span.appendChild(el("b", null, pair[1]));
         meta.appendChild(span);
       });
+    if (SERVED) meta.appendChild(SERVED.itemLink(this.id, it[F.id]));
     grid.appendChild(meta);
     grid.appendChild(block("Input", it[F.input]));
     grid.appendChild(block("Expected", it[F.expected]));
@@ -860,7 +875,7 @@
       section.replaceChildren(template.content);
       section.removeAttribute("data-lazy");
     }
-    var exp = DATA.experiments[+section.getAttribute("data-experiment")], table = null;
+    var number = +section.getAttribute("data-experiment"), exp = DATA.experiments[number], table = null;
     return load(exp, function (done) {
       if (done) exp.read = true;
       if (table) table.grew(done);
@@ -869,10 +884,14 @@
         tables.push(table);
         if (done) table.grew(true);
       }
+      if (done && SERVED && SERVED.item) {  // one item's page: the item opened
+        var row = table.tbody.querySelector("tr.row");
+        if (row) table.toggle(row);
+      }
       if (done) variantsRead();
-    }).catch(function (error) {  // a browser without DecompressionStream (before 2023)
-      section.querySelector(".showing").textContent = "This browser cannot read the items of this page;"
-        + " open it in a current one, or see results.json.";
+    }, number).catch(function (error) {  // a browser without DecompressionStream (before 2023)
+      section.querySelector(".showing").textContent = SERVED ? SERVED.failed(error)
+        : "This browser cannot read the items of this page; open it in a current one, or see results.json.";
       console.error(error);
     });
   }

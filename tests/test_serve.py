@@ -1,0 +1,250 @@
+"""``yamleval serve``: the Eval Center as a user runs it, a real uvicorn process over a real store
+(SQLite and PostgreSQL) that ``yamleval run`` writes from another process, its pages in Chromium."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import requests
+
+from conftest import cli_env, run_cli
+from reporting.test_html_browser import browser  # noqa: F401  (a fixture: Chromium, launched once)
+from security.hostile import BY_NAME
+
+XSS = ["script", "img-onerror", "end-script", "comment-open", "javascript-url", "svg-onload", "style-break",
+       "iframe", "details"]  # the payloads that would run in a page, were they markup
+TOKEN = "a-token-of-the-team-0123456789"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextmanager
+def serving(store: str, cwd: Path, *args: str, **env: str):
+    """``yamleval serve --store STORE ARGS`` on a free port, until the block ends: its address."""
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "yamleval", "serve", "--store", store, "--port", str(port), *args],
+                               cwd=cwd, env=cli_env(**env), stderr=subprocess.PIPE, text=True)
+    try:
+        line = process.stderr.readline()
+        assert line.startswith("serving http://"), line + process.stderr.read()
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+        process.stderr.close()
+
+
+SLOW = """
+    store: {store}
+    experiments:
+      - id: slow
+        label: A slow runner
+        dataset: {{items: [{items}]}}
+        runner: {{uses: "fixture_plugins.behaviours:sleeper", with: {{seconds: 0.4}}}}
+        scorers: [exact_match]
+        concurrency: 1
+        pass_criteria: [{{type: pass_rate, min: 0.5}}]
+"""
+
+
+def _running(base: str, timeout: float = 60) -> str:
+    """The id of the first run the server lists as running, once it does."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        runs = requests.get(base + "/api/runs", timeout=10).json()["runs"]
+        if runs and runs[0]["status"] == "running" and runs[0]["progress"]["planned"]:
+            return runs[0]["run_id"]
+        time.sleep(0.1)
+    raise AssertionError("no run started")
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_running_runs_page_fills_its_progress_bar_and_ends_with_the_verdict(backend, tmp_path, request, browser):  # noqa: F811
+    if backend == "postgresql":
+        store = request.getfixturevalue("postgres_server").new_database()
+    else:
+        store = str(tmp_path / "results.db")
+    items = ", ".join(f"{{id: i{n}, input: a{n}, expected: a{n}}}" for n in range(16))
+    (tmp_path / "evals.yaml").write_text(textwrap.dedent(SLOW.format(store=store, items=items)), encoding="utf-8")
+    writer = subprocess.Popen([sys.executable, "-m", "yamleval", "run", "evals.yaml"], cwd=tmp_path, env=cli_env(),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while backend == "sqlite" and not os.path.exists(store) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the server opens a store that is there
+        with serving(store, tmp_path) as base:
+            run_id = _running(base)
+            page = browser.new_page()
+            outside = []
+            page.on("request", lambda r: None if r.url.startswith(base) else outside.append(r.url))
+            page.goto(f"{base}/runs/{run_id}")
+            count = page.locator("#live [data-live=finished]")
+            bar = page.locator("#live [data-live-bar=passed]")
+            start, width = int(count.text_content()), float(bar.get_attribute("width"))
+            assert start < 16
+            page.wait_for_function("n => +document.querySelector('#live [data-live=finished]').textContent > n", arg=start)
+            page.wait_for_function("w => +document.querySelector('#live [data-live-bar=passed]').getAttribute('width') > w",
+                                   arg=width)
+            assert page.locator("#live [data-live=latest] li").count() >= 1
+            page.wait_for_selector("#live[data-ended]", timeout=60_000)
+            assert page.locator(".run-title .badge").text_content() == "PASSED"
+            assert count.text_content() == "16"
+            assert float(bar.get_attribute("width")) == 100
+            assert outside == []
+            page.reload()
+            page.wait_for_selector("html[data-ready=true]")
+            assert page.locator("section.experiment .items-table tbody tr.row").count() == 16
+            page.close()
+        assert writer.wait(timeout=60) == 0
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait()
+
+
+HOSTILE_CONFIG = """
+    store: results.db
+    experiments:
+      - id: hostile
+        dataset: {file: hostile.jsonl, fields: {context: reply}}
+        runner: {uses: echo, with: {output: "{{ item.context }}"}}
+        scorers: [exact_match]
+        tags: [release]
+"""
+
+
+@pytest.fixture(scope="module")
+def hostile_store(tmp_path_factory):
+    """A store with two runs whose items hold the payloads as ids, inputs and answers; the
+    second run tagged ``candidate``, the first ``base``; and the first run's results.json."""
+    folder = tmp_path_factory.mktemp("hostile")
+    rows = [{"id": f"{name} {BY_NAME[name]}", "input": BY_NAME[name], "expected": "safe", "reply": BY_NAME[name]}
+            for name in XSS]
+    with open(folder / "hostile.jsonl", "w", encoding="utf-8") as out:
+        out.writelines(json.dumps(row) + "\n" for row in rows)
+    (folder / "evals.yaml").write_text(textwrap.dedent(HOSTILE_CONFIG), encoding="utf-8")
+    for tag in ("base", "candidate"):
+        done = run_cli("run", "evals.yaml", cwd=folder)
+        assert done.returncode == 1, done.stderr  # every answer is wrong
+        results = json.loads((folder / "reports" / "results.json").read_text(encoding="utf-8"))
+        assert run_cli("tag", results["run_id"], tag, "--store", "results.db", cwd=folder).returncode == 0
+        if tag == "base":
+            base_results = results
+    return folder, base_results
+
+
+def test_the_api_gives_results_json_without_its_items(hostile_store):
+    folder, results = hostile_store
+    with serving("results.db", folder) as base:
+        answer = requests.get(f"{base}/api/runs/{results['run_id']}", timeout=10)
+        assert answer.status_code == 200
+        served = answer.json()
+        assert served.pop("progress")["finished"] == len(XSS)
+        assert served.pop("tags") == ["base"]
+        for entry in results["experiments"]:
+            assert len(entry.pop("items")) == len(XSS)
+        assert served == results
+        listed = requests.get(f"{base}/api/runs", timeout=10).json()
+        assert [r["tags"] for r in listed["runs"]] == [["candidate"], ["base"]]
+        items = requests.get(f"{base}/api/runs/base/items", params={"limit": 3, "offset": 2}, timeout=10).json()
+        assert items["total"] == len(XSS)
+        assert [i["id"] for i in items["items"]] == [i["id"] for i in json.loads(
+            (folder / "reports" / "results.json").read_text(encoding="utf-8"))["experiments"][0]["items"]][2:5]
+        missing = requests.get(f"{base}/api/runs/nothing-by-this-name", timeout=10)
+        assert missing.status_code == 404 and "no run or tag 'nothing-by-this-name'" in missing.json()["error"]
+        wrong = requests.get(f"{base}/api/runs/base/items", params={"limit": "many"}, timeout=10)
+        assert wrong.status_code == 400 and "limit" in wrong.json()["error"]
+
+
+def _pages(base: str, run_id: str) -> list[str]:
+    from urllib.parse import quote
+
+    item = quote(f"script {BY_NAME['script']}", safe="")
+    return [f"{base}/", f"{base}/runs/{run_id}", f"{base}/runs/{run_id}/items/hostile/{item}",
+            f"{base}/compare/base/candidate", f"{base}/history", f"{base}/experiments/hostile"]
+
+
+def test_the_pages_show_hostile_output_as_text_and_run_none_of_it(hostile_store, browser):  # noqa: F811
+    folder, results = hostile_store
+    with serving("results.db", folder) as base:
+        page = browser.new_page()
+        outside, dialogs, errors = [], [], []
+        page.on("request", lambda r: None if r.url.startswith(base) else outside.append(r.url))
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        for url in _pages(base, results["run_id"]):
+            answer = page.goto(url)
+            assert answer.status == 200, url
+            page.wait_for_selector("html[data-ready=true]")
+            assert page.evaluate("window.__pwned") is None, url
+            assert page.locator("script").count() <= 3, url  # the page's own: data, served.js, report.js
+        # the run's page: every item opened shows the payloads as text
+        page.goto(f"{base}/runs/{results['run_id']}")
+        page.wait_for_selector("html[data-ready=true]")
+        rows = page.locator(".items-table tbody tr.row")
+        assert rows.count() == len(XSS)
+        for n in range(len(XSS)):
+            rows.nth(n).click()
+        assert page.locator(".detail").count() == len(XSS)
+        shown = page.locator(".items-table").inner_text()
+        assert BY_NAME["img-onerror"] in shown
+        assert page.evaluate("window.__pwned") is None
+        # the item's page: the item opened, its link from the run's page
+        link = page.locator(".detail a.item-link").first
+        link.click()
+        page.wait_for_selector(".detail")
+        assert page.locator(".items-table tbody tr.row").count() == 1
+        assert BY_NAME["script"] in page.locator(".detail").inner_text()
+        # the compare page found the runs by their tags
+        page.goto(f"{base}/compare/base/candidate")
+        assert "base" in page.content() or results["run_id"] in page.content()
+        page.close()
+        assert outside == [] and dialogs == [] and errors == []
+
+
+def test_another_host_needs_a_token(hostile_store):
+    folder, results = hostile_store
+    refused = run_cli("serve", "--store", "results.db", "--host", "0.0.0.0", "--port", str(free_port()), cwd=folder)
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("error: --host 0.0.0.0 lets other machines read every stored run: give a token")
+    assert "Traceback" not in refused.stderr
+    unset = run_cli("serve", "--store", "results.db", "--host", "0.0.0.0", "--token-env", "NOT_SET_HERE", cwd=folder)
+    assert unset.returncode == 2 and "NOT_SET_HERE is not set" in unset.stderr
+    with serving("results.db", folder, "--host", "0.0.0.0", "--token-env", "TEAM_TOKEN", TEAM_TOKEN=TOKEN) as base:
+        api = f"{base}/api/runs/{results['run_id']}"
+        assert requests.get(api, timeout=10).status_code == 401
+        assert requests.get(api, headers={"Authorization": "Bearer wrong"}, timeout=10).status_code == 401
+        assert requests.get(api, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10).json()["run_id"] == results["run_id"]
+        page = requests.get(f"{base}/runs/{results['run_id']}", timeout=10, allow_redirects=False)
+        assert page.status_code == 401 and "/sign-in?next=" in page.text and TOKEN not in page.text
+        session = requests.Session()
+        wrong = session.post(f"{base}/sign-in", data={"token": "nope", "next": "/history"}, timeout=10)
+        assert wrong.status_code == 401
+        signed = session.post(f"{base}/sign-in", data={"token": TOKEN, "next": "/history"}, timeout=10,
+                              allow_redirects=False)
+        assert signed.status_code == 303 and signed.headers["location"] == "/history"
+        cookie = signed.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=strict" in cookie and TOKEN not in cookie
+        assert session.get(f"{base}/history", timeout=10).status_code == 200
+        away = session.post(f"{base}/sign-in", data={"token": TOKEN, "next": "//elsewhere.example/"}, timeout=10,
+                            allow_redirects=False)
+        assert away.headers["location"] == "/"
+
+
+def test_a_store_that_cannot_be_read_is_a_message_not_a_traceback(tmp_path):
+    missing = run_cli("serve", "--store", str(tmp_path / "none.db"), "--port", str(free_port()), cwd=tmp_path)
+    assert missing.returncode == 2
+    assert missing.stderr.startswith("error: no results database at ")
+    assert "Traceback" not in missing.stderr

@@ -1,0 +1,59 @@
+"""The Eval Center: ``yamleval serve``, a web application over a results database that shows
+every stored run, a running one as it runs. ``serve`` checks what it is given, then serves
+until interrupted; ``application`` (``serve.app``) is the ASGI application itself."""
+from __future__ import annotations
+
+import ipaddress
+import os
+
+from yamleval.records.errors import UsageError
+
+LOCAL_HOSTS = ("localhost",)
+INSTALL = "pip install 'yamleval[serve]'"
+
+
+def is_local(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only (a loopback address)."""
+    if host in LOCAL_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def token_from(host: str, token_env: str | None) -> str | None:
+    """The token every request must bring: the value of ``token_env``. UsageError when a host
+    other than this machine's own is given without one, or the variable is unset or empty."""
+    if token_env is None:
+        if not is_local(host):
+            raise UsageError(f"--host {host} lets other machines read every stored run: give a token with"
+                             " --token-env NAME (the variable NAME holds it; clients send `Authorization: Bearer"
+                             " TOKEN` or sign in), or serve on 127.0.0.1")
+        return None
+    token = os.environ.get(token_env, "")
+    if not token.strip():
+        raise UsageError(f"--token-env {token_env}: the variable {token_env} is not set or is empty; export it"
+                         " with the token (e.g. `export " + token_env + "=$(openssl rand -hex 24)`)")
+    if len(token) < 16:
+        raise UsageError(f"--token-env {token_env}: the token is {len(token)} characters long; give one of 16 or"
+                         " more (e.g. `openssl rand -hex 24`)")
+    return token
+
+
+def serve(location: str, host: str = "127.0.0.1", port: int = 8600, token_env: str | None = None,
+          ready=None) -> None:
+    """Serve the store at ``location`` on ``host:port`` until interrupted. ``ready``: called with
+    the address once the server listens."""
+    token = token_from(host, token_env)
+    try:
+        import uvicorn  # noqa: F401
+        import starlette  # noqa: F401
+    except ImportError:
+        raise UsageError(f"yamleval serve needs Starlette and uvicorn: {INSTALL}") from None
+    from yamleval.store import open_store
+
+    open_store(location).close()  # fails now, with the reason, when the store cannot be read
+    from yamleval.serve.server import run
+
+    run(location, host, port, token, ready)

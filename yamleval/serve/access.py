@@ -1,0 +1,63 @@
+"""Who may read the Eval Center: with a token, only a request that brings it, as
+``Authorization: Bearer TOKEN`` or in the cookie the sign-in page sets (which holds a digest of
+the token, not the token). Written as plain ASGI middleware, so that it also guards the stream
+of a running run's updates."""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import urllib.parse
+from http.cookies import SimpleCookie
+
+COOKIE = "yamleval_session"
+SIGN_IN = "/sign-in"
+OPEN_PATHS = (SIGN_IN, "/favicon.ico")
+
+
+def cookie_value(token: str) -> str:
+    return hmac.new(token.encode("utf-8"), b"yamleval serve session", hashlib.sha256).hexdigest()
+
+
+def _header(scope, name: bytes) -> str:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return value.decode("latin-1")
+    return ""
+
+
+def allowed(scope, token: str) -> bool:
+    given = _header(scope, b"authorization")
+    if given.startswith("Bearer ") and hmac.compare_digest(given[7:].strip().encode(), token.encode()):
+        return True
+    cookies = SimpleCookie()
+    try:
+        cookies.load(_header(scope, b"cookie"))
+    except Exception:  # a malformed cookie header: as if none
+        return False
+    found = cookies.get(COOKIE)
+    return found is not None and hmac.compare_digest(found.value.encode(), cookie_value(token).encode())
+
+
+class TokenRequired:
+    """Answers 401 to every request without the token, but the sign-in page's; a page's request
+    is sent to sign in, an API's gets the reason as JSON."""
+
+    def __init__(self, app, token: str):
+        self.app, self.token = app, token
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or allowed(scope, self.token):
+            return await self.app(scope, receive, send)
+        if scope["path"].startswith("/api/"):
+            body = b'{"error": "this server needs its token: send Authorization: Bearer TOKEN"}'
+            kind = b"application/json"
+        else:
+            target = SIGN_IN + "?" + urllib.parse.urlencode({"next": scope["path"]})
+            body = (f'<!DOCTYPE html><meta charset="utf-8"><title>Sign in</title><p>This Eval Center needs its token:'
+                    f' <a href="{target}">sign in</a>.</p>').encode("utf-8")
+            kind = b"text/html; charset=utf-8"
+        await send({"type": "http.response.start", "status": 401,
+                    "headers": [(b"content-type", kind), (b"content-length", str(len(body)).encode()),
+                                (b"www-authenticate", b'Bearer realm="yamleval"'), (b"cache-control", b"no-store"),
+                                (b"content-security-policy", b"default-src 'none'; frame-ancestors 'none'")]})
+        await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,378 @@
+"""The Eval Center's web application (Starlette, served by uvicorn): the pages and the JSON API
+over one results database, read-only, read while other processes write it. Each request reads
+the store in a worker thread, on that thread's own connection; every page is a report's
+template fed from here, its items a page at a time."""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+import urllib.parse
+from typing import Any, Callable
+
+import anyio
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from yamleval.records.errors import UsageError
+from yamleval.reporting import center, html
+from yamleval.serve import access, reading
+from yamleval.store import views
+
+POLL_SECONDS = 0.5  # how often the stream of a running run looks for news
+RUNS_PAGE = 50
+HISTORY_RUNS = 10
+log = logging.getLogger("yamleval.serve")
+
+# what every answer carries: no framing, no sniffing, nothing sent elsewhere, nothing kept by a proxy
+_HEADERS = {"x-content-type-options": "nosniff", "x-frame-options": "DENY", "referrer-policy": "no-referrer",
+            "cache-control": "no-store"}
+
+
+class NotFound(Exception):
+    """No run, experiment or item by that name: a 404 that says which."""
+
+
+class Center:
+    """The store as requests read it: one connection per worker thread, opened when first needed,
+    dropped after an error (the next request connects again); all closed when the server stops."""
+
+    def __init__(self, location: str):
+        self.location = location
+        self.local = threading.local()
+        self.lock = threading.Lock()
+        self.opened: list = []
+        self.shown = location
+
+    def open(self):
+        from yamleval.store import open_store
+
+        store = getattr(self.local, "store", None)
+        if store is None:
+            store = open_store(self.location)
+            self.local.store = store
+            with self.lock:
+                self.opened.append(store)
+            self.shown = store.path
+        return store
+
+    def read(self, work: Callable, *args):
+        store = self.open()
+        try:
+            return work(store, *args)
+        except UsageError:
+            self.drop(store)
+            raise
+
+    def drop(self, store) -> None:
+        self.local.store = None
+        with self.lock:
+            if store in self.opened:
+                self.opened.remove(store)
+        try:
+            store.database.close()
+        except Exception:  # a connection that broke already
+            pass
+
+    def close(self) -> None:
+        with self.lock:
+            opened, self.opened = self.opened, []
+        for store in opened:
+            try:
+                store.database.close()
+            except Exception:
+                pass
+
+
+def _run(store, ref: str):
+    try:
+        return store.find_run(ref)
+    except UsageError as exc:
+        if str(exc).startswith("cannot "):  # the store failed, not the name
+            raise
+        raise NotFound(str(exc)) from None
+
+
+def _page_html(text: str) -> HTMLResponse:
+    return HTMLResponse(text, headers=_HEADERS)
+
+
+def _json(text: str, status: int = 200) -> Response:
+    return Response(text, status_code=status, media_type="application/json", headers=_HEADERS)
+
+
+def _number(request: Request, name: str, default: int, low: int = 0, high: int | None = None) -> int:
+    value = request.query_params.get(name)
+    if value in (None, ""):
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise HTTPException(400, f"{name}={value!r}: give a whole number") from None
+    if number < low or (high is not None and number > high):
+        raise HTTPException(400, f"{name}={number}: give a number from {low}" + (f" to {high}" if high else " up"))
+    return number
+
+
+def _filters(request: Request) -> dict[str, Any]:
+    status = request.query_params.get("status") or None
+    if status is not None and status not in views.RUN_STATUSES:
+        raise HTTPException(400, f"status={status!r}: choose from {', '.join(views.RUN_STATUSES)}")
+    return {"tag": request.query_params.get("tag") or None,
+            "experiment": request.query_params.get("experiment") or None, "status": status,
+            "offset": _number(request, "offset", 0)}
+
+
+def _quoted(text: str) -> str:
+    return urllib.parse.quote(text, safe="")
+
+
+def _served(info, results, live: bool, since: int = 0, item: bool = False) -> dict[str, Any]:
+    run = _quoted(info.run_id)
+    return {"run": info.run_id, "run_href": "/runs/" + run, "results": "/api/runs/" + run,
+            "rows": f"/api/runs/{run}/rows", "items": f"/runs/{run}/items/",
+            "events": f"/api/runs/{run}/events?since={since}", "experiments": [r.experiment_id for r in results],
+            "live": live, "item": item}
+
+
+def application(location: str, token: str | None = None) -> Starlette:
+    """The Eval Center over the store at ``location``; ``token``: required of every request."""
+    center_store = Center(location)
+
+    async def read(work: Callable, *args):
+        return await anyio.to_thread.run_sync(center_store.read, work, *args)
+
+    # -- pages ------------------------------------------------------------------------------
+
+    async def runs_page(request: Request):
+        filters = _filters(request)
+
+        def work(store):
+            listed, total = reading.runs_json(store, filters, RUNS_PAGE)
+            return center.runs_page(listed, total, filters, RUNS_PAGE, store.path)
+
+        return _page_html(await read(work))
+
+    async def run_page(request: Request):
+        ref = request.path_params["run"]
+
+        def work(store):
+            info = _run(store, ref)
+            if info.run_id != ref:
+                return RedirectResponse("/runs/" + _quoted(info.run_id), 303)
+            live = info.status == "running"
+            results = reading.results_of(store, info)
+            served = _served(info, results, live, views.last_written(store, info.run_id) if live else 0)
+            if live:
+                served["progress"] = reading.progress_json(store, info)
+            return _page_html(html.served_page(info, results, served))
+
+        return await read(work)
+
+    async def item_page(request: Request):
+        ref, experiment_id, item_id = (request.path_params[k] for k in ("run", "experiment", "item"))
+
+        def work(store):
+            info = _run(store, ref)
+            found = store.results(info.run_id, {experiment_id})
+            if not found:
+                raise NotFound(f"run {info.run_id} has no experiment {experiment_id}")
+            item = found[0].items.find(item_id)
+            if item is None:
+                raise NotFound(f"experiment {experiment_id} of run {info.run_id} has no item {item_id}")
+            served = _served(info, found, False, item=True)
+            return _page_html(html.served_page(info, found, served, [item]))
+
+        return await read(work)
+
+    async def compare_page(request: Request):
+        base = request.path_params.get("base") or request.query_params.get("base")
+        candidate = request.path_params.get("candidate") or request.query_params.get("candidate")
+        if not base or not candidate:
+            raise HTTPException(400, "give a base and a candidate run: /compare/BASE/CANDIDATE (ids or tags)")
+        if "base" not in request.path_params:
+            return RedirectResponse(f"/compare/{_quoted(base)}/{_quoted(candidate)}", 303)
+
+        def work(store):
+            from yamleval.analysis import compare
+            from yamleval.reporting import compare_html
+
+            before, after = _run(store, base), _run(store, candidate)
+            base_results, candidate_results = store.results(before.run_id), store.results(after.run_id)
+            found = compare.compare(before, base_results, after, candidate_results)
+            return compare_html.render(found, base_results, candidate_results)
+
+        return _page_html(await read(work))
+
+    def _history_page(store, histories, **options) -> str:
+        from yamleval.reporting import history_html
+
+        return history_html.render(histories, "history.html", store.path, link=center.run_href, **options)
+
+    async def history_page(request: Request):
+        last = _number(request, "last", HISTORY_RUNS, 1, 1000)
+        tag = request.query_params.get("tag") or None
+
+        def work(store):
+            from yamleval.analysis import history
+
+            return _history_page(store, history.read(store, history.recent_runs(store, last, tag)))
+
+        return _page_html(await read(work))
+
+    async def experiment_page(request: Request):
+        experiment_id = request.path_params["experiment"]
+        last = _number(request, "last", HISTORY_RUNS, 1, 1000)
+
+        def work(store):
+            from yamleval.analysis import history
+
+            runs = list(reversed(views.experiment_runs(store, experiment_id, last)))
+            if not runs:
+                raise NotFound(f"no stored run has an experiment {experiment_id}")
+            found = [h for h in history.read(store, runs, failing_first=True) if h.experiment_id == experiment_id]
+            return _history_page(store, found, items_title="Items that fail most often")
+
+        return _page_html(await read(work))
+
+    async def sign_in(request: Request):
+        next_path = request.query_params.get("next") or "/"
+        if request.method == "GET":
+            return _page_html(center.sign_in_page(False, _local(next_path)))
+        body = urllib.parse.parse_qs((await request.body()).decode("utf-8", "replace"))
+        given, next_path = (body.get("token") or [""])[0], _local((body.get("next") or ["/"])[0])
+        if token is None or not access.hmac.compare_digest(given.encode(), token.encode()):
+            return HTMLResponse(center.sign_in_page(True, next_path), status_code=401, headers=_HEADERS)
+        answer = RedirectResponse(next_path, 303, headers=_HEADERS)
+        answer.set_cookie(access.COOKIE, access.cookie_value(token), httponly=True, samesite="strict",
+                          secure=request.url.scheme == "https", path="/")
+        return answer
+
+    # -- the API ----------------------------------------------------------------------------
+
+    async def api_runs(request: Request):
+        filters = _filters(request)
+        limit = _number(request, "limit", RUNS_PAGE, 1, 1000)
+
+        def work(store):
+            listed, total = reading.runs_json(store, filters, limit)
+            return json.dumps({"total": total, "offset": filters["offset"], "limit": limit, "runs": listed})
+
+        return _json(await read(work))
+
+    async def api_run(request: Request):
+        ref = request.path_params["run"]
+        return _json(await read(lambda store: reading.summary_json(store, _run(store, ref))))
+
+    async def api_items(request: Request):
+        ref = request.path_params["run"]
+        experiment_id = request.query_params.get("experiment") or None
+        status = request.query_params.get("status") or None
+        if status is not None and status not in html.STATUSES:
+            raise HTTPException(400, f"status={status!r}: choose from {', '.join(html.STATUSES)}")
+        offset = _number(request, "offset", 0)
+        limit = _number(request, "limit", 100, 1, reading.PAGE_LIMIT)
+        return _json(await read(lambda store: reading.items_json(store, _run(store, ref).run_id, experiment_id,
+                                                                 status, offset, limit)))
+
+    async def api_rows(request: Request):
+        ref = request.path_params["run"]
+        experiment_id = request.query_params.get("experiment") or ""
+        after = _number(request, "after", -1, -1)
+        limit = _number(request, "limit", 2000, 1, reading.PAGE_LIMIT)
+
+        def work(store):
+            run_id = _run(store, ref).run_id
+            found = reading.rows_json(store, run_id, experiment_id, after, limit)
+            if found is None:
+                raise NotFound(f"run {run_id} has no experiment {experiment_id}")
+            return found
+
+        return _json(await read(work))
+
+    async def api_events(request: Request):
+        ref = request.path_params["run"]
+        since = _number(request, "since", 0)
+        info = await read(_run, ref)
+
+        def poll(store, since):
+            now = store.find_run(info.run_id)
+            last, items = reading.latest_items(store, info.run_id, since)
+            return now, reading.progress_json(store, now), last, items
+
+        async def stream():
+            seen, last = None, since
+            while True:
+                try:
+                    now, progress, last, items = await read(poll, last)
+                except UsageError as exc:  # the store failed: say so, and let the browser try again
+                    yield _event("problem", {"error": str(exc)})
+                    return
+                if progress != seen:
+                    yield _event("progress", progress)
+                    seen = progress
+                if items:
+                    yield _event("items", items)
+                if now.status != "running":
+                    yield _event("end", {"status": reading.verdict(now), "badge": reading.verdict(now)})
+                    return
+                await anyio.sleep(POLL_SECONDS)
+
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={**_HEADERS, "x-accel-buffering": "no"})
+
+    # -- errors: a message, never a traceback -------------------------------------------------
+
+    def _failure(request: Request, status: int, title: str, message: str) -> Response:
+        if request.url.path.startswith("/api/"):
+            return _json(json.dumps({"error": message}), status)
+        return HTMLResponse(center.message_page(title, message), status_code=status, headers=_HEADERS)
+
+    async def not_found(request: Request, exc: NotFound):
+        return _failure(request, 404, "Not found", str(exc))
+
+    async def usage(request: Request, exc: UsageError):
+        return _failure(request, 503, "The results database could not be read", str(exc))
+
+    async def http_error(request: Request, exc: HTTPException):
+        return _failure(request, exc.status_code, "Not answered", str(exc.detail))
+
+    async def failure(request: Request, exc: Exception):
+        log.error("%s %s failed: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
+        return _failure(request, 500, "Something went wrong", f"this request failed ({type(exc).__name__});"
+                        " the server's log says more")
+
+    routes = [
+        Route("/", runs_page), Route("/runs/{run}", run_page),
+        Route("/runs/{run}/items/{experiment}/{item:path}", item_page),
+        Route("/compare", compare_page), Route("/compare/{base}/{candidate}", compare_page),
+        Route("/history", history_page), Route("/experiments/{experiment}", experiment_page),
+        Route(access.SIGN_IN, sign_in, methods=["GET", "POST"]),
+        Route("/api/runs", api_runs), Route("/api/runs/{run}", api_run), Route("/api/runs/{run}/items", api_items),
+        Route("/api/runs/{run}/rows", api_rows), Route("/api/runs/{run}/events", api_events),
+    ]
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        yield
+        center_store.close()
+
+    app = Starlette(routes=routes, exception_handlers={NotFound: not_found, UsageError: usage,
+                                                       HTTPException: http_error, Exception: failure},
+                    lifespan=lifespan)
+    app.state.center = center_store
+    if token is not None:
+        app.add_middleware(access.TokenRequired, token=token)
+    return app
+
+
+def _local(path: str) -> str:
+    """Where to go after signing in: a path of this server only (never another site)."""
+    return path if path.startswith("/") and not path.startswith("//") and "\\" not in path else "/"
+
+
+def _event(kind: str, data: Any) -> str:
+    return f"event: {kind}\ndata: {json.dumps(data)}\n\n"

@@ -1,0 +1,147 @@
+"""What the Eval Center reads of the results database for a request, as the JSON its API
+answers with and its pages are made from: runs a page at a time, a run's progress, an
+experiment's rows after a position. Nothing here reads a whole run into memory, except a
+running experiment's figures, counted from its items as ``yamleval report`` counts them."""
+from __future__ import annotations
+
+import json
+import urllib.parse
+from typing import Any
+
+from yamleval.records.codec import encode_record, item_from_record, summary_from_json
+from yamleval.records.types import ExperimentResult, RunInfo
+from yamleval.reporting import json_report
+from yamleval.reporting.html import STATUSES
+from yamleval.reporting.html_data import Texts, dumps, row
+from yamleval.store import tags as run_tags
+from yamleval.store import views
+from yamleval.store.reader import read_rows
+
+PAGE_LIMIT = 5000  # rows or items one request may ask for
+
+
+def verdict(info: RunInfo) -> str:
+    """A run as the runs page shows it: passed or failed once it completed, else how it stands."""
+    if info.status == "completed":
+        return "passed" if info.passed else "failed"
+    return info.status
+
+
+def progress_json(store, info: RunInfo) -> dict[str, Any]:
+    """How far the run is: items finished by status, of how many planned (None: not known yet,
+    an experiment has not started), each experiment's share, and the bar's geometry."""
+    found = views.progress(store, info.run_id)
+    wanted = store.run_detail(info.run_id, "experiment_ids") or []
+    counts = {s: sum(p.counts[s] for p in found) for s in STATUSES}
+    finished = sum(counts.values())
+    known = [p.planned for p in found]
+    planned = (sum(known) if all(n is not None for n in known) and len(found) >= len(wanted) else None)
+    if info.status != "running" and planned is None:
+        planned = finished
+    whole = max(planned or 0, finished, 1)
+    shares, start = [], 0.0
+    for status in STATUSES:
+        width = 100.0 * counts[status] / whole
+        shares.append({"status": status, "x": round(start, 4), "width": round(width, 4)})
+        start += width
+    return {"status": info.status, "verdict": verdict(info), "badge": verdict(info), "finished": finished,
+            "planned": planned, "counts": counts, "done": 100.0 * finished / whole, "shares": shares,
+            "experiments": [{**p.as_json(), "label": p.label} for p in found]}
+
+
+def run_json(store, info: RunInfo) -> dict[str, Any]:
+    """A run as ``/api/runs`` lists it: results.json's run fields, its verdict, tags, experiments and progress."""
+    return {**json_report.run_dict(info), "verdict": verdict(info), "tags": list(run_tags.of_run(store, info.run_id)),
+            "experiments": list(store.run_detail(info.run_id, "experiment_ids") or ()),
+            "progress": progress_json(store, info), "href": "/runs/" + urllib.parse.quote(info.run_id, safe="")}
+
+
+def runs_json(store, filters: dict[str, Any], limit: int) -> tuple[list[dict[str, Any]], int]:
+    listed, total = views.runs_page(store, tag=filters.get("tag"), experiment=filters.get("experiment"),
+                                    status=filters.get("status"), offset=filters.get("offset") or 0, limit=limit)
+    return [run_json(store, info) for info in listed], total
+
+
+def results_of(store, info: RunInfo) -> list[ExperimentResult]:
+    """The run's experiments; of a running run only those that have finished (the others show as progress)."""
+    if info.status != "running":
+        return store.results(info.run_id)
+    done = {p.experiment_id for p in views.progress(store, info.run_id) if p.status != "running"}
+    return store.results(info.run_id, done) if done else []
+
+
+def summary_json(store, info: RunInfo) -> str:
+    """``/api/runs/{id}``: results.json without the items, with the run's progress."""
+    import io
+
+    out, results = io.StringIO(), results_of(store, info)
+    writer = json_report.Writer(out, info, results)
+    for result in results:
+        writer.begin(result)
+        writer.end(result)
+    writer.close()
+    document = json.loads(out.getvalue())
+    for entry in document["experiments"]:
+        entry.pop("items", None)
+        for variant in entry.get("variants", ()):
+            variant.pop("items", None)
+    document["progress"] = progress_json(store, info)
+    document["tags"] = list(run_tags.of_run(store, info.run_id))
+    return dumps(document)
+
+
+_SHAPE = "SELECT summary FROM experiments WHERE run_id = {p} AND experiment_id = {p}"
+
+
+def _shape(store, run_id: str, experiment_id: str) -> tuple[list[str], list] | None:
+    """An experiment's scorers and breakdown values, as its page's rows are laid out; None: no such experiment."""
+    found = store.query(_SHAPE, (run_id, experiment_id))
+    if not found:
+        return None
+    summary = summary_from_json(found[0][0])  # stored as the experiment starts
+    return list(summary.scorers), [(b.field, {x.value: n for n, x in enumerate(b.slices)}) for b in summary.breakdowns]
+
+
+def rows_json(store, run_id: str, experiment_id: str, after: int, limit: int) -> str | None:
+    """``/api/runs/{id}/rows``: the experiment's next ``limit`` rows past position ``after``, as the page's script reads them."""
+    shape = _shape(store, run_id, experiment_id)
+    if shape is None:
+        return None
+    scorer_ids, values = shape
+    found = views.items_after(store, run_id, experiment_id, after, limit)
+    texts = Texts()
+    rows = [row(item, scorer_ids, texts, values) for _, item in found]
+    last = found[-1][0] if found else after
+    return dumps({"rows": rows, "after": last, "more": len(found) == limit})
+
+
+_ITEMS = ("SELECT i.record FROM items i JOIN experiments e ON e.run_id = i.run_id AND e.experiment_id = i.experiment_id"
+          " WHERE i.run_id = {p}")
+_COUNT = "SELECT COUNT(*) FROM items i WHERE i.run_id = {p}"
+
+
+def items_json(store, run_id: str, experiment_id: str | None, status: str | None, offset: int, limit: int) -> str:
+    """``/api/runs/{id}/items``: item records as results.json holds them, in run and dataset order."""
+    where, parameters = "", [run_id]
+    if experiment_id:
+        where += " AND i.experiment_id = {p}"
+        parameters.append(experiment_id)
+    if status:
+        where += " AND i.status = {p}"
+        parameters.append(status)
+    total = store.query(_COUNT + where, tuple(parameters))[0][0]
+    statement = _ITEMS + where + " ORDER BY e.position, i.position LIMIT {p} OFFSET {p}"
+    records = [encode_record(item_from_record(json.loads(text), text))
+               for (text,) in read_rows(store.database, statement, (*parameters, limit, offset))]
+    return ('{"total":' + str(total) + ',"offset":' + str(offset) + ',"limit":' + str(limit)
+            + ',"items":[' + ",".join(records) + "]}")
+
+
+def latest_items(store, run_id: str, since: int, keep: int = 20) -> tuple[int, list[dict[str, Any]]]:
+    """The run's items stored after number ``since``: the last number read, and the newest ``keep`` of them."""
+    found = views.written_after(store, run_id, since, PAGE_LIMIT)
+    if not found:
+        return since, []
+    shown = [{"experiment": experiment_id, "id": item.item.id, "status": item.status}
+             for _, experiment_id, item in found[-keep:]]
+    return found[-1][0], shown
