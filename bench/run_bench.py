@@ -86,6 +86,7 @@ R_SIZE_MB = 15.0      # report.html of the 100,000-item run at most 15 MB
 R_LONG_MB = 25.0      # report.html of 50,000 items with 10 KB answers within its default budget, 25 MB
 S_VALIDATE, S_HELP = 0.5, 0.3
 V_MEMORY, V_COMPARE = 1.2, 5.0  # repeats 3 peak RSS <= 1.2x repeats 1; compare of two stored runs < 5 s
+V_SERVED_FIRST, V_SERVED_MEMORY = 1.0, 1.2  # a served run's page: first rows <= 1 s; server peak <= 1.2x at 1,000 items
 
 FORMATS = ("html", "junit", "json", "markdown")
 FILES = {"html": "report.html", "junit": "junit.xml", "json": "results.json", "markdown": "summary.md"}
@@ -755,6 +756,64 @@ def workload_v(suite: Suite) -> None:
               f"{seconds(runs[3])} {med(runs[3], 1):.0f} MiB; compare of two stored runs {seconds(compared)} "
               f"{med(compared, 1):.0f} MiB")
     suite.details["V"] = {"repeats": {str(k): v for k, v in runs.items()}, "compare": compared}
+    served_figures(suite, store, candidate, size)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _serve_page(suite: Suite, store: str, run_id: str) -> tuple[dict, float]:
+    """A fresh ``yamleval serve`` over ``store``: the run's page in chromium (first row, usable), and
+    the server's peak memory (MiB) when that is done."""
+    port = _free_port()
+    server = subprocess.Popen(yamleval_command() + ["serve", "--store", store, "--port", str(port)], cwd=suite.folder,
+                              env=CHILD_ENV, stderr=subprocess.PIPE, text=True)
+    try:
+        line = server.stderr.readline()
+        if not line.startswith("serving"):
+            raise Failed(f"yamleval serve did not start: {line}{server.stderr.read()[-2000:]}")
+        browser = browser_usable(suite, f"http://127.0.0.1:{port}/runs/{run_id}", suite.repeat)
+        with open(f"/proc/{server.pid}/status", encoding="ascii") as status:
+            peak = next(int(l.split()[1]) for l in status if l.startswith("VmHWM:")) / 1024.0
+        return browser, peak
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        server.stderr.close()
+
+
+def served_figures(suite: Suite, store: str, run_id: str, size: int) -> None:
+    """The Eval Center: the first rows of the ``size``-item run's page within V_SERVED_FIRST seconds,
+    and the server's peak memory serving it within V_SERVED_MEMORY x its memory serving a 1,000-item run."""
+    small = suite.path("v-served-1000.jsonl")
+    write_datasets([(small, 1000)])
+    command, _, small_store = run_command(suite, "v-served", write_config(suite, "v-served", small, INSTANT_RUNNER,
+                                                                          ["json"]))
+    forget_store(small_store)
+    measure(command, suite.folder, suite.path("v-served.log"), ok_codes=(0, 1))
+    listed = subprocess.run(yamleval_command() + ["runs", "--ids", "-n", "1", "--store", small_store],
+                            capture_output=True, text=True, cwd=suite.folder, env=CHILD_ENV)
+    progress(f"V served pages of 1,000 and {size:,} items in chromium, {suite.repeat} x")
+    small_browser, small_peak = _serve_page(suite, small_store, listed.stdout.strip())
+    browser, peak = _serve_page(suite, store, run_id)
+    if "skip" in browser:
+        suite.target("V served first rows", None, None, None, f"<= {V_SERVED_FIRST:g} s", None, note=browser["skip"])
+        return
+    first = statistics.median(browser["first_row"])
+    suite.target(f"V served {size:,} first rows", first, statistics.median(small_browser["first_row"]), None,
+                 f"<= {V_SERVED_FIRST:g} s", first <= V_SERVED_FIRST, note=f"fastest {min(browser['first_row']):.2f}")
+    suite.target(f"V served {size:,} server memory", peak, small_peak, peak / small_peak,
+                 f"<= {V_SERVED_MEMORY:g}x serving 1,000", peak / small_peak <= V_SERVED_MEMORY, unit="MiB")
+    suite.say(f"V   served page of {size:,} items: first rows {first:.2f} s [{min(browser['first_row']):.2f}], usable"
+              f" {statistics.median(browser['usable']):.2f} s; server peak {peak:.0f} MiB, serving 1,000 items"
+              f" {small_peak:.0f} MiB ({peak / small_peak:.2f}x)")
+    suite.details["V"]["served"] = {"browser": browser, "peak": peak, "small_browser": small_browser,
+                                    "small_peak": small_peak}
 
 
 M_SIZE, M_VARIANTS, M_MEMORY, M_RATIO = 100_000, 4, 1.3, 1.15
@@ -1177,12 +1236,12 @@ def workload_w4(suite: Suite) -> None:
     suite.details["W4"] = runs
 
 
-def browser_usable(suite: Suite, path: str, repeat: int) -> dict:
-    """report.html's time to usable, measured in a child process so this one stays small."""
+def browser_usable(suite: Suite, url: str, repeat: int) -> dict:
+    """A report page's time to usable (a file:// or a served one), measured in a child process so this one stays small."""
     script = suite.path("browser.py")
     with open(script, "w", encoding="utf-8") as out:
         out.write(BROWSER)
-    done = subprocess.run([sys.executable, script, BENCH_DIR, "file://" + path, str(repeat)],
+    done = subprocess.run([sys.executable, script, BENCH_DIR, url, str(repeat)],
                           capture_output=True, text=True, env=CHILD_ENV, timeout=900)
     if done.returncode:
         raise Failed(f"the browser measurement failed: {done.stderr[-2000:]}")
@@ -1218,7 +1277,7 @@ def workload_r(suite: Suite) -> None:
 
     html = os.path.join(suite.path("r-html"), FILES["html"])
     progress("R report.html in headless chromium")
-    browser = browser_usable(suite, html, suite.repeat)
+    browser = browser_usable(suite, "file://" + html, suite.repeat)
     if "skip" in browser:
         suite.target("R html usable", None, None, None, f"<= {R_USABLE:g} s", None, note=browser["skip"])
         suite.say(f"R   html usable: SKIP ({browser['skip']})")
@@ -1255,7 +1314,7 @@ def workload_r_long(suite: Suite) -> None:
     megabytes, cut = os.path.getsize(path) / 1e6, html_report.cut_figures(path)
     suite.target(f"R {size:,} x 10 KB html size", megabytes, None, None, f"<= {R_LONG_MB:g} MB",
                  megabytes <= R_LONG_MB, unit="MB", note=f"{cut.get('texts', 0):,} texts cut to {cut.get('cap', 0):,}")
-    browser = browser_usable(suite, path, suite.repeat)
+    browser = browser_usable(suite, "file://" + path, suite.repeat)
     usable = statistics.median(browser["usable"]) if "usable" in browser else None
     suite.say(f"R   {size:,} items with 10 KB answers: run {wall:.1f} s {rss:.0f} MiB; report.html {megabytes:.1f} MB, "
               f"{cut.get('texts', 0):,} texts cut to {cut.get('cap', 0):,} characters"
