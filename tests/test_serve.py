@@ -158,6 +158,11 @@ def test_the_api_gives_results_json_without_its_items(hostile_store):
         assert served == results
         listed = requests.get(f"{base}/api/runs", timeout=10).json()
         assert [r["tags"] for r in listed["runs"]] == [["candidate"], ["base"]]
+        tagged = requests.get(f"{base}/api/runs", params={"tag": "base"}, timeout=10).json()
+        assert tagged["total"] == 1 and tagged["runs"][0]["run_id"] == results["run_id"]
+        failed = requests.get(f"{base}/api/runs", params={"status": "failed", "limit": 1, "offset": 1}, timeout=10).json()
+        assert failed["total"] == 2 and [r["run_id"] for r in failed["runs"]] == [results["run_id"]]
+        assert requests.get(f"{base}/api/runs", params={"status": "passed"}, timeout=10).json()["total"] == 0
         items = requests.get(f"{base}/api/runs/base/items", params={"limit": 3, "offset": 2}, timeout=10).json()
         assert items["total"] == len(XSS)
         assert [i["id"] for i in items["items"]] == [i["id"] for i in json.loads(
@@ -206,6 +211,7 @@ def test_the_pages_show_hostile_output_as_text_and_run_none_of_it(hostile_store,
         link.click()
         page.wait_for_selector(".detail")
         assert page.locator(".items-table tbody tr.row").count() == 1
+        assert page.locator(".detail a.item-link").count() == 0  # no link to the page it is on
         assert BY_NAME["script"] in page.locator(".detail").inner_text()
         # the compare page found the runs by their tags
         page.goto(f"{base}/compare/base/candidate")

@@ -575,7 +575,7 @@
         span.appendChild(el("b", null, pair[1]));
         meta.appendChild(span);
       });
-    if (SERVED) meta.appendChild(SERVED.itemLink(this.id, it[F.id]));
+    if (SERVED && !SERVED.item) meta.appendChild(SERVED.itemLink(this.id, it[F.id]));
     grid.appendChild(meta);
     grid.appendChild(block("Input", it[F.input]));
     grid.appendChild(block("Expected", it[F.expected]));
