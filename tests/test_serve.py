@@ -254,3 +254,63 @@ def test_a_store_that_cannot_be_read_is_a_message_not_a_traceback(tmp_path):
     assert missing.returncode == 2
     assert missing.stderr.startswith("error: no results database at ")
     assert "Traceback" not in missing.stderr
+
+
+VARIANTS = """
+    store: results.db
+    experiments:
+      - id: choice
+        dataset: {items: [{id: "a/1", input: x, expected: x}, {id: b, input: y, expected: y}]}
+        runner: {uses: echo, with: {output: "{{ input }}"}}
+        variants:
+          - {id: plain, baseline: true}
+          - {id: loud, with: {output: "{{ input | upper }}"}}
+        scorers: [exact_match]
+"""
+
+
+def test_a_variants_items_and_experiment_pages_are_served_though_their_ids_hold_a_slash(tmp_path, browser):  # noqa: F811
+    (tmp_path / "evals.yaml").write_text(textwrap.dedent(VARIANTS), encoding="utf-8")
+    done = run_cli("run", "evals.yaml", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr  # the loud variant fails
+    run_id = json.loads((tmp_path / "reports" / "results.json").read_text(encoding="utf-8"))["run_id"]
+    assert run_cli("tag", run_id, "team/nightly", "--store", "results.db", cwd=tmp_path).returncode == 0
+    with serving("results.db", tmp_path) as base:
+        page = browser.new_page()
+        page.goto(f"{base}/runs/{run_id}")
+        page.wait_for_selector("html[data-ready=true]")
+        section = page.locator("section.experiment[data-id='choice/loud']")
+        section.locator("tbody tr.row").first.click()
+        section.locator(".detail a.item-link").click()
+        page.wait_for_selector(".detail")
+        assert page.locator(".detail").inner_text().count("a/1") >= 1
+        assert page.url == f"{base}/runs/{run_id}/items/choice%2Floud/a%2F1"
+        page.close()
+        assert requests.get(f"{base}/experiments/choice/loud", timeout=10).status_code == 200
+        assert requests.get(f"{base}/compare/team%2Fnightly/{run_id}", timeout=10).status_code == 200
+        tagged = requests.get(f"{base}/runs/team%2Fnightly", timeout=10, allow_redirects=False)
+        assert tagged.status_code == 303 and tagged.headers["location"] == f"/runs/{run_id}"
+        huge = requests.get(f"{base}/api/runs", params={"offset": 10 ** 30}, timeout=10)
+        assert huge.status_code == 400 and "offset" in huge.json()["error"]
+        rows = requests.get(f"{base}/api/runs/{run_id}/rows", timeout=10)
+        assert rows.status_code == 400
+        unknown = requests.get(f"{base}/api/runs/{run_id}/items", params={"experiment": "nope"}, timeout=10)
+        assert unknown.status_code == 404
+
+
+def test_a_store_that_fails_while_served_is_a_503_with_the_reason_and_is_read_again_once_mended(tmp_path):
+    (tmp_path / "evals.yaml").write_text(textwrap.dedent(VARIANTS), encoding="utf-8")
+    assert run_cli("run", "evals.yaml", cwd=tmp_path).returncode == 1
+    store = tmp_path / "results.db"
+    kept = store.read_bytes()
+    with serving("results.db", tmp_path) as base:
+        assert requests.get(f"{base}/api/runs", timeout=10).status_code == 200
+        store.write_bytes(b"not a database at all" * 1000)
+        broken = requests.get(f"{base}/api/runs", timeout=10)
+        assert broken.status_code == 503
+        assert broken.json()["error"].startswith("cannot read the results database")
+        assert "Traceback" not in broken.text
+        page = requests.get(f"{base}/", timeout=10)
+        assert page.status_code == 503 and "it is not a yamleval results database" in page.text  # opened again
+        store.write_bytes(kept)
+        assert requests.get(f"{base}/api/runs", timeout=10).status_code == 200

@@ -25,6 +25,7 @@ from yamleval.store import views
 
 POLL_SECONDS = 0.5  # how often the stream of a running run looks for news
 RUNS_PAGE = 50
+MAX_NUMBER = 10 ** 12  # of an offset or position a request gives: what the store can be asked
 HISTORY_RUNS = 10
 log = logging.getLogger("yamleval.serve")
 
@@ -45,20 +46,27 @@ class Center:
         self.location = location
         self.local = threading.local()
         self.lock = threading.Lock()
-        self.opened: list = []
-        self.shown = location
+        self.opened: list = []  # (worker thread, its store)
 
     def open(self):
         from yamleval.store import open_store
 
         store = getattr(self.local, "store", None)
         if store is None:
+            self._close_orphans()
             store = open_store(self.location)
             self.local.store = store
             with self.lock:
-                self.opened.append(store)
-            self.shown = store.path
+                self.opened.append((threading.current_thread(), store))
         return store
+
+    def _close_orphans(self) -> None:
+        """Close the connections of worker threads that have ended (the pool lets idle ones go)."""
+        with self.lock:
+            ended = [store for thread, store in self.opened if not thread.is_alive()]
+            self.opened = [(thread, store) for thread, store in self.opened if thread.is_alive()]
+        for store in ended:
+            _close(store)
 
     def read(self, work: Callable, *args):
         store = self.open()
@@ -71,30 +79,30 @@ class Center:
     def drop(self, store) -> None:
         self.local.store = None
         with self.lock:
-            if store in self.opened:
-                self.opened.remove(store)
-        try:
-            store.database.close()
-        except Exception:  # a connection that broke already
-            pass
+            self.opened = [(thread, kept) for thread, kept in self.opened if kept is not store]
+        _close(store)
 
     def close(self) -> None:
         with self.lock:
             opened, self.opened = self.opened, []
-        for store in opened:
-            try:
-                store.database.close()
-            except Exception:
-                pass
+        for _, store in opened:
+            _close(store)
+
+
+def _close(store) -> None:
+    try:
+        store.database.close()
+    except Exception:  # a connection that broke already
+        pass
 
 
 def _run(store, ref: str):
     try:
         return store.find_run(ref)
     except UsageError as exc:
-        if str(exc).startswith("cannot "):  # the store failed, not the name
+        if exc.message.startswith("cannot "):  # the store failed, not the name
             raise
-        raise NotFound(str(exc)) from None
+        raise NotFound(exc.message) from None
 
 
 def _page_html(text: str) -> HTMLResponse:
@@ -113,8 +121,9 @@ def _number(request: Request, name: str, default: int, low: int = 0, high: int |
         number = int(value)
     except ValueError:
         raise HTTPException(400, f"{name}={value!r}: give a whole number") from None
-    if number < low or (high is not None and number > high):
-        raise HTTPException(400, f"{name}={number}: give a number from {low}" + (f" to {high}" if high else " up"))
+    high = MAX_NUMBER if high is None else high
+    if number < low or number > high:
+        raise HTTPException(400, f"{name}={number}: give a number from {low} to {high}")
     return number
 
 
@@ -174,7 +183,10 @@ def application(location: str, token: str | None = None) -> Starlette:
         return await read(work)
 
     async def item_page(request: Request):
-        ref, experiment_id, item_id = (request.path_params[k] for k in ("run", "experiment", "item"))
+        parts = _raw_parts(request)  # /runs/RUN/items/EXPERIMENT/ITEM, each part quoted: ids may hold "/"
+        if len(parts) < 6:
+            raise HTTPException(404, "an item's address is /runs/RUN/items/EXPERIMENT/ITEM")
+        ref, experiment_id, item_id = parts[2], parts[4], "/".join(parts[5:])
 
         def work(store):
             info = _run(store, ref)
@@ -190,12 +202,14 @@ def application(location: str, token: str | None = None) -> Starlette:
         return await read(work)
 
     async def compare_page(request: Request):
-        base = request.path_params.get("base") or request.query_params.get("base")
-        candidate = request.path_params.get("candidate") or request.query_params.get("candidate")
-        if not base or not candidate:
+        parts = _raw_parts(request)  # /compare/BASE/CANDIDATE, each quoted: tags may hold "/"
+        if len(parts) == 2:  # the runs page's form
+            base, candidate = request.query_params.get("base"), request.query_params.get("candidate")
+            if base and candidate:
+                return RedirectResponse(f"/compare/{_quoted(base)}/{_quoted(candidate)}", 303)
+        if len(parts) != 4 or not parts[2] or not parts[3]:
             raise HTTPException(400, "give a base and a candidate run: /compare/BASE/CANDIDATE (ids or tags)")
-        if "base" not in request.path_params:
-            return RedirectResponse(f"/compare/{_quoted(base)}/{_quoted(candidate)}", 303)
+        base, candidate = parts[2], parts[3]
 
         def work(store):
             from yamleval.analysis import compare
@@ -276,12 +290,20 @@ def application(location: str, token: str | None = None) -> Starlette:
             raise HTTPException(400, f"status={status!r}: choose from {', '.join(html.STATUSES)}")
         offset = _number(request, "offset", 0)
         limit = _number(request, "limit", 100, 1, reading.PAGE_LIMIT)
-        return _json(await read(lambda store: reading.items_json(store, _run(store, ref).run_id, experiment_id,
-                                                                 status, offset, limit)))
+        def work(store):
+            run_id = _run(store, ref).run_id
+            found = reading.items_json(store, run_id, experiment_id, status, offset, limit)
+            if found is None:
+                raise NotFound(f"run {run_id} has no experiment {experiment_id}")
+            return found
+
+        return _json(await read(work))
 
     async def api_rows(request: Request):
         ref = request.path_params["run"]
         experiment_id = request.query_params.get("experiment") or ""
+        if not experiment_id:
+            raise HTTPException(400, "give the experiment: ?experiment=ID")
         after = _number(request, "after", -1, -1)
         limit = _number(request, "limit", 2000, 1, reading.PAGE_LIMIT)
 
@@ -297,6 +319,9 @@ def application(location: str, token: str | None = None) -> Starlette:
     async def api_events(request: Request):
         ref = request.path_params["run"]
         since = _number(request, "since", 0)
+        again = request.headers.get("last-event-id", "")  # a browser's reconnection: on from there
+        if again.isdigit():
+            since = max(since, int(again))
         info = await read(_run, ref)
 
         def poll(store, since):
@@ -310,13 +335,13 @@ def application(location: str, token: str | None = None) -> Starlette:
                 try:
                     now, progress, last, items = await read(poll, last)
                 except UsageError as exc:  # the store failed: say so, and let the browser try again
-                    yield _event("problem", {"error": str(exc)})
+                    yield _event("problem", {"error": exc.message})
                     return
                 if progress != seen:
                     yield _event("progress", progress)
                     seen = progress
                 if items:
-                    yield _event("items", items)
+                    yield f"id: {last}\n" + _event("items", items)
                 if now.status != "running":
                     yield _event("end", {"status": reading.verdict(now), "badge": reading.verdict(now)})
                     return
@@ -336,7 +361,7 @@ def application(location: str, token: str | None = None) -> Starlette:
         return _failure(request, 404, "Not found", str(exc))
 
     async def usage(request: Request, exc: UsageError):
-        return _failure(request, 503, "The results database could not be read", str(exc))
+        return _failure(request, 503, "The results database could not be read", exc.message)
 
     async def http_error(request: Request, exc: HTTPException):
         return _failure(request, exc.status_code, "Not answered", str(exc.detail))
@@ -347,10 +372,9 @@ def application(location: str, token: str | None = None) -> Starlette:
                         " the server's log says more")
 
     routes = [
-        Route("/", runs_page), Route("/runs/{run}", run_page),
-        Route("/runs/{run}/items/{experiment}/{item:path}", item_page),
-        Route("/compare", compare_page), Route("/compare/{base}/{candidate}", compare_page),
-        Route("/history", history_page), Route("/experiments/{experiment}", experiment_page),
+        Route("/", runs_page), Route("/runs/{run}/items/{rest:path}", item_page), Route("/runs/{run:path}", run_page),
+        Route("/compare", compare_page), Route("/compare/{rest:path}", compare_page),
+        Route("/history", history_page), Route("/experiments/{experiment:path}", experiment_page),
         Route(access.SIGN_IN, sign_in, methods=["GET", "POST"]),
         Route("/api/runs", api_runs), Route("/api/runs/{run}", api_run), Route("/api/runs/{run}/items", api_items),
         Route("/api/runs/{run}/rows", api_rows), Route("/api/runs/{run}/events", api_events),
@@ -367,6 +391,13 @@ def application(location: str, token: str | None = None) -> Starlette:
     if token is not None:
         app.add_middleware(access.TokenRequired, token=token)
     return app
+
+
+def _raw_parts(request: Request) -> list[str]:
+    """The request's path split at each "/" as sent, then each part unquoted: an id with a "/" in
+    it comes quoted (``%2F``), and so stays one part."""
+    raw = request.scope.get("raw_path") or request.url.path.encode("utf-8")
+    return [urllib.parse.unquote(part) for part in raw.decode("latin-1").split("?")[0].split("/")]
 
 
 def _local(path: str) -> str:

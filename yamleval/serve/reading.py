@@ -120,8 +120,12 @@ _ITEMS = ("SELECT i.record FROM items i JOIN experiments e ON e.run_id = i.run_i
 _COUNT = "SELECT COUNT(*) FROM items i WHERE i.run_id = {p}"
 
 
-def items_json(store, run_id: str, experiment_id: str | None, status: str | None, offset: int, limit: int) -> str:
-    """``/api/runs/{id}/items``: item records as results.json holds them, in run and dataset order."""
+def items_json(store, run_id: str, experiment_id: str | None, status: str | None, offset: int,
+               limit: int) -> str | None:
+    """``/api/runs/{id}/items``: item records as results.json holds them, in run and dataset order;
+    None when the run has no experiment ``experiment_id``."""
+    if experiment_id and _shape(store, run_id, experiment_id) is None:
+        return None
     where, parameters = "", [run_id]
     if experiment_id:
         where += " AND i.experiment_id = {p}"
@@ -139,9 +143,12 @@ def items_json(store, run_id: str, experiment_id: str | None, status: str | None
 
 def latest_items(store, run_id: str, since: int, keep: int = 20) -> tuple[int, list[dict[str, Any]]]:
     """The run's items stored after number ``since``: the last number read, and the newest ``keep`` of them."""
-    found = views.written_after(store, run_id, since, PAGE_LIMIT)
-    if not found:
-        return since, []
-    shown = [{"experiment": experiment_id, "id": item.item.id, "status": item.status}
-             for _, experiment_id, item in found[-keep:]]
-    return found[-1][0], shown
+    shown: list[dict[str, Any]] = []
+    while True:
+        found = views.written_after(store, run_id, since, PAGE_LIMIT)
+        if found:
+            since = found[-1][0]
+            shown = (shown + [{"experiment": experiment_id, "id": item.item.id, "status": item.status}
+                              for _, experiment_id, item in found[-keep:]])[-keep:]
+        if len(found) < PAGE_LIMIT:
+            return since, shown

@@ -52,6 +52,7 @@
   function fmt(n) { return n === null || n === undefined ? "?" : n.toLocaleString("en-US"); }
 
   function showProgress(p) {
+    part("state").textContent = p.badge;
     part("finished").textContent = fmt(p.finished);
     part("planned").textContent = fmt(p.planned);
     p.shares.forEach(function (share) {
@@ -108,6 +109,9 @@
   events.addEventListener("end", function (event) {
     events.close();
     showEnd(JSON.parse(event.data));
+  });
+  events.addEventListener("problem", function (event) {  // the store failed; the browser asks again
+    part("state").textContent = "the server cannot read the results database: " + JSON.parse(event.data).error;
   });
   events.addEventListener("error", function () {  // the browser tries again; say so meanwhile
     if (events.readyState !== EventSource.CLOSED) part("state").textContent = "reconnecting…";
