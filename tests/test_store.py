@@ -248,7 +248,9 @@ def test_compare_lists_flips_and_the_strict_gate_fails_on_one(write_config, tmp_
     store.close()
     base, candidate = runs[1].run_id, runs[0].run_id
     db = store_at.url("r.db")
-    done = run_cli("compare", base[:20], candidate, "--store", db, cwd=tmp_path)
+    # a unique prefix of the base's id (two runs in one second share the time; their random parts may share digits)
+    prefix = next(base[:n] for n in range(20, len(base) + 1) if not candidate.startswith(base[:n]))
+    done = run_cli("compare", prefix, candidate, "--store", db, cwd=tmp_path)
     assert done.returncode == 0
     assert "b: passed → failed (regressed)" in done.stdout
     gate = run_cli("compare", base, "latest", "--store", db, "--fail-on-any-regression", "--format", "json",
