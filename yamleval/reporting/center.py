@@ -7,16 +7,14 @@ from __future__ import annotations
 import urllib.parse
 from typing import Any, Sequence
 
-from yamleval.reporting.html import asset, csp_hash, template
+from yamleval.reporting import html
+from yamleval.reporting.html import asset, template
 from yamleval.reporting.text import clean_text
-
-RUN_STATUSES = ("passed", "failed", "running", "interrupted", "stopped", "aborted")
 
 
 def page_csp(style: str) -> str:
     """A page without a script whose forms send to the server itself."""
-    return ("default-src 'none'; style-src " + csp_hash(style) + "; img-src data:; connect-src 'none';"
-            " form-action 'self'; base-uri 'none'; object-src 'none'")
+    return html.page_csp((), style, form_action="'self'")
 
 
 def run_href(run_id: str) -> str:
@@ -29,9 +27,9 @@ def _query(filters: dict[str, Any], **changed: Any) -> str:
 
 
 def runs_page(listed: Sequence[dict[str, Any]], total: int, filters: dict[str, Any], limit: int, store: str,
-              experiments: Sequence[str] = ()) -> str:
+              statuses: Sequence[str]) -> str:
     """``listed``: the runs of this page, each as ``/api/runs`` lists it; ``filters``: tag,
-    experiment, status and offset as asked."""
+    experiment, status and offset as asked; ``statuses``: those the status filter offers."""
     from markupsafe import Markup
 
     style = asset("report.css")
@@ -51,9 +49,8 @@ def runs_page(listed: Sequence[dict[str, Any]], total: int, filters: dict[str, A
              "previous": _query(filters, offset=max(0, offset - limit)) if offset else None,
              "next": _query(filters, offset=offset + limit) if offset + limit < total else None}
     return template("runs.html").render(
-        csp=page_csp(style), style=Markup(style), runs=rows, pages=pages, filters=filters, statuses=RUN_STATUSES,
-        store=clean_text(store, limit=1000), served={"run_href": None, "results": "/api/runs"},
-        experiments=[clean_text(e, limit=200) for e in experiments])
+        csp=page_csp(style), style=Markup(style), runs=rows, pages=pages, filters=filters, statuses=statuses,
+        store=clean_text(store, limit=1000), served={"run_href": None, "results": "/api/runs"})
 
 
 def sign_in_page(wrong: bool, next_path: str) -> str:

@@ -217,12 +217,13 @@ def _config_text(texts: dict[str, str], max_bytes: float) -> list[tuple[str, str
     return shown
 
 
-def page_csp(scripts: Sequence[str], style: str, connect: str = "'none'") -> str:
+def page_csp(scripts: Sequence[str], style: str, connect: str = "'none'", form_action: str = "'none'") -> str:
     """The Content-Security-Policy of a page with exactly these inline scripts and stylesheet:
-    nothing else runs or loads; ``connect``: where its script may send requests (a served page: 'self')."""
+    nothing else runs or loads; ``connect``: where its script may send requests (a served page: 'self');
+    ``form_action``: where its forms may send (the Eval Center's own pages: 'self')."""
     script_src = " ".join(csp_hash(s) for s in scripts) or "'none'"
     return ("default-src 'none'; script-src " + script_src + "; style-src " + csp_hash(style)
-            + f"; img-src data:; font-src data:; connect-src {connect}; form-action 'none'; base-uri 'none';"
+            + f"; img-src data:; font-src data:; connect-src {connect}; form-action {form_action}; base-uri 'none';"
             " object-src 'none'")
 
 

@@ -30,8 +30,8 @@ HISTORY_RUNS = 10
 log = logging.getLogger("yamleval.serve")
 
 # what every answer carries: no framing, no sniffing, nothing sent elsewhere, nothing kept by a proxy
-_HEADERS = {"x-content-type-options": "nosniff", "x-frame-options": "DENY", "referrer-policy": "no-referrer",
-            "cache-control": "no-store"}
+_HEADERS = (("x-content-type-options", "nosniff"), ("x-frame-options", "DENY"), ("referrer-policy", "no-referrer"),
+            ("cache-control", "no-store"))
 
 
 class NotFound(Exception):
@@ -105,12 +105,22 @@ def _run(store, ref: str):
         raise NotFound(exc.message) from None
 
 
+def _of_experiment(store, answer: Callable, ref: str, experiment_id: str | None, *args):
+    """``answer(store, run_id, experiment_id, *args)`` of the run ``ref``; 404 when it says (None)
+    that the run has no such experiment."""
+    run_id = _run(store, ref).run_id
+    found = answer(store, run_id, experiment_id, *args)
+    if found is None:
+        raise NotFound(f"run {run_id} has no experiment {experiment_id}")
+    return found
+
+
 def _page_html(text: str) -> HTMLResponse:
-    return HTMLResponse(text, headers=_HEADERS)
+    return HTMLResponse(text, headers=dict(_HEADERS))
 
 
 def _json(text: str, status: int = 200) -> Response:
-    return Response(text, status_code=status, media_type="application/json", headers=_HEADERS)
+    return Response(text, status_code=status, media_type="application/json", headers=dict(_HEADERS))
 
 
 def _number(request: Request, name: str, default: int, low: int = 0, high: int | None = None) -> int:
@@ -162,7 +172,7 @@ def application(location: str, token: str | None = None) -> Starlette:
 
         def work(store):
             listed, total = reading.runs_json(store, filters, RUNS_PAGE)
-            return center.runs_page(listed, total, filters, RUNS_PAGE, store.path)
+            return center.runs_page(listed, total, filters, RUNS_PAGE, store.path, views.RUN_STATUSES)
 
         return _page_html(await read(work))
 
@@ -260,8 +270,8 @@ def application(location: str, token: str | None = None) -> Starlette:
         body = urllib.parse.parse_qs((await request.body()).decode("utf-8", "replace"))
         given, next_path = (body.get("token") or [""])[0], _local((body.get("next") or ["/"])[0])
         if token is None or not access.hmac.compare_digest(given.encode(), token.encode()):
-            return HTMLResponse(center.sign_in_page(True, next_path), status_code=401, headers=_HEADERS)
-        answer = RedirectResponse(next_path, 303, headers=_HEADERS)
+            return HTMLResponse(center.sign_in_page(True, next_path), status_code=401, headers=dict(_HEADERS))
+        answer = RedirectResponse(next_path, 303, headers=dict(_HEADERS))
         answer.set_cookie(access.COOKIE, access.cookie_value(token), httponly=True, samesite="strict",
                           secure=request.url.scheme == "https", path="/")
         return answer
@@ -290,14 +300,7 @@ def application(location: str, token: str | None = None) -> Starlette:
             raise HTTPException(400, f"status={status!r}: choose from {', '.join(html.STATUSES)}")
         offset = _number(request, "offset", 0)
         limit = _number(request, "limit", 100, 1, reading.PAGE_LIMIT)
-        def work(store):
-            run_id = _run(store, ref).run_id
-            found = reading.items_json(store, run_id, experiment_id, status, offset, limit)
-            if found is None:
-                raise NotFound(f"run {run_id} has no experiment {experiment_id}")
-            return found
-
-        return _json(await read(work))
+        return _json(await read(_of_experiment, reading.items_json, ref, experiment_id, status, offset, limit))
 
     async def api_rows(request: Request):
         ref = request.path_params["run"]
@@ -307,14 +310,7 @@ def application(location: str, token: str | None = None) -> Starlette:
         after = _number(request, "after", -1, -1)
         limit = _number(request, "limit", 2000, 1, reading.PAGE_LIMIT)
 
-        def work(store):
-            run_id = _run(store, ref).run_id
-            found = reading.rows_json(store, run_id, experiment_id, after, limit)
-            if found is None:
-                raise NotFound(f"run {run_id} has no experiment {experiment_id}")
-            return found
-
-        return _json(await read(work))
+        return _json(await read(_of_experiment, reading.rows_json, ref, experiment_id, after, limit))
 
     async def api_events(request: Request):
         ref = request.path_params["run"]
@@ -343,19 +339,19 @@ def application(location: str, token: str | None = None) -> Starlette:
                 if items:
                     yield f"id: {last}\n" + _event("items", items)
                 if now.status != "running":
-                    yield _event("end", {"status": reading.verdict(now), "badge": reading.verdict(now)})
+                    yield _event("end", {"status": reading.verdict(now)})
                     return
                 await anyio.sleep(POLL_SECONDS)
 
         return StreamingResponse(stream(), media_type="text/event-stream",
-                                 headers={**_HEADERS, "x-accel-buffering": "no"})
+                                 headers={**dict(_HEADERS), "x-accel-buffering": "no"})
 
     # -- errors: a message, never a traceback -------------------------------------------------
 
     def _failure(request: Request, status: int, title: str, message: str) -> Response:
         if request.url.path.startswith("/api/"):
             return _json(json.dumps({"error": message}), status)
-        return HTMLResponse(center.message_page(title, message), status_code=status, headers=_HEADERS)
+        return HTMLResponse(center.message_page(title, message), status_code=status, headers=dict(_HEADERS))
 
     async def not_found(request: Request, exc: NotFound):
         return _failure(request, 404, "Not found", str(exc))

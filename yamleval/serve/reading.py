@@ -44,7 +44,7 @@ def progress_json(store, info: RunInfo) -> dict[str, Any]:
         width = 100.0 * counts[status] / whole
         shares.append({"status": status, "x": round(start, 4), "width": round(width, 4)})
         start += width
-    return {"status": info.status, "verdict": verdict(info), "badge": verdict(info), "finished": finished,
+    return {"status": info.status, "verdict": verdict(info), "finished": finished,
             "planned": planned, "counts": counts, "done": 100.0 * finished / whole, "shares": shares,
             "experiments": [{**p.as_json(), "label": p.label} for p in found]}
 
@@ -124,7 +124,7 @@ def items_json(store, run_id: str, experiment_id: str | None, status: str | None
                limit: int) -> str | None:
     """``/api/runs/{id}/items``: item records as results.json holds them, in run and dataset order;
     None when the run has no experiment ``experiment_id``."""
-    if experiment_id and _shape(store, run_id, experiment_id) is None:
+    if experiment_id and not store.query(_SHAPE, (run_id, experiment_id)):
         return None
     where, parameters = "", [run_id]
     if experiment_id:

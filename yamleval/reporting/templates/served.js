@@ -52,7 +52,7 @@
   function fmt(n) { return n === null || n === undefined ? "?" : n.toLocaleString("en-US"); }
 
   function showProgress(p) {
-    part("state").textContent = p.badge;
+    part("state").textContent = p.verdict;
     part("finished").textContent = fmt(p.finished);
     part("planned").textContent = fmt(p.planned);
     p.shares.forEach(function (share) {
@@ -96,9 +96,9 @@
 
   function showEnd(end) {
     var badge = document.querySelector(".run-title .badge");
-    badge.textContent = end.badge.toUpperCase();
+    badge.textContent = end.status.toUpperCase();
     badge.className = "badge badge-" + end.status;
-    part("state").textContent = end.badge;
+    part("state").textContent = end.status;
     part("ended").hidden = false;
     live.setAttribute("data-ended", end.status);
   }
