@@ -591,7 +591,7 @@ def test_a_database_of_an_older_schema_opens_and_takes_tags(write_config, tmp_pa
     write_config(store_at.config(TAGGED))
     assert run_cli("run", "-q", cwd=tmp_path).returncode == 0
     # as version 3 left it: no tags, no stored repeats, no shards, no source
-    for statement in ("DROP TABLE run_tags", "DROP TABLE repeats", "DROP TABLE run_shards",
+    for statement in ("DROP TABLE run_tags", "DROP TABLE repeats", "DROP TABLE run_shards", "DROP TABLE reviews",
                       "ALTER TABLE runs DROP COLUMN rescored_from", "ALTER TABLE runs DROP COLUMN retried_from",
                       "ALTER TABLE experiments DROP COLUMN variant", "DROP INDEX items_written",
                       "ALTER TABLE items DROP COLUMN written", "ALTER TABLE experiments DROP COLUMN planned",

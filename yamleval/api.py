@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from yamleval.cache import answers
     from yamleval.engine import experiment as engine
     from yamleval.engine import plan
+    from yamleval.lifecycle import reviewing
 
 Paths = Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]]
 StoreLocation = Union[str, os.PathLike, None]
@@ -179,6 +180,32 @@ def show(run: str = "latest", *, store: StoreLocation = None, by: str | None = N
     breakdown by an item field (``metadata.KEY`` or ``tags``); ``config``: the run only (its
     stored configuration is ``run.config_text``), no results read."""
     return stored_runs.show(store, run, by, config)
+
+
+def review(run: str, experiment: str | None = None, item: str | None = None, verdict: str | None = None, *,
+           note: str | None = None, by: str | None = None, import_file: Union[str, os.PathLike, None] = None,
+           store: StoreLocation = None) -> "reviewing.Reviewed":
+    """Store a person's verdict (pass or fail) on an item of a stored run, or those of a CSV or JSONL
+    file (experiment, item, verdict, note, by); each is kept, and the newest of an item counts."""
+    from yamleval.lifecycle import reviewing
+
+    if import_file is not None:
+        if experiment is not None or item is not None or verdict is not None:
+            raise UsageError("give either an item and its verdict, or --import FILE, not both")
+        asked = reviewing.read_file(os.fspath(import_file), by)
+    elif experiment is None or item is None or verdict is None:
+        raise UsageError("name the EXPERIMENT and ITEM to review and give --verdict pass|fail (or --import FILE)")
+    else:
+        asked = [reviewing.Asked(experiment, item, verdict, note, by)]
+    return reviewing.review(store, run, asked)
+
+
+def agreement(run: str = "latest", *, store: StoreLocation = None) -> "reviewing.Agreements":
+    """How far each scorer of a stored run agrees with people's verdicts: n, agreement, Cohen's kappa
+    with its interval, the confusion matrix (each experiment's ``summary.agreement``)."""
+    from yamleval.lifecycle import reviewing
+
+    return reviewing.agreement(store, run)
 
 
 def serve(*, store: StoreLocation = None, host: str = "127.0.0.1", port: int = 8600, token_env: str | None = None,

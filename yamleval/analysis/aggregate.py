@@ -16,6 +16,7 @@ from array import array
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from yamleval.analysis import stats
+from yamleval.analysis.agreement import Pairs
 from yamleval.records.codec import storable_text
 from yamleval.records.types import Breakdown, CacheUse, ItemResult, LatencySummary, ScorerSummary, Slice, Summary, Usage
 
@@ -268,10 +269,13 @@ class Aggregator:
         self.tokens = _Tokens()
         self.judge_tokens = _Tokens()
         self.cache = CacheUse()
+        self.people = Pairs()
 
     def add(self, result: ItemResult) -> None:
         if self.slices or self.detect:
             self._slice(result)
+        if result.human is not None:
+            self.people.add(result)
         self.completed += 1
         self.counts[result.status] += 1
         self.latencies.add(result.latency_ms)
@@ -360,6 +364,8 @@ class Aggregator:
             confidence=self.confidence, pass_rate_ci=stats.wilson_interval(counts["passed"], judged, self.confidence),
             mean_score_ci=_score_interval(self.item_means, self.confidence),
             flaky=self.flaky, cache=self.cache, breakdowns=self.breakdowns(),
+            reviewed=self.people.reviewed, overruled=self.people.overruled,
+            agreement=self.people.agreement(self.confidence),
         )
 
 

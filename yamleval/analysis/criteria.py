@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable
 
+from yamleval.analysis.agreement import MIN_VERDICTS
 from yamleval.config.model import CriterionSpec
 from yamleval.records.types import CriterionResult, Summary
 
@@ -38,6 +39,8 @@ def actual_value(criterion: CriterionSpec, summary: Summary) -> float | None:
         return getattr(summary.latency_ms, latency_figure(criterion.percentile))
     if criterion.type in ("tokens", "cost"):
         return _spent(criterion, summary)
+    if criterion.type == "judge_agreement":
+        return _agreement(criterion, summary)
     mean = criterion.type == "mean_score"
     if criterion.scorer is None:
         point, interval = ((summary.mean_score, summary.mean_score_ci) if mean
@@ -50,6 +53,25 @@ def actual_value(criterion: CriterionSpec, summary: Summary) -> float | None:
     if criterion.bound == "lower":  # "95% sure it is at least min"
         return None if interval is None else interval[0]
     return point
+
+
+def _agreement(criterion: CriterionSpec, summary: Summary) -> float | None:
+    """The scorer's kappa (or plain agreement rate) with people, or its interval's lower end; None
+    with fewer than ``MIN_VERDICTS`` items both judged."""
+    found = summary.agreement.get(criterion.scorer)
+    if found is None or found.n < MIN_VERDICTS:
+        return None
+    point, interval = (found.rate, found.rate_ci) if criterion.metric == "agreement" else (found.kappa, found.kappa_ci)
+    return (None if interval is None else interval[0]) if criterion.bound == "lower" else point
+
+
+def _too_few(criterion: CriterionSpec, summary: Summary) -> str | None:
+    """Why a judge_agreement criterion has no value: too few human verdicts (it does not pass)."""
+    found = summary.agreement.get(criterion.scorer)
+    n = found.n if found is not None else 0
+    if n < MIN_VERDICTS:
+        return f"not enough human verdicts (n = {n} < {MIN_VERDICTS})"
+    return "no kappa: the scorer and the people gave every item the same one verdict"
 
 
 NO_BASELINE_HERE = "skipped: compared with its baseline only when a stored run's experiment finishes"
@@ -67,10 +89,13 @@ def evaluate(criteria: Iterable[CriterionSpec], summary: Summary) -> tuple[Crite
             continue
         actual = actual_value(c, summary)
         holds = actual is not None and (actual <= c.max if c.max is not None else actual >= c.min)
+        judge = c.type == "judge_agreement"
         results.append(CriterionResult(type=c.type, min=c.min, actual=actual, passed=holds, severity=c.severity,
                                        scorer=c.scorer, label=c.label, source=c.source, max=c.max,
                                        percentile=c.percentile, per_item=c.per_item, bound=c.bound,
-                                       confidence=summary.confidence if c.bound == "lower" else None))
+                                       confidence=summary.confidence if c.bound == "lower" else None,
+                                       detail=_too_few(c, summary) if judge and actual is None else None,
+                                       metric=c.metric if judge else None))
     return tuple(results)
 
 

@@ -3,6 +3,7 @@ below the api. One module per group of commands:
 
     running   run (with --resume), rescore
     history   runs, show, tag, report, merge, export, compare, history
+    reviews   review, agreement (people's verdicts)
     serve     serve (the Eval Center)
     here      init, validate, preview, schema
     cache_commands  cache stats, prune, clear
@@ -44,4 +45,4 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(ExitCode.OK)
 
 
-from yamleval.cli import cache_commands, here, history, running, serve  # noqa: E402,F401  (they add their commands to ``cli``)
+from yamleval.cli import cache_commands, here, history, reviews, running, serve  # noqa: E402,F401  (they add their commands to ``cli``)

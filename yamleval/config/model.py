@@ -85,6 +85,7 @@ class CriterionSpec:
     baseline: str | None = None  # no_regression: a run id or a tag (yamleval.lifecycle.baseline)
     alpha: float | None = None
     margin: float | None = None
+    metric: str | None = None  # judge_agreement: kappa (default) or agreement
 
 
 @dataclass(frozen=True)
@@ -274,7 +275,8 @@ def build_experiment(data: Mapping[str, Any], raw: Mapping[str, Any], path: Path
                           percentile=c.get("percentile"), per_item=c.get("per_item", False),
                           bound=c.get("bound", "point"),
                           source=source.locate(path + ("pass_criteria", index)).file_line(),
-                          baseline=c.get("baseline"), alpha=c.get("alpha", 0.05), margin=c.get("margin", 0.0))
+                          baseline=c.get("baseline"), alpha=c.get("alpha", 0.05), margin=c.get("margin", 0.0),
+                          metric=c.get("metric", "kappa") if c["type"] == "judge_agreement" else None)
             for index, c in enumerate(data.get("pass_criteria") or [])
         ),
         path=path, source=source, base_dir=base_dir,

@@ -10,9 +10,10 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 from yamleval.config.model import DatasetSpec
 from yamleval.datasets.files import Row, detect_format, plain, read_rows
 from yamleval.records.errors import ConfigError, Location, describe_exception, display_path
+from yamleval.records.reviews import verdict_of
 from yamleval.records.types import Item
 
-ITEM_FIELDS = ("id", "label", "input", "expected", "context", "assertions", "metadata")
+ITEM_FIELDS = ("id", "label", "input", "expected", "context", "assertions", "metadata", "human_verdict")
 
 
 class Dataset:
@@ -69,7 +70,7 @@ class _RowToItem:
             if not isinstance(value, dict):
                 kind = _KINDS.get(type(value), "null" if value is None else type(value).__name__)
                 raise row.error(f"{row.what} must be a mapping of fields (input, expected, ...), got {kind}")
-        id_col, label_col, input_col, expected_col, context_col, assertions_col, metadata_col = self.columns
+        id_col, label_col, input_col, expected_col, context_col, assertions_col, metadata_col, human_col = self.columns
         if input_col not in value:
             raise _missing_input(row, self.fields)
         get = value.get
@@ -78,11 +79,17 @@ class _RowToItem:
             extra = {k: v for k, v in value.items() if k not in self.known}
             metadata = {**extra, **metadata} if isinstance(metadata, dict) else extra
         given_id = get(id_col)
+        human = get(human_col)
+        if human is not None:
+            human = verdict_of(human)
+            if human is None:
+                raise row.error(f"{row.what}'s '{human_col}' is {get(human_col)!r}, not a verdict",
+                                hint="a person's verdict is pass or fail (true/false, yes/no and 1/0 are read too)")
         return Item(
             id=f"item-{index + 1}" if given_id is None or given_id == "" else str(given_id),
             index=index, input=value[input_col], expected=get(expected_col), context=get(context_col),
             assertions=get(assertions_col), metadata=metadata, label=get(label_col),
-            source=row.where.file_line() if self.located else None,
+            source=row.where.file_line() if self.located else None, human_verdict=human,
         )
 
 

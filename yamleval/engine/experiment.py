@@ -18,6 +18,7 @@ from yamleval.engine import shards as sharding
 from yamleval.engine.item import ItemProcessor, caching as caching_of
 from yamleval.engine.plan import Prepared
 from yamleval.records.redaction import redact_experiment, redact_item
+from yamleval.records.reviews import labelled
 from yamleval.engine.scoring import error_result
 from yamleval.engine.shards import Shard
 from yamleval.net import health, limits
@@ -48,7 +49,7 @@ def rescored(prepared: Prepared, results: Iterable[ItemResult], network: RunNetw
                 result = redact_item(result, prepared.secrets)
             elif result.error is None or result.scores:
                 result = redact_item(processor.scored(result, use(0)), prepared.secrets)
-            yield result
+            yield labelled(result)
     finally:
         processor.close()
 
@@ -148,7 +149,7 @@ def run_experiment(prepared: Prepared, *, executor: ExecutorFactory, network: Ru
             return True
 
         def record(result: ItemResult) -> None:
-            result = redact_item(result, prepared.secrets)  # before anything stores or shows it
+            result = labelled(redact_item(result, prepared.secrets))  # before anything stores or shows it
             if keep_items:
                 results.append(result)
             aggregator.add(result)

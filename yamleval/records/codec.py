@@ -5,11 +5,13 @@ has the same bytes.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
 from typing import Any
 
+from yamleval.records.reviews import Agreement, HumanVerdict
 from yamleval.records.types import (Breakdown, CacheUse, CriterionResult, Item, ItemResult, LatencySummary, ScoreResult,
                             ScorerSummary, Slice, Summary, Throttling, Usage)
 
@@ -104,9 +106,15 @@ def item_record(result: ItemResult) -> dict[str, Any]:
         out["metadata"] = item.metadata
     if item.source is not None:
         out["source"] = item.source
+    if item.human_verdict is not None:
+        out["human_verdict"] = item.human_verdict
     _add_run(out, result)
     if result.flaky:
         out["flaky"] = True
+    if result.human is not None:
+        h = result.human
+        out["human"] = {"verdict": h.verdict, "machine": h.machine, "source": h.source, "by": h.by, "at": h.at,
+                        "note": h.note, "reviews": h.reviews}
     if result.repeats:
         out["repeats"] = [_add_run({"status": r.status, "output": r.output, "latency_ms": r.latency_ms,
                                     "error": r.error, "scores": {sid: _score(s) for sid, s in r.scores.items()}}, r)
@@ -140,9 +148,12 @@ def item_from_record(d: dict[str, Any], text: str | None = None) -> ItemResult:
     keywords cost a third more."""
     get = d.get
     item = Item(d["id"], d["index"], d["input"], d["expected"], get("context"), get("assertions"), get("metadata"),
-                get("label"), get("source"))
+                get("label"), get("source"), get("human_verdict"))
     repeats = get("repeats")
     result = _result(item, d, tuple(_result(item, r) for r in repeats) if repeats else (), get("flaky", False))
+    human = get("human")
+    if human is not None:
+        result = dataclasses.replace(result, human=HumanVerdict(**human))
     if text is not None:
         object.__setattr__(result, "record", text)
     return result
@@ -200,13 +211,16 @@ def _summary_fields(s: Summary) -> dict[str, Any]:
                      x.skipped, x.histogram, x.pass_rate_ci, x.mean_ci, x.corpus] for x in s.scorers.values()],
         "criteria": [[c.type, c.min, c.actual, c.passed, c.severity, c.scorer, c.label, c.source, c.max,
                       c.percentile, c.per_item, c.bound, c.confidence, c.baseline, c.alpha, c.margin, c.skipped,
-                      c.detail] for c in s.criteria],
+                      c.detail, c.metric] for c in s.criteria],
         "throttling": [s.throttling.calls, s.throttling.throttled, s.throttling.waited_seconds],
         "noted": s.noted,
         "confidence": s.confidence, "pass_rate_ci": s.pass_rate_ci, "mean_score_ci": s.mean_score_ci,
         "flaky": s.flaky, "cache": _cache(s.cache),
     } | ({"breakdowns": [[b.field, b.other, [[x.value, _summary_fields(x.summary)] for x in b.slices]]
-                         for b in s.breakdowns]} if s.breakdowns else {}))
+                         for b in s.breakdowns]} if s.breakdowns else {})
+      | ({"reviewed": s.reviewed, "overruled": s.overruled} if s.reviewed else {})
+      | ({"agreement": [[a.scorer, a.matrix, a.rate, a.kappa, a.kappa_ci, a.rate_ci] for a in s.agreement.values()]}
+         if s.agreement else {}))
 
 
 def _interval(value: list | None) -> tuple[float, float] | None:
@@ -234,4 +248,7 @@ def _summary(d: dict[str, Any]) -> Summary:
         flaky=get("flaky", 0), cache=CacheUse(**get("cache", {})),
         breakdowns=tuple(Breakdown(field, tuple(Slice(value, _summary(x)) for value, x in slices), other)
                          for field, other, slices in get("breakdowns", ())),
+        reviewed=get("reviewed", 0), overruled=get("overruled", 0),
+        agreement={a[0]: Agreement(a[0], (tuple(a[1][0]), tuple(a[1][1])), a[2], a[3], _interval(a[4]), _interval(a[5]))
+                   for a in get("agreement", ())},
     )

@@ -6,6 +6,8 @@ from datetime import datetime, timezone
 import itertools
 from typing import Any, Iterator, Literal, Mapping, Sequence
 
+from yamleval.records.reviews import Agreement, HumanVerdict  # noqa: F401  (named in fields below)
+
 ItemStatus = Literal["passed", "failed", "error", "skipped"]
 ScoreStatus = Literal["success", "error", "skipped"]
 
@@ -23,6 +25,7 @@ class Item:
     metadata: Mapping[str, Any] | None = None
     label: str | None = None
     source: str | None = None  # "file:line" of the row it was read from, when a file has one
+    human_verdict: str | None = None  # passed or failed: a person's verdict the dataset gives (``fields:``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +102,7 @@ class ItemResult:
     repeats: tuple["ItemResult", ...] = ()  # each run of the item, with ``repeats: N`` over 1
     flaky: bool = False  # its repeats disagree: some passed, some failed
     cache: "CacheUse | None" = None  # when the answer cache was used for it
+    human: "HumanVerdict | None" = None  # a person's verdict, which counts: ``status`` is it
     # the item's record as the store keeps it, when read from there (a report copies it);
     # not copied by dataclasses.replace, so a changed result is encoded anew
     record: str | None = field(default=None, init=False, compare=False, repr=False)
@@ -160,6 +164,7 @@ class CriterionResult:
     margin: float | None = None
     skipped: bool = False  # not judged (no_regression without a baseline): never fails
     detail: str | None = None  # what no_regression found, or why it was skipped
+    metric: str | None = None  # judge_agreement: kappa or agreement
 
 
 @dataclass(frozen=True)
@@ -215,6 +220,9 @@ class Summary:
     flaky: int = 0  # items whose repeats disagree (``ItemResult.flaky``)
     cache: CacheUse = CacheUse()
     breakdowns: tuple["Breakdown", ...] = ()  # the same figures per value of an item field (``aggregate``)
+    reviewed: int = 0  # items counted with a person's verdict (``ItemResult.human``)
+    overruled: int = 0  # of those, the ones where it differs from the scorers'
+    agreement: Mapping[str, "Agreement"] = field(default_factory=dict)  # by scorer, where people judged too
 
 
 @dataclass(frozen=True)

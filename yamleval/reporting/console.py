@@ -8,6 +8,7 @@ import time
 from typing import TextIO
 
 from yamleval.analysis import figures
+from yamleval.reporting import people
 from yamleval.reporting.text import (INCOMPLETE, bound, criterion_mark, criterion_outcome, criterion_subject,
                                      item_message, stopped_because, terminal_line, throttling_text, cache_text)
 from yamleval.records.types import ExperimentResult, ItemResult
@@ -138,6 +139,7 @@ def summary_text(result: ExperimentResult) -> str:
                          f"{figures.percent(sc.pass_rate):>10}  {figures.interval(sc.mean_ci):>11} "
                          f"{figures.interval(sc.pass_rate_ci, rate=True):>12}  "
                          f"{sc.passed}/{sc.failed}/{sc.errored}/{sc.skipped}{threshold}")
+    lines += ["  " + line for line in people.text_lines(s)]
     if s.criteria:
         lines.append("  criteria")
         for c in s.criteria:

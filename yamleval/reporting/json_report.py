@@ -11,6 +11,7 @@ from typing import IO, Any, Sequence
 
 from yamleval.reporting.comparison import changes_json
 from yamleval.records.codec import encode, encode_record
+from yamleval.reporting import people
 from yamleval.reporting import variants
 from yamleval.reporting import breakdowns
 from yamleval.reporting.text import criterion_name
@@ -38,6 +39,8 @@ def _criterion_details(criterion: CriterionResult) -> dict[str, Any]:
     if criterion.baseline is not None:
         out.update(baseline=criterion.baseline, alpha=criterion.alpha, margin=criterion.margin,
                    skipped=criterion.skipped, detail=criterion.detail)
+    if criterion.metric is not None:
+        out.update(metric=criterion.metric, detail=criterion.detail)
     return out
 
 
@@ -61,6 +64,7 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
                       "severity": c.severity, "label": c.label, **({"max": c.max} if c.max is not None else {}),
                       **_criterion_details(c)}
                      for c in summary.criteria],
+        **people.people_dict(summary),
     }
 
 

@@ -13,6 +13,7 @@ import re
 from typing import IO, Iterable, Sequence
 
 from yamleval.analysis import figures
+from yamleval.reporting import people
 from yamleval.reporting import variants
 from yamleval.reporting import breakdowns
 from yamleval.reporting.text import (INCOMPLETE, as_text, clean_text, criterion_mark, criterion_name, criterion_outcome,
@@ -227,7 +228,8 @@ def _experiment(result: ExperimentResult, worst: list[ItemResult]) -> list[str]:
         lines += [f"{heading}: {shorten(text, 600)}", ""]
     if result.incomplete:
         lines += [f"Incomplete: {INCOMPLETE}.", ""]
-    lines += _statistics(result) + _breakdowns(result) + _criteria(result) + _items(result, worst)
+    lines += (_statistics(result) + people.markdown_lines(result.summary, escape) + _breakdowns(result)
+              + _criteria(result) + _items(result, worst))
     lines += [f"- warning: {shorten(w, 500)}" for w in result.warnings]
     return lines + ([""] if result.warnings else [])
 

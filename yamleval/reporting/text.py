@@ -115,7 +115,19 @@ def item_message(result: ItemResult) -> str:
     """Why an item did not pass, in a line: the error, or each failing scorer with
     its score against the threshold and its reason; then its notes, in brackets."""
     notes = "".join(f" [{note}]" for note in result.notes)
-    return _why(result) + notes
+    return _human(result) + _why(result) + notes
+
+
+def _human(result: ItemResult) -> str:
+    """Who decided a reviewed item's verdict: ``failed by a person (ana; its scorers passed it): ``."""
+    human = result.human
+    if human is None:
+        return ""
+    who = f"{human.by}; " if human.by else "the dataset's label; " if human.source == "dataset" else ""
+    said = f": {human.note}" if human.note else ""
+    if not human.overruled:
+        return f"{human.verdict} by its scorers and a person ({who.rstrip('; ') or 'reviewed'}){said}: "
+    return f"{human.verdict} by a person ({who}its scorers {'passed' if human.machine == 'passed' else 'failed'} it){said}: "
 
 
 def _why(result: ItemResult) -> str:
@@ -132,7 +144,7 @@ def _why(result: ItemResult) -> str:
         else:
             miss = f"{sid} failed" + (f" ({score_text(s.score)})" if s.score is not None else "")
         misses.append(miss + (f": {s.reason}" if s.reason else ""))
-    return "; ".join(misses) or result.status
+    return "; ".join(misses) or ("no scorer failed it" if result.human is not None else result.status)
 
 
 def shown_label(result: ExperimentResult) -> str:
@@ -191,6 +203,8 @@ def criterion_subject(criterion: CriterionResult, scorer: str = "[{}]") -> str:
         text += f" {latency_figure(criterion.percentile)}"
     if criterion.per_item:
         text += " per item"
+    if criterion.metric is not None:
+        text += f" {criterion.metric}"
     if criterion.bound == "lower":
         text += f" (lower {criterion.confidence * 100:g}% bound)"
     return text

@@ -9,7 +9,7 @@ from yamleval.records.codec import storable_text
 from yamleval.store.database import Database, Table
 from yamleval.store.errors import FOREIGN, DatabaseError
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 
 RUNS = Table("runs", "run_id TEXT PRIMARY KEY, status TEXT NOT NULL, started_at TEXT NOT NULL, completed_at TEXT,"
@@ -52,7 +52,10 @@ REPEATS = Table("repeats", "run_id TEXT NOT NULL, experiment_id TEXT NOT NULL, i
 RUN_SHARDS = Table("run_shards", "run_id TEXT NOT NULL, shard INTEGER NOT NULL, count INTEGER NOT NULL,"
                    " status TEXT NOT NULL, pid INTEGER, host TEXT, parts TEXT, PRIMARY KEY (run_id, shard)",
                    ("run_id", "shard"))
-TABLES = {table.name: table for table in (RUNS, EXPERIMENTS, ITEMS, RUN_TAGS, REPEATS, RUN_SHARDS)}
+# people's verdicts on items (yamleval.store.reviews): appended, never changed; the newest of an item counts
+REVIEWS = Table("reviews", "run_id TEXT NOT NULL, experiment_id TEXT NOT NULL, item_id TEXT NOT NULL,"
+                " verdict TEXT NOT NULL, machine TEXT NOT NULL, reviewer TEXT NOT NULL, note TEXT, at TEXT NOT NULL", ())
+TABLES = {table.name: table for table in (RUNS, EXPERIMENTS, ITEMS, RUN_TAGS, REPEATS, RUN_SHARDS, REVIEWS)}
 
 # MIGRATIONS[n] takes a database at version n to n + 1: tables to create, statements to run.
 # Past 0, a migration must leave the database readable by this version without it: a read-only
@@ -73,6 +76,7 @@ MIGRATIONS: dict[int, list[Table | str]] = {
     # so a viewer asks for those after the last it has; ``planned``: the items an experiment has in all
     9: ["ALTER TABLE items ADD COLUMN written INTEGER", "CREATE INDEX items_written ON items (run_id, written)",
         "ALTER TABLE experiments ADD COLUMN planned INTEGER"],
+    10: [REVIEWS, "CREATE INDEX reviews_item ON reviews (run_id, experiment_id, item_id)"],
 }
 
 

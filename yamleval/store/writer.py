@@ -19,6 +19,7 @@ import tenacity
 
 from yamleval.analysis import criteria
 from yamleval.store import locations
+from yamleval.store import reviewed
 from yamleval.store import schema as store_schema
 from yamleval.store import repeats as stored_repeats
 from yamleval.store import tags as run_tags
@@ -387,7 +388,7 @@ class Store:
                 stopped_by_budget=row["status"] == "stopped", variant=_variant(row),
                 description=row["description"], tags=tuple(json.loads(row["tags"] or "[]")), runner=row["runner"],
                 dataset=row["dataset"], scorers=tuple(json.loads(row["scorers"] or "[]"))))
-        return out
+        return reviewed.applied(self, run_id, out)  # as people reviewed it
 
 
 def _variant(row: dict[str, Any]) -> Variant | None:

@@ -1,0 +1,73 @@
+"""A stored run as people reviewed it: each reviewed item counted with its newest review's
+verdict (``records.reviews.counted``), its experiment's figures, criteria and verdict counted
+again. The store reads every run so (``Store.results``): reports, comparisons, gates and the
+Eval Center all see the verdict that counts."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterator, Sequence
+
+from yamleval.analysis import criteria
+from yamleval.analysis.aggregate import recount
+from yamleval.records.reviews import JUDGED, HumanVerdict, Review, counted
+from yamleval.records.types import ExperimentResult, ItemResult, ItemResults, Summary, Verdicts
+from yamleval.store import reviews as stored_reviews
+from yamleval.store.schema import item_key
+
+
+def human_verdict(reviews: Sequence[Review]) -> HumanVerdict:
+    """The verdict of an item's reviews (oldest first): its newest."""
+    last = reviews[-1]
+    return HumanVerdict(last.verdict, last.machine, "review", last.by, last.at, last.note, len(reviews))
+
+
+class ReviewedItems(ItemResults):
+    """An experiment's items, each with a review counted with its newest one."""
+
+    def __init__(self, items: ItemResults, verdicts: dict[str, HumanVerdict]):
+        self.items, self.verdicts_by_key = items, verdicts
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def _counted(self, result: ItemResult | None) -> ItemResult | None:
+        return None if result is None else counted(result, self.verdicts_by_key.get(item_key(result.item.id)))
+
+    def __iter__(self) -> Iterator[ItemResult]:
+        return map(self._counted, self.items)
+
+    def verdicts(self, scorers: Sequence[str]) -> Iterator[Verdicts]:
+        for item_id, position, status, scores in self.items.verdicts(scorers):
+            found = self.verdicts_by_key.get(item_key(item_id))
+            yield item_id, position, found.verdict if found is not None and status in JUDGED else status, scores
+
+    def find(self, item_id: str) -> ItemResult | None:
+        return self._counted(self.items.find(item_id))
+
+
+def applied(store, run_id: str, results: list[ExperimentResult]) -> list[ExperimentResult]:
+    """``results`` of the stored run ``run_id`` with its reviews counted."""
+    reviews = stored_reviews.of_run(store, run_id)
+    if not reviews:
+        return results
+    return [_reviewed(result, reviews[result.experiment_id]) if result.experiment_id in reviews else result
+            for result in results]
+
+
+def _reviewed(result: ExperimentResult, reviews: dict[str, list[Review]]) -> ExperimentResult:
+    items = ReviewedItems(result.items, {key: human_verdict(found) for key, found in reviews.items()})
+    summary = recounted(result.summary, items)
+    return dataclasses.replace(result, items=items, summary=summary,
+                               passed=criteria.verdict(summary, bool(summary.criteria)) and not result.interrupted
+                               and result.aborted is None and not result.incomplete)
+
+
+def recounted(summary: Summary, items: ItemResults) -> Summary:
+    """``summary`` counted again from ``items``: what items hold (counts, scores, agreement) anew, what
+    they do not (the time, the throttling, a baseline's verdict) as it was."""
+    again = recount(summary, items, tuple(b.field for b in summary.breakdowns))
+    judged = criteria.evaluate([c for c in summary.criteria if c.type != "no_regression"], again)
+    kept = iter(judged)
+    both = tuple(c if c.type == "no_regression" else next(kept) for c in summary.criteria)
+    return dataclasses.replace(again, criteria=both, duration_ms=summary.duration_ms, throttling=summary.throttling,
+                               total=summary.total, confidence=summary.confidence)

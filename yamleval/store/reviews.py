@@ -1,0 +1,31 @@
+"""People's reviews of stored items, in the results database's ``reviews`` table
+(``schema.REVIEWS``): appended, never changed or removed, so every change of mind is kept; the
+newest review of an item is its human verdict."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from yamleval.records.reviews import Review
+from yamleval.store.schema import REVIEWS, item_key
+
+_COLUMNS = ("run_id", "experiment_id", "item_id", "verdict", "machine", "reviewer", "note", "at")
+_OF_RUN = ("SELECT experiment_id, item_id, verdict, reviewer, at, machine, note FROM reviews WHERE run_id = {p}"
+           " ORDER BY rowid")
+
+
+def add(store, run_id: str, reviews: Sequence[Review]) -> None:
+    """Store ``reviews`` of the run ``run_id`` (each item's id as the store keys it), in one transaction."""
+    store.insert(REVIEWS, _COLUMNS, [(run_id, r.experiment_id, item_key(r.item_id), r.verdict, r.machine, r.by, r.note,
+                                      r.at) for r in reviews], then="then review again")
+
+
+def of_run(store, run_id: str) -> dict[str, dict[str, list[Review]]]:
+    """The run's reviews by experiment, then by item key (``schema.item_key``), oldest first. A
+    read-only database of an older schema, read unmigrated, has none."""
+    found: dict[str, dict[str, list[Review]]] = {}
+    if not store.has_table("reviews"):
+        return found
+    for experiment_id, key, verdict, by, at, machine, note in store.query(_OF_RUN, (run_id,)):
+        found.setdefault(experiment_id, {}).setdefault(key, []).append(
+            Review(experiment_id, key, verdict, by, at, machine, note))
+    return found
