@@ -18,6 +18,7 @@ from yamleval.analysis import figures
 from yamleval.analysis.aggregate import BINS
 from yamleval.reporting import variants
 from yamleval.reporting import breakdowns
+from yamleval.reporting import people
 from yamleval.reporting.files import render_with
 from yamleval.reporting.html_data import FIELD_CAP, MAX_MB, ROW_FIELDS, Budget, Rows, Texts, dumps
 from yamleval.reporting.text import INCOMPLETE, criterion_outcome, criterion_subject, limit_text, shown_label, stop_notice
@@ -130,8 +131,10 @@ def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
                     if summary.judge_tokens.cost is not None else [])
                  + [("Duration", figures.ms(summary.duration_ms)),
                   ("Items", f"{summary.completed:,}" + ("" if summary.completed == summary.total else f" of {summary.total:,}"))] + ([("Flaky items", f"{summary.flaky:,}")] if summary.flaky else []) + (
+                      [("Reviewed", people.reviewed_tile(summary))] if summary.reviewed else []) + (
                       [("From the cache", _cache_tile(summary.cache))] if summary.cache.hits else []),
         "counts": counts, "shares": _shares(counts), "flaky": summary.flaky, "scorers": scorers, "criteria": criteria,
+        "people": people.html_view(summary),
         "breakdowns": [_breakdown_view(b, figures.level(summary.confidence)) for b in summary.breakdowns],
     }
     return view

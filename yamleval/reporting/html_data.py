@@ -28,7 +28,7 @@ TRUNCATED = "… (truncated; full text in results.json / the database)"
 # An output equal to the expected text is sent as 0, not a second copy (text fields are strings).
 SAME_AS_EXPECTED = 0
 ROW_FIELDS = ("id", "status", "input", "output", "expected", "error", "latency_ms", "tokens",
-              "scores", "label", "metadata", "trajectory", "assertions", "notes", "flaky", "repeats", "slices")
+              "scores", "label", "metadata", "trajectory", "assertions", "notes", "flaky", "repeats", "slices", "human")
 
 # One compact encoder for the blob; ``default=str`` as in results.json.
 dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
@@ -121,7 +121,15 @@ def row(result: ItemResult, scorer_ids: Sequence[str], text: Texts, values: Sequ
             [text(note) for note in result.notes] or None, result.flaky or None,
             [[r.status, text(r.output), text(r.error), ms(r.latency_ms),
               [_score_cell(r.scores.get(sid), text) for sid in scorer_ids]] for r in result.repeats] or None,
-            slices or None]
+            slices or None, _human(result, text)]
+
+
+def _human(result: ItemResult, text: Texts) -> list[Any] | None:
+    """[the person's verdict, the scorers', review or dataset, by, at, note, reviews], or None."""
+    human = result.human
+    if human is None:
+        return None
+    return [human.verdict, human.machine, human.source, text(human.by), human.at, text(human.note), human.reviews]
 
 
 class Rows:

@@ -77,3 +77,20 @@ def markdown_lines(summary: Summary, escape) -> list[str]:
         lines.append(f"| {escape(a.scorer)} | {a.n} | {figures.percent(a.rate)}{_interval(a.rate_ci, figures.percent)}"
                      f" | {kappa} | {pp} / {pf} | {fp} / {ff} |")
     return lines + [""]
+
+
+def reviewed_tile(summary: Summary) -> str:
+    """``12 · 2 overruled``: the items counted with a person's verdict."""
+    return f"{summary.reviewed:,} · {summary.overruled:,} overruled"
+
+
+def html_view(summary: Summary) -> list[dict[str, Any]]:
+    """Each scorer's agreement as report.html's panel shows it."""
+    out = []
+    for a in summary.agreement.values():
+        (pp, pf), (fp, ff) = a.matrix
+        out.append({"scorer": a.scorer, "n": f"{a.n:,}", "few": a.n < MIN_VERDICTS,
+                    "rate": figures.percent(a.rate) + _interval(a.rate_ci, figures.percent),
+                    "kappa": "—" if a.kappa is None else figures.number(a.kappa) + _interval(a.kappa_ci, figures.number),
+                    "matrix": [pp, pf, fp, ff]})
+    return out

@@ -512,6 +512,12 @@
       flaky.title = "its repeats disagree: some passed, some failed";
       verdict.appendChild(flaky);
     }
+    var human = it[F.human];
+    if (human) {
+      var mark = el("span", "pill " + (human[0] === human[1] ? "pill-none" : "pill-warn") + " reviewed", "person");
+      mark.title = "a person's verdict counts: " + human[0] + "; its scorers': " + human[1];
+      verdict.appendChild(mark);
+    }
     (it[F.notes] || []).forEach(function (note) { verdict.appendChild(el("span", "note", clip(note))); });
     tr.appendChild(verdict);
     if (it[F.output] === null && it[F.error] !== null) tr.appendChild(textCell(it[F.error], "err"));
@@ -577,6 +583,8 @@
       });
     if (SERVED && !SERVED.item) meta.appendChild(SERVED.itemLink(this.id, it[F.id]));
     grid.appendChild(meta);
+    if (it[F.human]) grid.appendChild(humanBlock(it[F.human]));
+    if (SERVED && SERVED.review) grid.appendChild(SERVED.review(this.id, it[F.id], it[F.human], it[F.status]));
     grid.appendChild(block("Input", it[F.input]));
     grid.appendChild(block("Expected", it[F.expected]));
     grid.appendChild(block("Output", it[F.output]));
@@ -595,6 +603,15 @@
     tr.appendChild(td);
     return tr;
   };
+
+  // Which verdict counts: a person's (its review, or its dataset's label) over its scorers'.
+  function humanBlock(human) {
+    var who = human[2] === "dataset" ? "the dataset's label" : (human[3] || "a person") + (human[4] ? ", " + human[4] : "");
+    var text = "Counts: " + human[0] + ", by " + who + ".\nIts scorers: " + human[1] + "."
+      + (human[6] > 1 ? "\nReviews of this item: " + human[6] + " (the newest counts)." : "")
+      + (human[5] ? "\nNote: " + human[5] : "");
+    return block("Person's verdict", text, "wide");
+  }
 
   // What the item's dataset row requires of the answer (judges grade against it).
   function assertions(texts) {
