@@ -209,14 +209,16 @@ def agreement(run: str = "latest", *, store: StoreLocation = None) -> "reviewing
 
 
 def serve(*, store: StoreLocation = None, host: str = "127.0.0.1", port: int = 8600, token_env: str | None = None,
-          ready: Callable[[str], None] | None = None) -> None:
+          ready: Callable[[str], None] | None = None, reviews: bool = False, reviewer: str | None = None) -> None:
     """Serve the Eval Center over a results database (``yamleval serve``) until interrupted:
     every stored run, a running one as it runs, and the JSON API. A ``host`` other than this
     machine's needs ``token_env``, the variable that holds the token every request must bring
-    (UsageError else); ``ready`` is called with the address once the server listens."""
+    (UsageError else); ``ready`` is called with the address once the server listens. ``reviews``:
+    people may give items their verdict on the items' pages (as ``reviewer``, or as each names
+    themselves); else the server writes nothing."""
     from yamleval.serve import serve as serving
 
-    serving(stored_runs.store_path(store), host, port, token_env, ready)
+    serving(stored_runs.store_path(store), host, port, token_env, ready, reviews, reviewer)
 
 
 @dataclass(frozen=True)

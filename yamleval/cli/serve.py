@@ -16,10 +16,15 @@ from yamleval.cli.history import STORE_OPTION
 @click.option("--token-env", metavar="NAME",
               help="The environment variable that holds the token every request must bring"
                    " (`Authorization: Bearer TOKEN`, or the sign-in page).")
-def serve(store_file, host, port, token_env):
+@click.option("--reviews", is_flag=True,
+              help="Let people give items their verdict (pass/fail and a note) on the items' pages; else read-only.")
+@click.option("--reviewer", metavar="NAME", help="With --reviews: who reviews (else each review names its reviewer).")
+def serve(store_file, host, port, token_env, reviews, reviewer):
     """Serve the Eval Center: every stored run (SQLite file or PostgreSQL URL), a running one as
-    its items finish, comparisons, history and a JSON API under /api/. Read-only; stop with Ctrl-C."""
+    its items finish, comparisons, history and a JSON API under /api/. Read-only unless
+    --reviews; stop with Ctrl-C."""
     def ready(address: str) -> None:
         click.echo(f"serving {address} (Ctrl-C stops)", err=True)
 
-    api.serve(store=store_file, host=host, port=port, token_env=token_env, ready=ready)
+    api.serve(store=store_file, host=host, port=port, token_env=token_env, ready=ready, reviews=reviews,
+              reviewer=reviewer)

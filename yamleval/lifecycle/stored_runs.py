@@ -5,7 +5,6 @@ that read the database again when iterated."""
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Iterator, Sequence
@@ -182,26 +181,18 @@ def report(given, run_ref: str, formats: Sequence[str], report_dir: str, junit_f
            max_html_mb: float | None) -> RunOutcome:
     from yamleval.config.loader import stored_report_settings, with_html_budget, with_junit_family
     from yamleval.reporting import write_reports
+    from yamleval.store import reviewed
 
     with opened(given) as store:
         info = store.find_run(run_ref)
         if gate:
             _gateable(store, info)
         results = store.results(info.run_id)
-    info = reviewed_run(info, results)
+    info = reviewed.run_info(info, results)
     configured = stored_report_settings(info.config_files, info.config_text)  # as the run wrote them
     wanted = with_junit_family(with_html_budget(report_formats(formats, configured), max_html_mb), junit_family)
     written = write_reports(report_dir, wanted, info, results)
     return RunOutcome(info, tuple(results), tuple(written))
-
-
-def reviewed_run(info: RunInfo, results: Sequence[ExperimentResult]) -> RunInfo:
-    """``info`` with the verdict its experiments have as people reviewed them (a finished run's)."""
-    from yamleval.lifecycle.stored import run_passed
-
-    if info.status != "completed" or not any(r.summary.reviewed for r in results):
-        return info
-    return dataclasses.replace(info, passed=run_passed(results))
 
 
 def _gateable(store, info: RunInfo) -> None:

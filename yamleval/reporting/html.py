@@ -96,7 +96,7 @@ def _cache_tile(use) -> str:
     return f"{use.hits:,} of {asked:,} call{'s' * (asked != 1)}"
 
 
-def _experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
+def experiment_view(number: int, result: ExperimentResult) -> dict[str, Any]:
     """What the template shows of one experiment: all of it comes from the summary."""
     summary = result.summary
     counts = {"passed": summary.passed, "failed": summary.failed, "error": summary.errored,
@@ -238,7 +238,7 @@ def _page(run: RunInfo, results: Sequence[ExperimentResult], max_mb: float = MAX
 
     script, style = asset("report.js"), asset("report.css")
     served_script = asset("served.js") if served else ""
-    views = [_experiment_view(number, result) for number, result in enumerate(results)]
+    views = [experiment_view(number, result) for number, result in enumerate(results)]
     csp = page_csp([served_script, script] if served else [script], style, "'self'" if served else "'none'")
     run_view = {"run_id": run.run_id, "status": (status := _run_status(run, results)),
                 "badge": status + (" — incomplete" if any(r.incomplete for r in results) else ""),

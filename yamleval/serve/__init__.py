@@ -42,9 +42,14 @@ def token_from(host: str, token_env: str | None) -> str | None:
 
 
 def serve(location: str, host: str = "127.0.0.1", port: int = 8600, token_env: str | None = None,
-          ready=None) -> None:
+          ready=None, reviews: bool = False, reviewer: str | None = None) -> None:
     """Serve the store at ``location`` on ``host:port`` until interrupted. ``ready``: called with
-    the address once the server listens."""
+    the address once the server listens. ``reviews``: take people's verdicts on items (as
+    ``reviewer``, or as each names themselves); else nothing is written."""
+    if reviewer is not None and not reviews:
+        raise UsageError("--reviewer names who reviews: give --reviews too")
+    if reviewer is not None and not reviewer.strip():
+        raise UsageError("--reviewer: give a name")
     token = token_from(host, token_env)
     try:
         import uvicorn  # noqa: F401
@@ -56,4 +61,6 @@ def serve(location: str, host: str = "127.0.0.1", port: int = 8600, token_env: s
     open_store(location).close()  # fails now, with the reason, when the store cannot be read
     from yamleval.serve.server import run
 
-    run(location, host, port, token, ready)
+    from yamleval.serve.reviews import Reviewing
+
+    run(location, host, port, token, ready, Reviewing(reviewer.strip() if reviewer else None) if reviews else None)

@@ -15,13 +15,14 @@ import anyio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from yamleval.records.errors import UsageError
 from yamleval.reporting import center, html
 from yamleval.serve import access, reading
-from yamleval.store import views
+from yamleval.serve.answers import HEADERS, json_answer, local_path, page, raw_parts
+from yamleval.store import reviewed, views
 
 POLL_SECONDS = 0.5  # how often the stream of a running run looks for news
 RUNS_PAGE = 50
@@ -29,9 +30,6 @@ MAX_NUMBER = 10 ** 12  # of an offset or position a request gives: what the stor
 HISTORY_RUNS = 10
 log = logging.getLogger("yamleval.serve")
 
-# what every answer carries: no framing, no sniffing, nothing sent elsewhere, nothing kept by a proxy
-_HEADERS = (("x-content-type-options", "nosniff"), ("x-frame-options", "DENY"), ("referrer-policy", "no-referrer"),
-            ("cache-control", "no-store"))
 
 
 class NotFound(Exception):
@@ -115,14 +113,6 @@ def _of_experiment(store, answer: Callable, ref: str, experiment_id: str | None,
     return found
 
 
-def _page_html(text: str) -> HTMLResponse:
-    return HTMLResponse(text, headers=dict(_HEADERS))
-
-
-def _json(text: str, status: int = 200) -> Response:
-    return Response(text, status_code=status, media_type="application/json", headers=dict(_HEADERS))
-
-
 def _number(request: Request, name: str, default: int, low: int = 0, high: int | None = None) -> int:
     value = request.query_params.get(name)
     if value in (None, ""):
@@ -158,8 +148,11 @@ def _served(info, results, live: bool, since: int = 0, item: bool = False) -> di
             "live": live, "item": item}
 
 
-def application(location: str, token: str | None = None) -> Starlette:
-    """The Eval Center over the store at ``location``; ``token``: required of every request."""
+def application(location: str, token: str | None = None, reviews=None) -> Starlette:
+    """The Eval Center over the store at ``location``; ``token``: required of every request;
+    ``reviews`` (``serve.reviews.Reviewing``): it takes people's verdicts (else it writes nothing)."""
+    from yamleval.serve import reviews as reviewing
+
     center_store = Center(location)
 
     async def read(work: Callable, *args):
@@ -174,7 +167,7 @@ def application(location: str, token: str | None = None) -> Starlette:
             listed, total = reading.runs_json(store, filters, RUNS_PAGE)
             return center.runs_page(listed, total, filters, RUNS_PAGE, store.path, views.RUN_STATUSES)
 
-        return _page_html(await read(work))
+        return page(await read(work))
 
     async def run_page(request: Request):
         ref = request.path_params["run"]
@@ -186,14 +179,17 @@ def application(location: str, token: str | None = None) -> Starlette:
             live = info.status == "running"
             results = reading.results_of(store, info)
             served = _served(info, results, live, views.last_written(store, info.run_id) if live else 0)
+            served["review"] = reviewing.served(info.run_id, reviews)
             if live:
                 served["progress"] = reading.progress_json(store, info)
-            return _page_html(html.served_page(info, results, served))
+            elif reviews is not None:
+                served["queue"] = reviewing.queue_json(store, info)
+            return page(html.served_page(reviewed.run_info(info, results), results, served))
 
         return await read(work)
 
     async def item_page(request: Request):
-        parts = _raw_parts(request)  # /runs/RUN/items/EXPERIMENT/ITEM, each part quoted: ids may hold "/"
+        parts = raw_parts(request)  # /runs/RUN/items/EXPERIMENT/ITEM, each part quoted: ids may hold "/"
         if len(parts) < 6:
             raise HTTPException(404, "an item's address is /runs/RUN/items/EXPERIMENT/ITEM")
         ref, experiment_id, item_id = parts[2], parts[4], "/".join(parts[5:])
@@ -206,13 +202,13 @@ def application(location: str, token: str | None = None) -> Starlette:
             item = found[0].items.find(item_id)
             if item is None:
                 raise NotFound(f"experiment {experiment_id} of run {info.run_id} has no item {item_id}")
-            served = _served(info, found, False, item=True)
-            return _page_html(html.served_page(info, found, served, [item]))
+            served = {**_served(info, found, False, item=True), "review": reviewing.served(info.run_id, reviews)}
+            return page(html.served_page(info, found, served, [item]))
 
         return await read(work)
 
     async def compare_page(request: Request):
-        parts = _raw_parts(request)  # /compare/BASE/CANDIDATE, each quoted: tags may hold "/"
+        parts = raw_parts(request)  # /compare/BASE/CANDIDATE, each quoted: tags may hold "/"
         if len(parts) == 2:  # the runs page's form
             base, candidate = request.query_params.get("base"), request.query_params.get("candidate")
             if base and candidate:
@@ -230,7 +226,7 @@ def application(location: str, token: str | None = None) -> Starlette:
             found = compare.compare(before, base_results, after, candidate_results)
             return compare_html.render(found, base_results, candidate_results)
 
-        return _page_html(await read(work))
+        return page(await read(work))
 
     def _history_page(store, histories, **options) -> str:
         from yamleval.reporting import history_html
@@ -246,7 +242,7 @@ def application(location: str, token: str | None = None) -> Starlette:
 
             return _history_page(store, history.read(store, history.recent_runs(store, last, tag)))
 
-        return _page_html(await read(work))
+        return page(await read(work))
 
     async def experiment_page(request: Request):
         experiment_id = request.path_params["experiment"]
@@ -261,17 +257,17 @@ def application(location: str, token: str | None = None) -> Starlette:
             found = [h for h in history.read(store, runs, failing_first=True) if h.experiment_id == experiment_id]
             return _history_page(store, found, items_title="Items that fail most often")
 
-        return _page_html(await read(work))
+        return page(await read(work))
 
     async def sign_in(request: Request):
         next_path = request.query_params.get("next") or "/"
         if request.method == "GET":
-            return _page_html(center.sign_in_page(False, _local(next_path)))
+            return page(center.sign_in_page(False, local_path(next_path)))
         body = urllib.parse.parse_qs((await request.body()).decode("utf-8", "replace"))
-        given, next_path = (body.get("token") or [""])[0], _local((body.get("next") or ["/"])[0])
+        given, next_path = (body.get("token") or [""])[0], local_path((body.get("next") or ["/"])[0])
         if token is None or not access.hmac.compare_digest(given.encode(), token.encode()):
-            return HTMLResponse(center.sign_in_page(True, next_path), status_code=401, headers=dict(_HEADERS))
-        answer = RedirectResponse(next_path, 303, headers=dict(_HEADERS))
+            return page(center.sign_in_page(True, next_path), 401)
+        answer = RedirectResponse(next_path, 303, headers=dict(HEADERS))
         answer.set_cookie(access.COOKIE, access.cookie_value(token), httponly=True, samesite="strict",
                           secure=request.url.scheme == "https", path="/")
         return answer
@@ -286,11 +282,11 @@ def application(location: str, token: str | None = None) -> Starlette:
             listed, total = reading.runs_json(store, filters, limit)
             return json.dumps({"total": total, "offset": filters["offset"], "limit": limit, "runs": listed})
 
-        return _json(await read(work))
+        return json_answer(await read(work))
 
     async def api_run(request: Request):
         ref = request.path_params["run"]
-        return _json(await read(lambda store: reading.summary_json(store, _run(store, ref))))
+        return json_answer(await read(lambda store: reading.summary_json(store, _run(store, ref))))
 
     async def api_items(request: Request):
         ref = request.path_params["run"]
@@ -300,7 +296,7 @@ def application(location: str, token: str | None = None) -> Starlette:
             raise HTTPException(400, f"status={status!r}: choose from {', '.join(html.STATUSES)}")
         offset = _number(request, "offset", 0)
         limit = _number(request, "limit", 100, 1, reading.PAGE_LIMIT)
-        return _json(await read(_of_experiment, reading.items_json, ref, experiment_id, status, offset, limit))
+        return json_answer(await read(_of_experiment, reading.items_json, ref, experiment_id, status, offset, limit))
 
     async def api_rows(request: Request):
         ref = request.path_params["run"]
@@ -310,7 +306,7 @@ def application(location: str, token: str | None = None) -> Starlette:
         after = _number(request, "after", -1, -1)
         limit = _number(request, "limit", 2000, 1, reading.PAGE_LIMIT)
 
-        return _json(await read(_of_experiment, reading.rows_json, ref, experiment_id, after, limit))
+        return json_answer(await read(_of_experiment, reading.rows_json, ref, experiment_id, after, limit))
 
     async def api_events(request: Request):
         ref = request.path_params["run"]
@@ -344,14 +340,14 @@ def application(location: str, token: str | None = None) -> Starlette:
                 await anyio.sleep(POLL_SECONDS)
 
         return StreamingResponse(stream(), media_type="text/event-stream",
-                                 headers={**dict(_HEADERS), "x-accel-buffering": "no"})
+                                 headers={**dict(HEADERS), "x-accel-buffering": "no"})
 
     # -- errors: a message, never a traceback -------------------------------------------------
 
     def _failure(request: Request, status: int, title: str, message: str) -> Response:
         if request.url.path.startswith("/api/"):
-            return _json(json.dumps({"error": message}), status)
-        return HTMLResponse(center.message_page(title, message), status_code=status, headers=dict(_HEADERS))
+            return json_answer(json.dumps({"error": message}), status)
+        return page(center.message_page(title, message), status)
 
     async def not_found(request: Request, exc: NotFound):
         return _failure(request, 404, "Not found", str(exc))
@@ -374,6 +370,7 @@ def application(location: str, token: str | None = None) -> Starlette:
         Route(access.SIGN_IN, sign_in, methods=["GET", "POST"]),
         Route("/api/runs", api_runs), Route("/api/runs/{run}", api_run), Route("/api/runs/{run}/items", api_items),
         Route("/api/runs/{run}/rows", api_rows), Route("/api/runs/{run}/events", api_events),
+        *reviewing.routes(read, reviews),
     ]
     @contextlib.asynccontextmanager
     async def lifespan(app):
@@ -387,18 +384,6 @@ def application(location: str, token: str | None = None) -> Starlette:
     if token is not None:
         app.add_middleware(access.TokenRequired, token=token)
     return app
-
-
-def _raw_parts(request: Request) -> list[str]:
-    """The request's path split at each "/" as sent, then each part unquoted: an id with a "/" in
-    it comes quoted (``%2F``), and so stays one part."""
-    raw = request.scope.get("raw_path") or request.url.path.encode("utf-8")
-    return [urllib.parse.unquote(part) for part in raw.decode("latin-1").split("?")[0].split("/")]
-
-
-def _local(path: str) -> str:
-    """Where to go after signing in: a path of this server only (never another site)."""
-    return path if path.startswith("/") and not path.startswith("//") and "\\" not in path else "/"
 
 
 def _event(kind: str, data: Any) -> str:

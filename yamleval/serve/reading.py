@@ -13,7 +13,10 @@ from yamleval.records.types import ExperimentResult, RunInfo
 from yamleval.reporting import json_report
 from yamleval.reporting.html import STATUSES
 from yamleval.reporting.html_data import Texts, dumps, row
+from yamleval.records.reviews import counted
+from yamleval.store import reviewed
 from yamleval.store import tags as run_tags
+from yamleval.store.schema import item_key
 from yamleval.store import views
 from yamleval.store.reader import read_rows
 
@@ -75,6 +78,7 @@ def summary_json(store, info: RunInfo) -> str:
     import io
 
     out, results = io.StringIO(), results_of(store, info)
+    info = reviewed.run_info(info, results)
     writer = json_report.Writer(out, info, results)
     for result in results:
         writer.begin(result)
@@ -109,13 +113,13 @@ def rows_json(store, run_id: str, experiment_id: str, after: int, limit: int) ->
         return None
     scorer_ids, values = shape
     found = views.items_after(store, run_id, experiment_id, after, limit)
-    texts = Texts()
-    rows = [row(item, scorer_ids, texts, values) for _, item in found]
+    texts, verdicts = Texts(), reviewed.verdicts_of(store, run_id).get(experiment_id, {})
+    rows = [row(counted(item, verdicts.get(item_key(item.item.id))), scorer_ids, texts, values) for _, item in found]
     last = found[-1][0] if found else after
     return dumps({"rows": rows, "after": last, "more": len(found) == limit})
 
 
-_ITEMS = ("SELECT i.record FROM items i JOIN experiments e ON e.run_id = i.run_id AND e.experiment_id = i.experiment_id"
+_ITEMS = ("SELECT i.experiment_id, i.record FROM items i JOIN experiments e ON e.run_id = i.run_id AND e.experiment_id = i.experiment_id"
           " WHERE i.run_id = {p}")
 _COUNT = "SELECT COUNT(*) FROM items i WHERE i.run_id = {p}"
 
@@ -135,8 +139,11 @@ def items_json(store, run_id: str, experiment_id: str | None, status: str | None
         parameters.append(status)
     total = store.query(_COUNT + where, tuple(parameters))[0][0]
     statement = _ITEMS + where + " ORDER BY e.position, i.position LIMIT {p} OFFSET {p}"
-    records = [encode_record(item_from_record(json.loads(text), text))
-               for (text,) in read_rows(store.database, statement, (*parameters, limit, offset))]
+    verdicts = reviewed.verdicts_of(store, run_id)
+    records = []
+    for experiment, text in read_rows(store.database, statement, (*parameters, limit, offset)):
+        item = item_from_record(json.loads(text), text)
+        records.append(encode_record(counted(item, verdicts.get(experiment, {}).get(item_key(item.item.id)))))
     return ('{"total":' + str(total) + ',"offset":' + str(offset) + ',"limit":' + str(limit)
             + ',"items":[' + ",".join(records) + "]}")
 

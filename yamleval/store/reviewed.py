@@ -10,7 +10,7 @@ from typing import Iterator, Sequence
 from yamleval.analysis import criteria
 from yamleval.analysis.aggregate import recount
 from yamleval.records.reviews import JUDGED, HumanVerdict, Review, counted
-from yamleval.records.types import ExperimentResult, ItemResult, ItemResults, Summary, Verdicts
+from yamleval.records.types import ExperimentResult, ItemResult, ItemResults, RunInfo, Summary, Verdicts
 from yamleval.store import reviews as stored_reviews
 from yamleval.store.schema import item_key
 
@@ -45,17 +45,23 @@ class ReviewedItems(ItemResults):
         return self._counted(self.items.find(item_id))
 
 
+def verdicts_of(store, run_id: str) -> dict[str, dict[str, HumanVerdict]]:
+    """The human verdict of each reviewed item of the run: by experiment, then by item key."""
+    return {experiment_id: {key: human_verdict(found) for key, found in items.items()}
+            for experiment_id, items in stored_reviews.of_run(store, run_id).items()}
+
+
 def applied(store, run_id: str, results: list[ExperimentResult]) -> list[ExperimentResult]:
     """``results`` of the stored run ``run_id`` with its reviews counted."""
-    reviews = stored_reviews.of_run(store, run_id)
-    if not reviews:
+    verdicts = verdicts_of(store, run_id)
+    if not verdicts:
         return results
-    return [_reviewed(result, reviews[result.experiment_id]) if result.experiment_id in reviews else result
+    return [_reviewed(result, verdicts[result.experiment_id]) if result.experiment_id in verdicts else result
             for result in results]
 
 
-def _reviewed(result: ExperimentResult, reviews: dict[str, list[Review]]) -> ExperimentResult:
-    items = ReviewedItems(result.items, {key: human_verdict(found) for key, found in reviews.items()})
+def _reviewed(result: ExperimentResult, verdicts: dict[str, HumanVerdict]) -> ExperimentResult:
+    items = ReviewedItems(result.items, verdicts)
     summary = recounted(result.summary, items)
     return dataclasses.replace(result, items=items, summary=summary,
                                passed=criteria.verdict(summary, bool(summary.criteria)) and not result.interrupted
@@ -71,3 +77,11 @@ def recounted(summary: Summary, items: ItemResults) -> Summary:
     both = tuple(c if c.type == "no_regression" else next(kept) for c in summary.criteria)
     return dataclasses.replace(again, criteria=both, duration_ms=summary.duration_ms, throttling=summary.throttling,
                                total=summary.total, confidence=summary.confidence)
+
+
+def run_info(info: RunInfo, results: Sequence[ExperimentResult]) -> RunInfo:
+    """``info`` with the verdict of its experiments as people reviewed them: a completed run passes
+    when every gated experiment does (as its end stored it, before any review)."""
+    if info.status != "completed" or not any(r.summary.reviewed for r in results):
+        return info
+    return dataclasses.replace(info, passed=all(r.passed for r in results if r.gated))

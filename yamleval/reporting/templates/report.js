@@ -584,7 +584,14 @@
     if (SERVED && !SERVED.item) meta.appendChild(SERVED.itemLink(this.id, it[F.id]));
     grid.appendChild(meta);
     if (it[F.human]) grid.appendChild(humanBlock(it[F.human]));
-    if (SERVED && SERVED.review) grid.appendChild(SERVED.review(this.id, it[F.id], it[F.human], it[F.status]));
+    if (SERVED && SERVED.review) {
+      var self = this;
+      grid.appendChild(SERVED.review(this.id, it[F.id], it[F.status], function (item) {  // as it counts now
+        it[F.status] = item.status;
+        it[F.human] = item.human;
+        self.refresh();
+      }));
+    }
     grid.appendChild(block("Input", it[F.input]));
     grid.appendChild(block("Expected", it[F.expected]));
     grid.appendChild(block("Output", it[F.output]));

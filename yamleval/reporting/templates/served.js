@@ -42,8 +42,137 @@
       link.textContent = "Open the item's page";
       return link;
     },
-    failed: function (error) { return "The items could not be read from the server: " + error.message; }
+    failed: function (error) { return "The items could not be read from the server: " + error.message; },
+    review: SERVED.review ? reviewForm : null
   };
+
+  // ---- reviews (yamleval serve --reviews): a person's verdict on an item --------------------------
+  var said = {};  // what the server answered to the last review of an item, shown again when its details are redrawn
+
+  function make(tag, cls, text) {
+    var node = document.createElement(tag);
+    if (cls) node.className = cls;
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  function send(url, body) {
+    return fetch(url, { method: "POST", credentials: "same-origin", body: JSON.stringify(body),
+                        headers: { "Content-Type": "application/json", Accept: "application/json" } })
+      .then(function (reply) {
+        return reply.json().then(function (answer) {
+          if (!reply.ok) throw new Error(answer.error || reply.statusText);
+          return answer;
+        });
+      });
+  }
+
+  // The experiment's figures as they count now: its tiles, its bar and legend, its badge; the run's badge.
+  function showFigures(answer) {
+    var exp = answer.experiment, section = null;
+    document.querySelectorAll("section.experiment").forEach(function (node) {
+      if (node.getAttribute("data-id") === exp.id) section = node;
+    });
+    if (section) {
+      var stats = section.querySelector(".stats");
+      Object.keys(exp.stats).forEach(function (name) {
+        var tile = null;
+        stats.querySelectorAll("[data-stat]").forEach(function (node) { if (node.getAttribute("data-stat") === name) tile = node; });
+        if (!tile) {
+          tile = make("div", "stat");
+          tile.setAttribute("data-stat", name);
+          tile.appendChild(make("div", "stat-value"));
+          tile.appendChild(make("div", "stat-name", name));
+          stats.appendChild(tile);
+        }
+        tile.querySelector(".stat-value").textContent = exp.stats[name];
+      });
+      exp.shares.forEach(function (share) {
+        var item = section.querySelector("[data-share=" + share.status + "]");
+        if (item) {
+          item.querySelector("strong").textContent = share.count.toLocaleString("en-US");
+          item.querySelector(".muted").textContent = share.percent;
+        }
+        var bar = section.querySelector("[data-bar=" + share.status + "]");
+        if (bar) { bar.setAttribute("x", share.x); bar.setAttribute("width", share.width); }
+      });
+      var badge = section.querySelector(".exp-title .badge");
+      if (badge) { badge.textContent = exp.status.toUpperCase(); badge.className = "badge badge-" + exp.status; }
+    }
+    var run = document.querySelector(".run-title .badge");
+    if (run && (answer.verdict === "passed" || answer.verdict === "failed")) {
+      run.textContent = answer.verdict.toUpperCase();
+      run.className = "badge badge-" + answer.verdict;
+    }
+  }
+
+  function reviewForm(experiment, item, status, stored) {
+    var box = make("section", "wide review"), key = experiment + "\n" + item;
+    box.appendChild(make("h4", null, "Your review"));
+    if (status !== "passed" && status !== "failed") {
+      box.appendChild(make("p", "muted", "This item " + status + ": it has no verdict to review."));
+      return box;
+    }
+    var name = null;
+    if (!SERVED.review.reviewer) {
+      name = make("input");
+      name.type = "text";
+      name.placeholder = "Your name";
+      name.setAttribute("aria-label", "Your name");
+      try { name.value = window.localStorage.getItem("yamleval-reviewer") || ""; } catch (e) { /* storage off */ }
+      box.appendChild(name);
+    }
+    var note = make("textarea");
+    note.rows = 2;
+    note.placeholder = "Why (optional)";
+    note.setAttribute("aria-label", "Note");
+    box.appendChild(note);
+    var buttons = make("div", "review-buttons"), message = make("p", "review-said", said[key] || "");
+    message.setAttribute("role", "status");
+    [["pass", "Pass"], ["fail", "Fail"]].forEach(function (choice) {
+      var button = make("button", "review-" + choice[0], choice[1]);
+      button.type = "button";
+      button.addEventListener("click", function (event) {
+        event.stopPropagation();
+        var by = name ? name.value.trim() : null;
+        if (name && !by) { message.textContent = "Give your name first."; name.focus(); return; }
+        if (name) { try { window.localStorage.setItem("yamleval-reviewer", by); } catch (e) { /* storage off */ } }
+        message.textContent = "Storing…";
+        send(SERVED.review.post, { experiment: experiment, item: item, verdict: choice[0], note: note.value || null, by: by })
+          .then(function (answer) {
+            said[key] = "Stored: " + answer.review.verdict + " by " + answer.review.by + " (its scorers: "
+              + answer.review.machine + ").";
+            message.textContent = said[key];
+            showFigures(answer);
+            stored(answer.item);
+          }, function (error) { message.textContent = "Not stored: " + error.message; });
+      });
+      buttons.appendChild(button);
+    });
+    box.appendChild(buttons);
+    box.appendChild(message);
+    return box;
+  }
+
+  // ---- the items most worth a review: where a judge and another scorer disagree, and the like -----
+  if (SERVED.queue && SERVED.queue.length) {
+    var queue = make("section", "card queue");
+    queue.id = "queue";
+    queue.appendChild(make("h2", "section-title", "Worth a review"));
+    var list = make("ol");
+    SERVED.queue.forEach(function (entry) {
+      var li = make("li"), link = make("a", null, entry.id);
+      link.href = itemHref(entry.experiment, entry.id);
+      li.appendChild(make("span", "pill pill-" + ({ passed: "pass", failed: "fail" }[entry.status] || entry.status), entry.status));
+      li.appendChild(document.createTextNode(" "));
+      li.appendChild(link);
+      li.appendChild(document.createTextNode(" · " + entry.experiment + " · " + entry.reasons.join("; ")));
+      list.appendChild(li);
+    });
+    queue.appendChild(list);
+    var first = document.querySelector("section.experiment");
+    if (first) first.parentNode.insertBefore(queue, first);
+  }
 
   // ---- a running run: its progress, as the server sends it --------------------------------------
   var live = document.getElementById("live");

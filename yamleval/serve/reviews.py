@@ -1,0 +1,138 @@
+"""Reviews in the Eval Center (``yamleval serve --reviews``): a person's verdict on an item,
+sent from its page as JSON and stored as ``yamleval review`` stores it; the experiment's figures
+as they count then, for the page to show without a reload; and the items most worth a review.
+Without ``--reviews`` the server takes no writes (403)."""
+from __future__ import annotations
+
+import json
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from starlette.requests import Request
+from starlette.routing import Route
+
+from yamleval.analysis.queue import worth_review
+from yamleval.lifecycle import reviewing
+from yamleval.records.errors import UsageError
+from yamleval.reporting import html, people
+from yamleval.serve import reading
+from yamleval.serve.answers import json_answer
+from yamleval.store import reviewed
+from yamleval.store import reviews as stored_reviews
+
+MAX_BODY = 64 * 1024
+QUEUE = 20
+
+
+@dataclass(frozen=True)
+class Reviewing:
+    """The server takes reviews; ``reviewer``: who gives them (None: each review names its reviewer)."""
+
+    reviewer: str | None = None
+
+
+class Refused(Exception):
+    """A review the server does not take: its status and why."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def asked(body: bytes, content_type: str, reviewer: str | None) -> reviewing.Asked:
+    """The review a request's body holds (JSON: experiment, item, verdict, note, by)."""
+    if content_type.split(";")[0].strip().lower() != "application/json":
+        raise Refused(415, "send the review as JSON (Content-Type: application/json)")
+    if len(body) > MAX_BODY:
+        raise Refused(413, f"a review is at most {MAX_BODY // 1024} KiB")
+    try:
+        given = json.loads(body)
+    except ValueError:
+        raise Refused(400, "the body is not JSON") from None
+    if not isinstance(given, dict) or not all(isinstance(given.get(k), str) for k in ("experiment", "item", "verdict")):
+        raise Refused(400, "a review is {experiment, item, verdict: pass|fail, note?, by?}")
+    note = given.get("note")
+    by = reviewer or given.get("by")
+    return reviewing.Asked(given["experiment"], given["item"], given["verdict"],
+                           note if isinstance(note, str) else None, by if isinstance(by, str) else None, "the review")
+
+
+def store_review(store, ref: str, review: reviewing.Asked) -> dict[str, Any]:
+    """Store ``review`` of run ``ref``; what the page shows then: the item's verdicts, its
+    experiment's figures (as report.html lays them out) and the run's verdict."""
+    info = store.find_run(ref)
+    try:
+        found = reviewing.checked(store, info, [review])
+    except UsageError as exc:
+        if exc.message.startswith("cannot "):  # the store failed, not the review
+            raise
+        raise Refused(400, exc.message.removeprefix("the review: ")) from None
+    stored_reviews.add(store, info.run_id, found)
+    results = reading.results_of(store, info)
+    number, result = next((n, r) for n, r in enumerate(results) if r.experiment_id == review.experiment)
+    item = result.items.find(review.item)
+    view = html.experiment_view(number, result)
+    return {"review": {"verdict": found[0].verdict, "machine": found[0].machine, "by": found[0].by,
+                       "at": found[0].at, "note": found[0].note},
+            "item": {"status": item.status, "human": _human(item.human)},
+            "experiment": {"id": result.experiment_id, "status": view["status"], "stats": dict(view["stats"]),
+                           "shares": view["shares"], "people": people.people_dict(result.summary)},
+            "verdict": reading.verdict(reviewed.run_info(info, results))}
+
+
+def _human(human) -> list[Any] | None:
+    return None if human is None else [human.verdict, human.machine, human.source, human.by, human.at, human.note,
+                                       human.reviews]
+
+
+def reviews_json(store, ref: str) -> str:
+    """``GET /api/runs/{id}/reviews``: every review of the run, oldest first (the audit trail)."""
+    info = store.find_run(ref)
+    listed = [{"experiment": r.experiment_id, "item_key": r.item_id, "verdict": r.verdict, "machine": r.machine,
+               "by": r.by, "at": r.at, "note": r.note}
+              for items in stored_reviews.of_run(store, info.run_id).values() for found in items.values() for r in found]
+    return json.dumps({"run": info.run_id, "reviews": sorted(listed, key=lambda r: r["at"])})
+
+
+def queue_json(store, info) -> list[dict[str, Any]]:
+    """The items of the run most worth a person's review, with why."""
+    return [{"experiment": w.experiment_id, "id": w.item_id, "status": w.status, "reasons": list(w.reasons)}
+            for w in worth_review(reading.results_of(store, info), QUEUE)]
+
+
+def served(run_id: str, reviews: Reviewing | None) -> dict[str, Any] | None:
+    """What a served page's script needs to take reviews (None: it offers none)."""
+    if reviews is None:
+        return None
+    return {"post": f"/api/runs/{urllib.parse.quote(run_id, safe='')}/reviews", "reviewer": reviews.reviewer}
+
+
+def _same_origin(request: Request) -> bool:
+    """A browser's request from a page of this server (one without an Origin, a script's, is taken)."""
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    host = request.headers.get("x-forwarded-host") or request.headers.get("host", "")
+    return urllib.parse.urlsplit(origin).netloc == host
+
+
+def routes(read: Callable, reviews: Reviewing | None) -> list[Route]:
+    """The API's review routes: ``POST`` (with ``--reviews``; 403 else) and ``GET /api/runs/{run}/reviews``."""
+
+    async def post(request: Request):
+        if reviews is None:
+            return json_answer(json.dumps({"error": "this Eval Center is read-only: start it with"
+                                                    " `yamleval serve --reviews` to take reviews"}), 403)
+        if not _same_origin(request):
+            return json_answer(json.dumps({"error": "a review comes from this server's own pages"}), 403)
+        try:
+            review = asked(await request.body(), request.headers.get("content-type", ""), reviews.reviewer)
+            return json_answer(json.dumps(await read(store_review, request.path_params["run"], review)))
+        except Refused as exc:
+            return json_answer(json.dumps({"error": exc.message}), exc.status)
+
+    async def listed(request: Request):
+        return json_answer(await read(reviews_json, request.path_params["run"]))
+
+    return [Route("/api/runs/{run}/reviews", post, methods=["POST"]), Route("/api/runs/{run}/reviews", listed)]
