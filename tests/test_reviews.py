@@ -136,6 +136,11 @@ def test_reviews_are_kept_counted_and_gated_on_both_backends(write_config, tmp_p
     assert r00["status"] == "failed" and r00["human"]["reviews"] == 2 and r00["human"]["note"] == "wrong city"
     markdown = (tmp_path / "reports" / "summary.md").read_text()
     assert "People: 12 items counted with a person's verdict, 2 of them overruling the scorers'" in markdown
+    machine = run_cli("report", "latest", "--gate", "--verdicts", "machine", "--format", "json", "--store", db,
+                      cwd=tmp_path)
+    assert machine.returncode == 1, machine.stdout  # as its scorers judged it: 8 of 12, and no human verdicts
+    counted = json.loads((tmp_path / "reports" / "results.json").read_text())["experiments"][0]["summary"]
+    assert (counted["passed"], "reviewed" in counted) == (8, False)
     listed = run_cli("agreement", "latest", "--format", "json", "--store", db, cwd=tmp_path)
     assert json.loads(listed.stdout)["experiments"]["answers"]["agreement"]["judge"]["n"] == 12
     # a new, unreviewed run compared with the reviewed one: the two items people passed fell back
@@ -195,3 +200,36 @@ def test_a_dataset_label_that_is_no_verdict_is_a_config_error(write_config, tmp_
     done = run_cli("run", cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "odd.jsonl:2" in done.stderr and "'perhaps', not a verdict" in done.stderr
+
+
+def test_the_queue_puts_the_items_most_worth_a_review_first():
+    from yamleval.analysis.queue import worth_review
+    from yamleval.records.reviews import HumanVerdict
+    from yamleval.records.types import ExperimentResult, Item, ItemList, ItemResult, ScoreResult, Summary, LatencySummary, Usage
+
+    def judge(passed, reason="fine", **more):
+        return ScoreResult("judge", "success", float(passed), passed, reason=reason,
+                           metadata={"model": "m", **more}, usage=Usage(1, 1))
+
+    def item(n, scores, **more):
+        return ItemResult(Item(f"i{n}", n, "q"), "passed", scores=scores, **more)
+
+    exact = lambda passed: ScoreResult("exact_match", "success", float(passed), passed)  # noqa: E731
+    items = [
+        item(0, {"judge": judge(True), "exact_match": exact(True)}),  # nothing to look at
+        item(1, {"judge": judge(True), "exact_match": exact(False)}),  # they disagree
+        item(2, {"judge": judge(True, votes=["pass", "fail", "pass"]), "exact_match": exact(False)}),  # and its votes
+        item(3, {"judge": ScoreResult("judge", "error", error="answer cut off at max_tokens (64)", usage=Usage(1, 1))}),
+        item(4, {"judge": judge(False, reason=" "), "exact_match": exact(True)},
+             human=HumanVerdict("passed", "failed", by="ana")),  # reviewed already: left out
+        item(5, {"judge": judge(False, reason="")}),  # no reasoning
+    ]
+    summary = Summary(6, 6, 6, 0, 0, 0, None, 1.0, 0.0, LatencySummary(), Usage(), {})
+    result = ExperimentResult("e", None, True, summary, ItemList(items), "", "")
+    found = worth_review([result], limit=3)
+    assert [(w.item_id, w.reasons) for w in found] == [
+        ("i2", ("judge and exact_match disagree", "judge's repeats disagree")),
+        ("i1", ("judge and exact_match disagree",)),
+        ("i3", ("judge's answer was cut off",)),
+    ]
+    assert [w.item_id for w in worth_review([result])] == ["i2", "i1", "i3", "i5"]

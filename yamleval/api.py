@@ -120,11 +120,12 @@ def rescore(run: str, config: Union[Paths, Project] = stored_runs.DEFAULT_CONFIG
 
 def report(run: str = "latest", *, store: StoreLocation = None, formats: Sequence[str] = stored_runs.DEFAULT_REPORTS,
            report_dir: str = "reports", junit_family: str | None = None, gate: bool = False,
-           max_html_mb: float | None = None) -> RunOutcome:
+           max_html_mb: float | None = None, verdicts: str = "reviewed") -> RunOutcome:
     """Render the reports of a stored ``run`` again into ``report_dir``: its outcome, whose
     ``exit_code`` is the run's verdict. ``gate``: first check that verdict is final (the run
-    finished, every shard of it in), UsageError else (``yamleval report --gate``)."""
-    return stored_runs.report(store, run, formats, report_dir, junit_family, gate, max_html_mb)
+    finished, every shard of it in), UsageError else (``yamleval report --gate``). ``verdicts``:
+    ``reviewed`` (a person's verdict counts where there is one) or ``machine`` (the scorers')."""
+    return stored_runs.report(store, run, formats, report_dir, junit_family, gate, max_html_mb, verdicts)
 
 
 def merge(out: Union[str, os.PathLike], shards: Sequence[Union[str, os.PathLike]]) -> RunOutcome:
@@ -136,11 +137,12 @@ def merge(out: Union[str, os.PathLike], shards: Sequence[Union[str, os.PathLike]
 
 
 def compare(base: str, candidate: str = "latest", *, store: StoreLocation = None, alpha: float = 0.05,
-            margin: float = 0.0, format: str = "text") -> Compared:
+            margin: float = 0.0, format: str = "text", verdicts: str = "reviewed") -> Compared:
     """Compare two stored runs item by item, with a paired verdict per experiment and scorer
     (``yamleval compare``); ``text`` is the comparison written as ``format`` (``text``,
-    ``markdown``, ``json`` or ``html``); ``comparison.gate_failure()`` says why a gate fails."""
-    return stored_runs.compare(store, base, candidate, alpha, margin, format)
+    ``markdown``, ``json`` or ``html``); ``comparison.gate_failure()`` says why a gate fails.
+    ``verdicts``: as ``report`` takes it, for both runs."""
+    return stored_runs.compare(store, base, candidate, alpha, margin, format, verdicts)
 
 
 def export(run: str = "latest", *, store: StoreLocation = None, format: str = "csv", experiments: Sequence[str] = (),

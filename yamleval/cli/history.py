@@ -13,6 +13,9 @@ from yamleval.records.errors import ExitCode, display_path
 
 STORE_OPTION = click.option("--store", "store_file", type=click.Path(dir_okay=False),
                             help="The results database [./evals.yaml `store:`, else .yamleval/results.db].")
+VERDICTS_OPTION = click.option("--verdicts", type=click.Choice(["reviewed", "machine"]), default="reviewed",
+                               show_default=True, help="Which verdicts count: a person's where there is one"
+                               " (`yamleval review`, a dataset's human_verdict), or the scorers' alone.")
 
 
 @cli.command()
@@ -120,13 +123,14 @@ def _config_listing(info) -> str:
               " Actions, with its job summary and annotations): for the job that merges shards.")
 @click.option("--max-html-mb", type=click.FloatRange(0, min_open=True), metavar="MB",
               help="The size report.html keeps within by cutting long texts [25].")
-def report(run_ref, store_file, formats, report_dir, junit_family, gate, max_html_mb):
+@VERDICTS_OPTION
+def report(run_ref, store_file, formats, report_dir, junit_family, gate, max_html_mb, verdicts):
     """Render the reports of a stored RUN again.
 
     RUN is a run id, a tag (its newest completed run), a unique prefix of a run id, or `latest`
     (the default)."""
     outcome = api.report(run_ref, store=store_file, formats=format_names(formats), report_dir=report_dir,
-                         junit_family=junit_family, gate=gate, max_html_mb=max_html_mb)
+                         junit_family=junit_family, gate=gate, max_html_mb=max_html_mb, verdicts=verdicts)
     for path in outcome.reports:
         click.echo(f"report: {display_path(path)}")
     if gate:
@@ -196,14 +200,17 @@ def export(run_ref, store_file, fmt, experiment_ids, statuses, output):
                    "--margin) or the candidate run did not complete.")
 @click.option("--fail-on-any-regression", is_flag=True,
               help="Exit 1 when any item got worse (e.g. passed → failed) or the candidate run did not complete.")
-def compare(base_ref, candidate_ref, store_file, fmt, alpha, margin, fail_on_regression, fail_on_any_regression):
+@VERDICTS_OPTION
+def compare(base_ref, candidate_ref, store_file, fmt, alpha, margin, fail_on_regression, fail_on_any_regression,
+            verdicts):
     """Compare two stored runs item by item: flips, score deltas, added and removed items, how
     their configs differ, and a paired verdict per experiment and scorer: regressed, improved
     or no significant change.
 
     BASE and CANDIDATE are each a run id, a tag (its newest completed run), a unique prefix of a
     run id, or `latest`; CANDIDATE is `latest` when it is not given."""
-    compared = api.compare(base_ref, candidate_ref, store=store_file, alpha=alpha, margin=margin, format=fmt)
+    compared = api.compare(base_ref, candidate_ref, store=store_file, alpha=alpha, margin=margin, format=fmt,
+                           verdicts=verdicts)
     click.echo(compared.text, nl=False)
     if fail_on_regression or fail_on_any_regression:
         failure = compared.comparison.gate_failure(strict=fail_on_any_regression)

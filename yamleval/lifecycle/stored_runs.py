@@ -178,7 +178,7 @@ def report_formats(wanted: Sequence[str], configured: Sequence[str] = ()) -> lis
 
 
 def report(given, run_ref: str, formats: Sequence[str], report_dir: str, junit_family: str | None, gate: bool,
-           max_html_mb: float | None) -> RunOutcome:
+           max_html_mb: float | None, verdicts: str = "reviewed") -> RunOutcome:
     from yamleval.config.loader import stored_report_settings, with_html_budget, with_junit_family
     from yamleval.reporting import write_reports
     from yamleval.store import reviewed
@@ -187,8 +187,8 @@ def report(given, run_ref: str, formats: Sequence[str], report_dir: str, junit_f
         info = store.find_run(run_ref)
         if gate:
             _gateable(store, info)
-        results = store.results(info.run_id)
-    info = reviewed.run_info(info, results)
+        results = store.results(info.run_id, verdicts=_verdicts(verdicts))
+    info = reviewed.run_info(info, results, verdicts == "machine")
     configured = stored_report_settings(info.config_files, info.config_text)  # as the run wrote them
     wanted = with_junit_family(with_html_budget(report_formats(formats, configured), max_html_mb), junit_family)
     written = write_reports(report_dir, wanted, info, results)
@@ -235,7 +235,16 @@ def export(given, run_ref: str, fmt: str, experiment_ids: Sequence[str], statuse
 COMPARE_FORMATS = ("text", "markdown", "json", "html")
 
 
-def compare(given, base_ref: str, candidate_ref: str, alpha: float, margin: float, fmt: str) -> Compared:
+def _verdicts(verdicts: str) -> str:
+    from yamleval.store.reviewed import VERDICTS
+
+    if verdicts not in VERDICTS:
+        raise UsageError(f"--verdicts {verdicts}: choose from {', '.join(VERDICTS)}")
+    return verdicts
+
+
+def compare(given, base_ref: str, candidate_ref: str, alpha: float, margin: float, fmt: str,
+            verdicts: str = "reviewed") -> Compared:
     from yamleval.analysis import compare as comparing
     from yamleval.reporting import comparison
 
@@ -243,7 +252,8 @@ def compare(given, base_ref: str, candidate_ref: str, alpha: float, margin: floa
         raise UsageError(f"unknown format {fmt}; choose from {', '.join(COMPARE_FORMATS)}")
     with opened(given) as store:
         base, candidate = store.find_run(base_ref), store.find_run(candidate_ref)
-        base_results, candidate_results = store.results(base.run_id), store.results(candidate.run_id)
+        base_results = store.results(base.run_id, verdicts=_verdicts(verdicts))
+        candidate_results = store.results(candidate.run_id, verdicts=verdicts)
     found = comparing.compare(base, base_results, candidate, candidate_results, alpha=alpha, margin=margin)
     if fmt == "html":
         from yamleval.reporting import compare_html

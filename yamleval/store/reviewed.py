@@ -45,6 +45,37 @@ class ReviewedItems(ItemResults):
         return self._counted(self.items.find(item_id))
 
 
+class MachineItems(ItemResults):
+    """An experiment's items each counted with its scorers' verdict, whatever people said."""
+
+    def __init__(self, items: ItemResults):
+        self.items = items
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[ItemResult]:
+        return map(machine, self.items)
+
+    def find(self, item_id: str) -> ItemResult | None:
+        found = self.items.find(item_id)
+        return None if found is None else machine(found)
+
+
+def machine(result: ItemResult) -> ItemResult:
+    """``result`` with its scorers' verdict, not a person's."""
+    human = result.human
+    return result if human is None else dataclasses.replace(result, status=human.machine, human=None)
+
+
+VERDICTS = ("reviewed", "machine")  # which verdicts a stored run is counted with: people's where given, or its scorers'
+
+
+def machine_only(results: list[ExperimentResult]) -> list[ExperimentResult]:
+    """``results`` as their scorers judged them: the labels of their datasets taken back."""
+    return [_recounted(result, MachineItems(result.items)) if result.summary.reviewed else result for result in results]
+
+
 def verdicts_of(store, run_id: str) -> dict[str, dict[str, HumanVerdict]]:
     """The human verdict of each reviewed item of the run: by experiment, then by item key."""
     return {experiment_id: {key: human_verdict(found) for key, found in items.items()}
@@ -61,7 +92,10 @@ def applied(store, run_id: str, results: list[ExperimentResult]) -> list[Experim
 
 
 def _reviewed(result: ExperimentResult, verdicts: dict[str, HumanVerdict]) -> ExperimentResult:
-    items = ReviewedItems(result.items, verdicts)
+    return _recounted(result, ReviewedItems(result.items, verdicts))
+
+
+def _recounted(result: ExperimentResult, items: ItemResults) -> ExperimentResult:
     summary = recounted(result.summary, items)
     return dataclasses.replace(result, items=items, summary=summary,
                                passed=criteria.verdict(summary, bool(summary.criteria)) and not result.interrupted
@@ -79,9 +113,10 @@ def recounted(summary: Summary, items: ItemResults) -> Summary:
                                total=summary.total, confidence=summary.confidence)
 
 
-def run_info(info: RunInfo, results: Sequence[ExperimentResult]) -> RunInfo:
-    """``info`` with the verdict of its experiments as people reviewed them: a completed run passes
-    when every gated experiment does (as its end stored it, before any review)."""
-    if info.status != "completed" or not any(r.summary.reviewed for r in results):
+def run_info(info: RunInfo, results: Sequence[ExperimentResult], counted_again: bool = False) -> RunInfo:
+    """``info`` with the verdict of its experiments as people reviewed them (or, ``counted_again``,
+    as ``results`` count them however that is): a completed run passes when every gated
+    experiment does (as its end stored it, before any review)."""
+    if info.status != "completed" or not (counted_again or any(r.summary.reviewed for r in results)):
         return info
     return dataclasses.replace(info, passed=all(r.passed for r in results if r.gated))

@@ -367,9 +367,10 @@ class Store:
         """The stored summaries of a run's experiments, without reading their items."""
         return [summary_from_json(row["summary"]) for row in self._experiment_rows(run_id) if row["summary"]]
 
-    def results(self, run_id: str, only: set[str] | None = None) -> list[ExperimentResult]:
+    def results(self, run_id: str, only: set[str] | None = None, verdicts: str = "reviewed") -> list[ExperimentResult]:
         """The stored experiments of a run (those in ``only``, if given) with their items; one that
-        never finished (its run crashed, or still runs) is counted from its items, marked incomplete."""
+        never finished (its run crashed, or still runs) is counted from its items, marked incomplete.
+        ``verdicts``: ``reviewed``, an item's newest review counting (``store.reviewed``), or ``machine``."""
         out = []
         for row in self._experiment_rows(run_id):
             if only is not None and row["experiment_id"] not in only:
@@ -388,7 +389,7 @@ class Store:
                 stopped_by_budget=row["status"] == "stopped", variant=_variant(row),
                 description=row["description"], tags=tuple(json.loads(row["tags"] or "[]")), runner=row["runner"],
                 dataset=row["dataset"], scorers=tuple(json.loads(row["scorers"] or "[]"))))
-        return reviewed.applied(self, run_id, out)  # as people reviewed it
+        return reviewed.applied(self, run_id, out) if verdicts == "reviewed" else reviewed.machine_only(out)
 
 
 def _variant(row: dict[str, Any]) -> Variant | None:
