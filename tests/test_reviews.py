@@ -149,6 +149,13 @@ def test_reviews_are_kept_counted_and_gated_on_both_backends(write_config, tmp_p
     compared = run_cli("compare", reviewed, "latest", "--format", "json", "--store", db, cwd=tmp_path)
     change = json.loads(compared.stdout)["experiments"][0]["change"]
     assert (change["pass_to_fail"], change["fail_to_pass"]) == (2, 0), compared.stdout
+    # its outputs scored again: the people's verdicts on them still count, and the new run keeps them
+    rescored = run_cli("rescore", reviewed, "--format", "json", "--store", db, cwd=tmp_path)
+    assert rescored.returncode == 0, rescored.stdout + rescored.stderr
+    again = json.loads((tmp_path / "reports" / "results.json").read_text())
+    assert again["rescored_from"] == reviewed and again["passed"] is True
+    assert (again["experiments"][0]["summary"]["passed"], again["experiments"][0]["summary"]["overruled"]) == (10, 2)
+    assert store_at.query("r.db", "SELECT COUNT(*) FROM reviews WHERE run_id = ?", (again["run_id"],)) == [(13,)]
 
 
 @pytest.mark.parametrize("criterion, code, said", [

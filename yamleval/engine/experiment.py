@@ -18,7 +18,7 @@ from yamleval.engine import shards as sharding
 from yamleval.engine.item import ItemProcessor, caching as caching_of
 from yamleval.engine.plan import Prepared
 from yamleval.records.redaction import redact_experiment, redact_item
-from yamleval.records.reviews import labelled
+from yamleval.records.reviews import counted, labelled
 from yamleval.engine.scoring import error_result
 from yamleval.engine.shards import Shard
 from yamleval.net import health, limits
@@ -34,10 +34,13 @@ ProgressCallback = Callable[[int, "int | None"], Any]
 # run's own) and ``worker_folder`` (None: the items run in this process)
 ExecutorFactory = Callable[[Any, int], Any]
 
-def rescored(prepared: Prepared, results: Iterable[ItemResult], network: RunNetwork | None = None) -> Iterator[ItemResult]:
+def rescored(prepared: Prepared, results: Iterable[ItemResult], network: RunNetwork | None = None,
+             human: Callable[[str], Any] | None = None) -> Iterator[ItemResult]:
     """Finished items scored again by ``prepared``'s scorers, their outputs kept (no runner
     call; judges through the cache, calling out through ``network``, the run's, else a network
-    of their own); an item whose runner failed has no output to score and stays as it was."""
+    of their own); an item whose runner failed has no output to score and stays as it was.
+    ``human``: a person's verdict on an item by its id (``records.reviews.HumanVerdict``), which
+    counts over its scorers' (else its dataset's label does)."""
     caching = caching_of(prepared)
     processor = ItemProcessor(prepared, caching, network if network is not None else Network())
     use = caching.use if caching is not None else lambda number: None
@@ -49,7 +52,8 @@ def rescored(prepared: Prepared, results: Iterable[ItemResult], network: RunNetw
                 result = redact_item(result, prepared.secrets)
             elif result.error is None or result.scores:
                 result = redact_item(processor.scored(result, use(0)), prepared.secrets)
-            yield labelled(result)
+            verdict = human(result.item.id) if human is not None else None
+            yield labelled(result) if verdict is None else counted(result, verdict)
     finally:
         processor.close()
 

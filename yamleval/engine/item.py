@@ -146,7 +146,8 @@ class ItemProcessor:
         scores = score_output(self.scorers, context) if self.scorers else {}
         status, error = item_status(scores)
         return dataclasses.replace(result, status=status, error=error, scores=scores,
-                                   cache=use.used() if use is not None else result.cache)
+                                   cache=use.used() if use is not None else result.cache,
+                                   human=None)  # scored anew: a dataset's label is counted again (``labelled``)
 
     def close(self) -> None:
         """Let go of the clients of the run's models and of the cache."""

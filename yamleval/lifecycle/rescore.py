@@ -17,6 +17,9 @@ from yamleval.lifecycle.outputs import DEFAULT_STORE, open_outputs
 from yamleval.lifecycle.run import RunOutcome, RunWatcher, finish_run, git_state, new_run
 from yamleval.lifecycle.stored import store_experiment
 from yamleval.records.types import ExperimentResult, ItemResult, RunInfo
+from yamleval.store import reviewed
+from yamleval.store import reviews as stored_reviews
+from yamleval.store.schema import item_key
 
 
 def rescore_run(project, source: str, wanted: Sequence[str] = (), *, store: str | None = None,
@@ -57,6 +60,7 @@ def rescore_run(project, source: str, wanted: Sequence[str] = (), *, store: str 
     finished = {stored.experiment_id for stored in stored_experiments if stored.status == "completed"}
     run_id = new_run(db, project, experiments, git, _repeats(db, origin), rescored_from=origin.run_id)
     run_tags.add(db, run_id, out.tags)
+    stored_reviews.copy(db, origin.run_id, run_id)  # people judged the outputs, which the new run keeps
     watcher.run_started(run_id, False)
     results = []
     for position, ready in enumerate(prepared):
@@ -127,7 +131,9 @@ def _rescore_experiment(db, run_id: str, position: int, ready, origin: RunInfo, 
 
         stored = db.item_view(origin.run_id, experiment_id, 0)
         executors = choice.on(None)  # the judges call out through the run's network: its endpoint checks stop it
-        rescored = engine.rescored(ready, stored, executors.network)
+        verdicts = reviewed.verdicts_of(db, origin.run_id).get(experiment_id, {})
+        rescored = engine.rescored(ready, stored, executors.network,
+                                   (lambda item_id: verdicts.get(item_key(item_id))) if verdicts else None)
         result = engine.run_experiment(ready, executor=executors, previous=kept(rescored), stop=stop,
                                        keep_items=False, run_new=False)
         return result if finished else dataclasses.replace(result, passed=False, incomplete=True)

@@ -29,3 +29,13 @@ def of_run(store, run_id: str) -> dict[str, dict[str, list[Review]]]:
         found.setdefault(experiment_id, {}).setdefault(key, []).append(
             Review(experiment_id, key, verdict, by, at, machine, note))
     return found
+
+
+_COPY = (f"INSERT INTO reviews ({', '.join(_COLUMNS)}) SELECT {{p}}, {', '.join(_COLUMNS[1:])} FROM reviews"
+         " WHERE run_id = {p} ORDER BY rowid")
+
+
+def copy(store, source: str, run_id: str) -> None:
+    """Give the run ``run_id`` the reviews of the run ``source`` (whose outputs it scored again)."""
+    if store.has_table("reviews"):
+        store.write(_COPY, [(run_id, source)], then="then score the run again")
