@@ -11,6 +11,8 @@ from conftest import run_cli
 from reporting.test_html_browser import browser  # noqa: F401  (a fixture: Chromium, launched once)
 from test_serve import TOKEN, serving
 
+BO = "bo-holds-this-token-0123456789"
+
 # 12 items: the judge passes 8; exact_match passes the ones whose answer is right (i0–i5)
 PROJECT = """
 store: results.db
@@ -34,7 +36,8 @@ def _project(tmp_path) -> str:
 
 def test_a_reviewer_signs_in_overrules_an_item_and_the_page_counts_it(tmp_path, browser):  # noqa: F811
     run_id = _project(tmp_path)
-    with serving("results.db", tmp_path, "--reviews", "--token-env", "REVIEW_TOKEN", REVIEW_TOKEN=TOKEN) as base:
+    tokens = f"{TOKEN} bo={BO}"  # one token for the team (each names themselves), one that is bo's
+    with serving("results.db", tmp_path, "--reviews", "--token-env", "REVIEW_TOKEN", REVIEW_TOKEN=tokens) as base:
         page = browser.new_page()
         errors = []
         page.on("pageerror", lambda e: errors.append(str(e)))
@@ -64,6 +67,14 @@ def test_a_reviewer_signs_in_overrules_an_item_and_the_page_counts_it(tmp_path, 
         assert page.evaluate("() => window.notReloaded") is True
         assert errors == []
         page.close()
+        # signed in with bo's token, the form knows who reviews
+        page = browser.new_page()
+        page.goto(f"{base}/sign-in?next=/runs/{run_id}/items/answers/i2")
+        page.fill("input[name=token]", BO)
+        page.click("form button, form input[type=submit]")
+        page.wait_for_selector("tr.detail .review button.review-pass")
+        assert page.locator("tr.detail .review input").count() == 0
+        page.close()
         listed = requests.get(f"{base}/api/runs/{run_id}/reviews", headers={"Authorization": f"Bearer {TOKEN}"},
                               timeout=10).json()["reviews"]
         assert [(r["verdict"], r["machine"], r["by"], r["note"]) for r in listed] == [
@@ -77,12 +88,16 @@ def test_a_reviewer_signs_in_overrules_an_item_and_the_page_counts_it(tmp_path, 
                              timeout=10).status_code == 415
         assert requests.post(post, data=body, headers={**bearer, "Content-Type": "application/json",
                                                        "Origin": "https://elsewhere.example"}, timeout=10).status_code == 403
+        # bo's token names bo, whoever the body says
+        bos = requests.post(post, data=body, headers={"Authorization": f"Bearer {BO}", "Content-Type": "application/json"},
+                            timeout=10)
+        assert bos.status_code == 200 and bos.json()["review"]["by"] == "bo", bos.text
         bad = requests.post(post, data=json.dumps({"experiment": "answers", "item": "nope", "verdict": "fail", "by": "x"}),
                             headers={**bearer, "Content-Type": "application/json"}, timeout=10)
         assert bad.status_code == 400 and "has no item 'nope'" in bad.json()["error"]
     # what the server stored is what `yamleval report` counts
     shown = run_cli("agreement", "--format", "json", cwd=tmp_path)
-    assert json.loads(shown.stdout)["experiments"]["answers"]["overruled"] == 1
+    assert json.loads(shown.stdout)["experiments"]["answers"]["overruled"] == 2
 
 
 def test_without_reviews_the_pages_offer_none_and_the_api_refuses_writes(tmp_path, browser):  # noqa: F811

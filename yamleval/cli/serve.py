@@ -15,10 +15,12 @@ from yamleval.cli.history import STORE_OPTION
 @click.option("--port", default=8600, show_default=True, type=click.IntRange(0, 65535), help="The port to listen on.")
 @click.option("--token-env", metavar="NAME",
               help="The environment variable that holds the token every request must bring"
-                   " (`Authorization: Bearer TOKEN`, or the sign-in page).")
+                   " (`Authorization: Bearer TOKEN`, or the sign-in page); several, each named for who holds it:"
+                   " \"ana=TOKEN bo=TOKEN\".")
 @click.option("--reviews", is_flag=True,
               help="Let people give items their verdict (pass/fail and a note) on the items' pages; else read-only.")
-@click.option("--reviewer", metavar="NAME", help="With --reviews: who reviews (else each review names its reviewer).")
+@click.option("--reviewer", metavar="NAME", help="With --reviews: who reviews (else the signed-in token's name, else each review names its"
+                   " reviewer).")
 def serve(store_file, host, port, token_env, reviews, reviewer):
     """Serve the Eval Center: every stored run (SQLite file or PostgreSQL URL), a running one as
     its items finish, comparisons, history and a JSON API under /api/. Read-only unless

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 
 from yamleval.records.errors import UsageError
 
 LOCAL_HOSTS = ("localhost",)
+LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")  # who holds a token: ``ana=TOKEN``
 INSTALL = "pip install 'yamleval[serve]'"
 
 
@@ -22,23 +24,31 @@ def is_local(host: str) -> bool:
         return False
 
 
-def token_from(host: str, token_env: str | None) -> str | None:
-    """The token every request must bring: the value of ``token_env``. UsageError when a host
-    other than this machine's own is given without one, or the variable is unset or empty."""
+def token_from(host: str, token_env: str | None) -> dict[str, str] | None:
+    """The tokens a request may bring, each with its label (who holds it; "" for none): the value of
+    ``token_env``, one token or several ``LABEL=TOKEN`` separated by commas or spaces. UsageError
+    when a host other than this machine's own is given without one, or the variable is unset,
+    empty, or holds a token shorter than 16 characters."""
     if token_env is None:
         if not is_local(host):
             raise UsageError(f"--host {host} lets other machines read every stored run: give a token with"
                              " --token-env NAME (the variable NAME holds it; clients send `Authorization: Bearer"
                              " TOKEN` or sign in), or serve on 127.0.0.1")
         return None
-    token = os.environ.get(token_env, "")
-    if not token.strip():
+    value = os.environ.get(token_env, "")
+    if not value.strip():
         raise UsageError(f"--token-env {token_env}: the variable {token_env} is not set or is empty; export it"
                          " with the token (e.g. `export " + token_env + "=$(openssl rand -hex 24)`)")
-    if len(token) < 16:
-        raise UsageError(f"--token-env {token_env}: the token is {len(token)} characters long; give one of 16 or"
-                         " more (e.g. `openssl rand -hex 24`)")
-    return token
+    tokens: dict[str, str] = {}
+    for entry in value.replace(",", " ").split():
+        label, _, token = entry.partition("=")
+        if not (LABEL.fullmatch(label) and len(token) >= 16):  # a token of its own (base64 ends in "=")
+            label, token = "", entry
+        if len(token) < 16:
+            raise UsageError(f"--token-env {token_env}: a token{f' (of {label})' if label else ''} is {len(token)}"
+                             " characters long; give each one of 16 or more (e.g. `openssl rand -hex 24`)")
+        tokens[token] = label
+    return tokens
 
 
 def serve(location: str, host: str = "127.0.0.1", port: int = 8600, token_env: str | None = None,
@@ -50,7 +60,7 @@ def serve(location: str, host: str = "127.0.0.1", port: int = 8600, token_env: s
         raise UsageError("--reviewer names who reviews: give --reviews too")
     if reviewer is not None and not reviewer.strip():
         raise UsageError("--reviewer: give a name")
-    token = token_from(host, token_env)
+    tokens = token_from(host, token_env)
     try:
         import uvicorn  # noqa: F401
         import starlette  # noqa: F401
@@ -63,4 +73,4 @@ def serve(location: str, host: str = "127.0.0.1", port: int = 8600, token_env: s
 
     from yamleval.serve.reviews import Reviewing
 
-    run(location, host, port, token, ready, Reviewing(reviewer.strip() if reviewer else None) if reviews else None)
+    run(location, host, port, tokens, ready, Reviewing(reviewer.strip() if reviewer else None) if reviews else None)

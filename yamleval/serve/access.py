@@ -1,7 +1,8 @@
-"""Who may read the Eval Center: with a token, only a request that brings it, as
+"""Who may read the Eval Center: with tokens, only a request that brings one, as
 ``Authorization: Bearer TOKEN`` or in the cookie the sign-in page sets (which holds a digest of
-the token, not the token). Written as plain ASGI middleware, so that it also guards the stream
-of a running run's updates."""
+the token, not the token). A token's label (``ana=TOKEN``) names who holds it: the request's
+``state["reviewer"]``. Written as plain ASGI middleware, so that it also guards the stream of a
+running run's updates."""
 from __future__ import annotations
 
 import hashlib
@@ -25,28 +26,49 @@ def _header(scope, name: bytes) -> str:
     return ""
 
 
-def allowed(scope, token: str) -> bool:
+def holder(scope, tokens: dict[str, str]) -> str | None:
+    """The label of the token the request brings ("" for a token without one), or None without one."""
     given = _header(scope, b"authorization")
-    if given.startswith("Bearer ") and hmac.compare_digest(given[7:].strip().encode(), token.encode()):
-        return True
+    if given.startswith("Bearer "):
+        found = matching(given[7:].strip(), tokens)
+        if found is not None:
+            return found
     cookies = SimpleCookie()
     try:
         cookies.load(_header(scope, b"cookie"))
     except Exception:  # a malformed cookie header: as if none
-        return False
-    found = cookies.get(COOKIE)
-    return found is not None and hmac.compare_digest(found.value.encode(), cookie_value(token).encode())
+        return None
+    kept = cookies.get(COOKIE)
+    if kept is None:
+        return None
+    for token, label in tokens.items():
+        if hmac.compare_digest(kept.value.encode(), cookie_value(token).encode()):
+            return label
+    return None
+
+
+def matching(given: str, tokens: dict[str, str]) -> str | None:
+    """The label of the token ``given`` is (each compared in constant time), or None."""
+    found = None
+    for token, label in tokens.items():
+        if hmac.compare_digest(given.encode(), token.encode()):
+            found = label
+    return found
 
 
 class TokenRequired:
     """Answers 401 to every request without the token, but the sign-in page's; a page's request
     is sent to sign in, an API's gets the reason as JSON."""
 
-    def __init__(self, app, token: str):
-        self.app, self.token = app, token
+    def __init__(self, app, tokens: dict[str, str]):
+        self.app, self.tokens = app, tokens
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or allowed(scope, self.token):
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+            return await self.app(scope, receive, send)
+        label = holder(scope, self.tokens)
+        if label is not None:
+            scope.setdefault("state", {})["reviewer"] = label or None
             return await self.app(scope, receive, send)
         if scope["path"].startswith("/api/"):
             body = b'{"error": "this server needs its token: send Authorization: Bearer TOKEN"}'

@@ -148,8 +148,9 @@ def _served(info, results, live: bool, since: int = 0, item: bool = False) -> di
             "live": live, "item": item}
 
 
-def application(location: str, token: str | None = None, reviews=None) -> Starlette:
-    """The Eval Center over the store at ``location``; ``token``: required of every request;
+def application(location: str, tokens: dict[str, str] | None = None, reviews=None) -> Starlette:
+    """The Eval Center over the store at ``location``; ``tokens``: one of them (by its label, who
+    holds it) required of every request;
     ``reviews`` (``serve.reviews.Reviewing``): it takes people's verdicts (else it writes nothing)."""
     from yamleval.serve import reviews as reviewing
 
@@ -179,7 +180,7 @@ def application(location: str, token: str | None = None, reviews=None) -> Starle
             live = info.status == "running"
             results = reading.results_of(store, info)
             served = _served(info, results, live, views.last_written(store, info.run_id) if live else 0)
-            served["review"] = reviewing.served(info.run_id, reviews)
+            served["review"] = reviewing.served(info.run_id, reviews, request)
             if live:
                 served["progress"] = reading.progress_json(store, info)
             elif reviews is not None:
@@ -202,7 +203,7 @@ def application(location: str, token: str | None = None, reviews=None) -> Starle
             item = found[0].items.find(item_id)
             if item is None:
                 raise NotFound(f"experiment {experiment_id} of run {info.run_id} has no item {item_id}")
-            served = {**_served(info, found, False, item=True), "review": reviewing.served(info.run_id, reviews)}
+            served = {**_served(info, found, False, item=True), "review": reviewing.served(info.run_id, reviews, request)}
             return page(html.served_page(info, found, served, [item]))
 
         return await read(work)
@@ -265,10 +266,10 @@ def application(location: str, token: str | None = None, reviews=None) -> Starle
             return page(center.sign_in_page(False, local_path(next_path)))
         body = urllib.parse.parse_qs((await request.body()).decode("utf-8", "replace"))
         given, next_path = (body.get("token") or [""])[0], local_path((body.get("next") or ["/"])[0])
-        if token is None or not access.hmac.compare_digest(given.encode(), token.encode()):
+        if tokens is None or access.matching(given, tokens) is None:
             return page(center.sign_in_page(True, next_path), 401)
         answer = RedirectResponse(next_path, 303, headers=dict(HEADERS))
-        answer.set_cookie(access.COOKIE, access.cookie_value(token), httponly=True, samesite="strict",
+        answer.set_cookie(access.COOKIE, access.cookie_value(given), httponly=True, samesite="strict",
                           secure=request.url.scheme == "https", path="/")
         return answer
 
@@ -381,8 +382,8 @@ def application(location: str, token: str | None = None, reviews=None) -> Starle
                                                        HTTPException: http_error, Exception: failure},
                     lifespan=lifespan)
     app.state.center = center_store
-    if token is not None:
-        app.add_middleware(access.TokenRequired, token=token)
+    if tokens is not None:
+        app.add_middleware(access.TokenRequired, tokens=tokens)
     return app
 
 

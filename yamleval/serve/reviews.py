@@ -101,11 +101,16 @@ def queue_json(store, info) -> list[dict[str, Any]]:
             for w in worth_review(reading.results_of(store, info), QUEUE)]
 
 
-def served(run_id: str, reviews: Reviewing | None) -> dict[str, Any] | None:
+def reviewer(reviews: Reviewing, request: Request) -> str | None:
+    """Who gives the request's reviews: ``--reviewer``, else the label of the token it brings."""
+    return reviews.reviewer or request.scope.get("state", {}).get("reviewer")
+
+
+def served(run_id: str, reviews: Reviewing | None, request: Request) -> dict[str, Any] | None:
     """What a served page's script needs to take reviews (None: it offers none)."""
     if reviews is None:
         return None
-    return {"post": f"/api/runs/{urllib.parse.quote(run_id, safe='')}/reviews", "reviewer": reviews.reviewer}
+    return {"post": f"/api/runs/{urllib.parse.quote(run_id, safe='')}/reviews", "reviewer": reviewer(reviews, request)}
 
 
 def _same_origin(request: Request) -> bool:
@@ -127,7 +132,7 @@ def routes(read: Callable, reviews: Reviewing | None) -> list[Route]:
         if not _same_origin(request):
             return json_answer(json.dumps({"error": "a review comes from this server's own pages"}), 403)
         try:
-            review = asked(await request.body(), request.headers.get("content-type", ""), reviews.reviewer)
+            review = asked(await request.body(), request.headers.get("content-type", ""), reviewer(reviews, request))
             return json_answer(json.dumps(await read(store_review, request.path_params["run"], review)))
         except Refused as exc:
             return json_answer(json.dumps({"error": exc.message}), exc.status)

@@ -26,13 +26,13 @@ class _Server(uvicorn.Server):
         return f"http://{shown}:{self.config.port}/"
 
 
-def run(location: str, host: str, port: int, token: str | None, ready, reviews=None) -> None:
+def run(location: str, host: str, port: int, tokens: dict[str, str] | None, ready, reviews=None) -> None:
     try:
         with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
             probe.bind((host.strip("[]"), port))  # taken or not ours: say so before uvicorn would
     except OSError as exc:
         raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port") from None
-    config = uvicorn.Config(application(location, token, reviews), host=host.strip("[]"), port=port, log_level="warning",
+    config = uvicorn.Config(application(location, tokens, reviews), host=host.strip("[]"), port=port, log_level="warning",
                             access_log=False, server_header=False, proxy_headers=True, timeout_graceful_shutdown=2)
     _Server(config, ready).run()
