@@ -240,3 +240,55 @@ def test_the_queue_puts_the_items_most_worth_a_review_first():
         ("i3", ("judge's answer was cut off",)),
     ]
     assert [w.item_id for w in worth_review([result])] == ["i2", "i1", "i3", "i5"]
+
+
+def test_a_csv_calibration_set_may_leave_labels_out_and_a_review_file_must_be_utf8(write_config, tmp_path):
+    (tmp_path / "some.csv").write_text("id,input,judge,human_verdict\na,x,1,pass\nb,y,1,\nc,z,0,no\n")
+    write_config("""
+        store: r.db
+        experiments:
+          - id: calib
+            dataset: {file: some.csv}
+            runner: {uses: echo}
+            scorers:
+              - {id: judge, uses: fixture_plugins.verdicts:given}
+    """)
+    done = run_cli("run", "-q", cwd=tmp_path)
+    assert done.returncode == 1 and "2/3 items passed" in done.stdout, done.stdout + done.stderr  # c: as its label says
+    found = json.loads(run_cli("agreement", "--format", "json", cwd=tmp_path).stdout)["experiments"]["calib"]
+    assert (found["reviewed"], found["agreement"]["judge"]["n"]) == (2, 2)
+    (tmp_path / "latin.csv").write_bytes("experiment,item,verdict,note,by\ncalib,a,fail,caf\xe9,bo\n".encode("latin-1"))
+    refused = run_cli("review", "latest", "--import", "latin.csv", cwd=tmp_path)
+    assert refused.returncode == 2 and "is not UTF-8" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_a_review_keeps_the_corpus_figure_of_a_scorer(write_config, tmp_path):
+    import dataclasses
+
+    from yamleval.records.reviews import HumanVerdict
+    from yamleval.records.types import Item, ItemList, ItemResult, ScoreResult
+    from yamleval.analysis.aggregate import recount
+    from yamleval.store.reviewed import recounted
+
+    items = ItemList([ItemResult(Item(f"i{n}", n, "q"), "passed", scores={"bleu": ScoreResult("bleu", "success", 0.5,
+                                                                                              True)}) for n in range(3)])
+    stored = recount(None, items)
+    stored = dataclasses.replace(stored, scorers={"bleu": dataclasses.replace(stored.scorers["bleu"], corpus=0.42)})
+    reviewed = ItemList([dataclasses.replace(items[0], status="failed", human=HumanVerdict("failed", "passed")),
+                         items[1], items[2]])
+    again = recounted(stored, reviewed)
+    assert (again.passed, again.overruled, again.scorers["bleu"].corpus) == (2, 1, 0.42)
+
+
+def test_a_retry_of_a_reviewed_run_keeps_its_reviews_and_its_verdict_counts_them(write_config, tmp_path):
+    from servers.postgres import StoreAt
+
+    _reviewed_project(write_config, StoreAt("sqlite", tmp_path), "{type: pass_rate, min: 0.75}")
+    assert run_cli("run", "-q", cwd=tmp_path).returncode == 1  # 8 of 12
+    first = run_cli("runs", "--ids", cwd=tmp_path).stdout.split()[0]
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps({"experiment": "answers", "item": i, "verdict": "pass",
+                                                          "by": "ana"}) + "\n" for i in ("r03", "r06")))
+    assert run_cli("review", first, "--import", "r.jsonl", cwd=tmp_path).returncode == 0
+    retried = run_cli("run", "--retry-errors", first, "-q", cwd=tmp_path)
+    assert retried.returncode == 0, retried.stdout + retried.stderr  # 10 of 12, the reviews copied and counted
+    assert "10/12 items passed" in retried.stdout

@@ -113,3 +113,21 @@ def test_without_reviews_the_pages_offer_none_and_the_api_refuses_writes(tmp_pat
         assert refused.status_code == 403 and "--reviews" in refused.json()["error"]
     assert json.loads(run_cli("agreement", "--format", "json", cwd=tmp_path).stdout)["experiments"]["answers"][
         "reviewed"] == 0
+
+
+def test_without_a_token_only_this_machines_address_may_send_a_review(tmp_path):
+    run_id = _project(tmp_path)
+    with serving("results.db", tmp_path, "--reviews", "--reviewer", "cy") as base:
+        post = f"{base}/api/runs/{run_id}/reviews"
+        body = json.dumps({"experiment": "answers", "item": "i1", "verdict": "fail"})
+        port = base.rsplit(":", 1)[1]
+        # a page elsewhere whose name was made to point here (DNS rebinding) sends its own Host and Origin
+        rebound = requests.post(post, data=body, timeout=10, headers={
+            "Content-Type": "application/json", "Host": f"rebound.example:{port}", "Origin": f"http://rebound.example:{port}"})
+        assert rebound.status_code == 403
+        assert requests.post(f"{base}/api/runs/nope/reviews", data=body, timeout=10,
+                             headers={"Content-Type": "application/json"}).status_code == 404
+        taken = requests.post(post, data=body, timeout=10, headers={"Content-Type": "application/json"})
+        assert taken.status_code == 200 and taken.json()["review"]["by"] == "cy", taken.text
+        assert requests.post(post, data=b"[" * 70_000, timeout=10,
+                             headers={"Content-Type": "application/json"}).status_code == 413

@@ -4,6 +4,7 @@ judge's answer was cut off or gave no reasoning. Items people reviewed already a
 from __future__ import annotations
 
 import heapq
+import itertools
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -45,11 +46,16 @@ def reasons(result: ItemResult) -> list[str]:
     return found
 
 
-def worth_review(results: Iterable[ExperimentResult], limit: int = 20) -> list[Worth]:
-    """The ``limit`` items most worth a review: the most reasons first, then in run and dataset order."""
+SCANNED = 50_000  # items looked at, at most: a page shows the queue of a run of any size in about a second
+
+
+def worth_review(results: Iterable[ExperimentResult], limit: int = 20, scanned: int = SCANNED) -> list[Worth]:
+    """The ``limit`` items most worth a review among the run's first ``scanned``: the most reasons
+    first, then in run and dataset order."""
     best: list[tuple[int, int, int, Worth]] = []
     for number, result in enumerate(results):
-        for item in result.items:
+        for item in itertools.islice(result.items, scanned):
+            scanned -= 1
             if item.human is not None and item.human.source == "review":
                 continue
             why = reasons(item)

@@ -80,7 +80,7 @@ class _RowToItem:
             metadata = {**extra, **metadata} if isinstance(metadata, dict) else extra
         given_id = get(id_col)
         human = get(human_col)
-        if human is not None:
+        if human is not None and human != "":  # an empty cell: no label
             human = verdict_of(human)
             if human is None:
                 raise row.error(f"{row.what}'s '{human_col}' is {get(human_col)!r}, not a verdict",
@@ -89,7 +89,7 @@ class _RowToItem:
             id=f"item-{index + 1}" if given_id is None or given_id == "" else str(given_id),
             index=index, input=value[input_col], expected=get(expected_col), context=get(context_col),
             assertions=get(assertions_col), metadata=metadata, label=get(label_col),
-            source=row.where.file_line() if self.located else None, human_verdict=human,
+            source=row.where.file_line() if self.located else None, human_verdict=human or None,
         )
 
 

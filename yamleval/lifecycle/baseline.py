@@ -54,7 +54,8 @@ def _judged(store, run_id: str, criterion: CriterionResult, result: ExperimentRe
     base = _baseline(store, criterion.baseline, result.experiment_id, run_id)
     if isinstance(base, str):
         return dataclasses.replace(criterion, detail=f"skipped: {base}")
-    comparison = compare.compare(base, store.results(base.run_id, {result.experiment_id}), store.find_run(run_id),
+    # like with like: the baseline as it stored its end, without the reviews given since (this run has none yet)
+    comparison = compare.compare(base, store.results(base.run_id, {result.experiment_id}, "stored"), store.find_run(run_id),
                                  [result], alpha=criterion.alpha, margin=criterion.margin)
     diff = comparison.experiments[0]
     change = diff.scorer_changes.get(criterion.scorer) if criterion.scorer else diff.change

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from yamleval.lifecycle import shards as shard_runs
+from yamleval.store import reviews as stored_reviews
 from yamleval.store import tags as run_tags
 from yamleval.records.errors import UsageError, display_path
 from yamleval.lifecycle.run import RunOutcome
@@ -133,5 +134,7 @@ def _merged(out: Store, parts: list[_Part]) -> RunOutcome:
     for part in parts:
         shard_runs.copy(out, run_id, part.store, part.run.run_id)
     run_tags.add(out, run_id, [tag for part in parts for tag in run_tags.of_run(part.store, part.run.run_id)])
+    for part in parts:  # people may have judged a shard's items in its own store
+        stored_reviews.copy_from(out, run_id, part.store, part.run.run_id)
     results = shard_runs.complete(out, run_id)
     return RunOutcome(out.find_run(run_id), tuple(results), ())

@@ -12,7 +12,7 @@ from typing import Iterable, Iterator, Sequence
 
 from yamleval.lifecycle.stored_runs import opened
 from yamleval.records.errors import UsageError, display_path
-from yamleval.records.reviews import JUDGED, Review, verdict_of
+from yamleval.records.reviews import JUDGED, Review, machine_verdict, verdict_of
 from yamleval.records.types import ExperimentResult, RunInfo, now
 from yamleval.store import reviews as stored_reviews
 
@@ -61,14 +61,14 @@ def review(given, run_ref: str, asked: Sequence[Asked]) -> Reviewed:
 
 def checked(store, info: RunInfo, asked: Sequence[Asked]) -> tuple[Review, ...]:
     """``asked`` as reviews of the stored run ``info``: UsageError, saying where, for an unknown
-    experiment or item, a verdict that is not pass or fail, no reviewer, or an item with no verdict."""
-    results = {r.experiment_id: r for r in store.results(info.run_id)}
+    experiment or item, a verdict that is not pass or fail, no reviewer, or an item with no verdict.
+    Each item is looked up as stored: nothing of the run is counted."""
+    experiments = [e.experiment_id for e in store.experiments(info.run_id)]
     at, out = now(), []
     for one in asked:
-        result = results.get(one.experiment)
-        if result is None:
+        if one.experiment not in experiments:
             raise UsageError(f"{one.where}: run {info.run_id} has no experiment '{one.experiment}'"
-                             f" (it has: {', '.join(results) or 'none'})")
+                             f" (it has: {', '.join(experiments) or 'none'})")
         verdict = verdict_of(one.verdict)
         if verdict is None:
             raise UsageError(f"{one.where}: verdict {one.verdict!r} for item '{one.item}' is not pass or fail")
@@ -77,11 +77,11 @@ def checked(store, info: RunInfo, asked: Sequence[Asked]) -> tuple[Review, ...]:
                              " or a `by` column)")
         if one.note is not None and len(one.note) > MAX_NOTE:
             raise UsageError(f"{one.where}: the note on item '{one.item}' is over {MAX_NOTE:,} characters")
-        item = result.items.find(one.item)
+        item = store.item_view(info.run_id, one.experiment, 0).find(one.item)
         if item is None:
             raise UsageError(f"{one.where}: experiment '{one.experiment}' of run {info.run_id} has no item"
                              f" '{one.item}' (`yamleval export {info.run_id}` lists its items)")
-        machine = item.human.machine if item.human is not None else item.status
+        machine = machine_verdict(item)
         if machine not in JUDGED:
             raise UsageError(f"{one.where}: item '{one.item}' of experiment '{one.experiment}' {machine}:"
                              " it has no verdict to review (retry it with `yamleval run --retry-errors`)")
@@ -96,9 +96,11 @@ def read_file(path: str, by: str | None) -> list[Asked]:
             text = f.read()
     except OSError as exc:
         raise UsageError(f"cannot read {display_path(path)}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{display_path(path)}: byte {exc.start} is not UTF-8; save the file as UTF-8") from None
     rows = _jsonl(path, text) if path.lower().endswith((".jsonl", ".ndjson")) else _csv(path, text)
     asked = []
-    for where, row in rows:
+    for where, row in _read(path, rows):
         missing = [f for f in ("experiment", "item", "verdict") if row.get(f) in (None, "")]
         if missing:
             raise UsageError(f"{where}: no {', '.join(missing)}: each review names {', '.join(FIELDS[:3])}"
@@ -108,6 +110,14 @@ def read_file(path: str, by: str | None) -> list[Asked]:
     if not asked:
         raise UsageError(f"{display_path(path)} has no reviews")
     return asked
+
+
+def _read(path: str, rows: Iterable[tuple[str, dict]]) -> Iterator[tuple[str, dict]]:
+    """``rows``, a CSV the csv module cannot read said as the file's problem (never a traceback)."""
+    try:
+        yield from rows
+    except csv.Error as exc:
+        raise UsageError(f"{display_path(path)}: not CSV that can be read ({exc})") from None
 
 
 def _text(value) -> str | None:
@@ -131,8 +141,9 @@ def _jsonl(path: str, text: str) -> Iterable[tuple[str, dict]]:
         where = f"{display_path(path)}:{number}"
         try:
             row = json.loads(line)
-        except ValueError as exc:
-            raise UsageError(f"{where}: not JSON ({exc})") from None
+        except (ValueError, RecursionError) as exc:
+            raise UsageError(f"{where}: not JSON ({'nested too deeply' if isinstance(exc, RecursionError) else exc})"
+                             ) from None
         if not isinstance(row, dict):
             raise UsageError(f"{where}: a review is an object with {', '.join(FIELDS)}")
         yield where, row

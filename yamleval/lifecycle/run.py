@@ -19,6 +19,7 @@ from yamleval.records.outcome import ReportsInterrupted, RunOutcome, RunWatcher 
 from yamleval.records.types import CacheUse, ExperimentResult, RunInfo, StoredExperiment, now
 from yamleval.lifecycle.outputs import Outputs, open_outputs, write_reports_then_finish
 from yamleval.lifecycle.stored import ended_as, new_run_id, run_passed, store_experiment
+from yamleval.store import reviews as stored_reviews
 
 
 
@@ -165,6 +166,8 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
                                  " or give another --run-id")
             run_id = new_run(db, project, experiments, git, repeats, run_id=run_id, shard=shard,
                              datasets=dataset_hashes, retried_from=None if origin is None else origin.run_id)
+            if origin is not None:  # the items it keeps, people may have judged
+                stored_reviews.copy(db, origin.run_id, run_id)
             if shard is not None:
                 shard_runs.joined(db, run_id, shard, project)  # another shard may have made it meanwhile
                 shard_runs.same_work(db, run_id, shard, experiments, dataset_hashes, repeats, joining=True)

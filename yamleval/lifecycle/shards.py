@@ -166,7 +166,7 @@ def complete(store, run_id: str) -> list[ExperimentResult] | None:
         for experiment_id, part in json.loads(written or "{}").items():
             parts.setdefault(experiment_id, []).append(part)
     results = [finished_experiment(store, run_id, _counted(store, run_id, stored, parts.get(stored.experiment_id, [])))
-               for stored in store.results(run_id)]
+               for stored in store.results(run_id, verdicts="stored")]
     store.finish_run(run_id, "completed", run_passed(results), max(r.completed_at or "" for r in results))
     return results
 

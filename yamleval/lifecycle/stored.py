@@ -97,10 +97,14 @@ def store_experiment(db, run_id: str, position: int, ready, dataset_hash: str | 
 
 def finished_experiment(db, run_id: str, result: ExperimentResult) -> ExperimentResult:
     """``result``, its items stored, with its no_regression criteria judged and its end stored; its
-    items read from the store, in order, as reports and summaries read them."""
+    items read from the store, in order, as reports and summaries read them, and counted with the
+    reviews the run holds (stored as its scorers and dataset said)."""
     from yamleval.lifecycle import baseline
 
     db.flush()
     result = baseline.judge(db, run_id, result)  # its no_regression criteria, against their baselines
     db.finish_experiment(run_id, result)
-    return dataclasses.replace(result, items=db.item_view(run_id, result.experiment_id, result.summary.completed))
+    result = dataclasses.replace(result, items=db.item_view(run_id, result.experiment_id, result.summary.completed))
+    from yamleval.store import reviewed
+
+    return reviewed.applied(db, run_id, [result])[0]  # as people reviewed it: a retry's kept items, say

@@ -145,6 +145,9 @@ def show(given, run_ref: str, by: str | None, config: bool) -> Shown:
         if config:
             return Shown(info, ())
         results = tuple(store.results(info.run_id))
+    from yamleval.store import reviewed
+
+    info = reviewed.run_info(info, results)
     return Shown(info, results, () if by is None else tuple(_breakdown(result, by) for result in results))
 
 

@@ -53,10 +53,15 @@ class HumanVerdict:
         return self.verdict != self.machine
 
 
+def machine_verdict(result) -> str:
+    """The item's verdict by its scorers, whatever a person said."""
+    return result.human.machine if result.human is not None else result.status
+
+
 def counted(result, verdict: HumanVerdict | None):
     """The item ``result`` counted with a person's ``verdict`` (its status the person's), or as it is
     when there is none or it has no verdict to overrule (an error, a skip)."""
-    machine = result.human.machine if result.human is not None else result.status
+    machine = machine_verdict(result)
     if verdict is None or machine not in JUDGED:
         return result
     return dataclasses.replace(result, status=verdict.verdict, human=dataclasses.replace(verdict, machine=machine))

@@ -9,7 +9,7 @@ import base64
 import gzip
 import json
 import math
-from typing import IO, Any, Sequence
+from typing import IO, Any, Callable, Sequence
 
 from yamleval.analysis.aggregate import field_values
 from yamleval.reporting.text import as_text, side_digits
@@ -121,12 +121,12 @@ def row(result: ItemResult, scorer_ids: Sequence[str], text: Texts, values: Sequ
             [text(note) for note in result.notes] or None, result.flaky or None,
             [[r.status, text(r.output), text(r.error), ms(r.latency_ms),
               [_score_cell(r.scores.get(sid), text) for sid in scorer_ids]] for r in result.repeats] or None,
-            slices or None, _human(result, text)]
+            slices or None, human_row(result.human, text)]
 
 
-def _human(result: ItemResult, text: Texts) -> list[Any] | None:
-    """[the person's verdict, the scorers', review or dataset, by, at, note, reviews], or None."""
-    human = result.human
+def human_row(human, text: Callable[[Any], Any] = lambda value: value) -> list[Any] | None:
+    """A person's verdict as the page's script reads it: [the person's verdict, the scorers', review
+    or dataset, by, at, note, reviews], or None."""
     if human is None:
         return None
     return [human.verdict, human.machine, human.source, text(human.by), human.at, text(human.note), human.reviews]

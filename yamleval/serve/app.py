@@ -204,6 +204,8 @@ def application(location: str, tokens: dict[str, str] | None = None, reviews=Non
             if item is None:
                 raise NotFound(f"experiment {experiment_id} of run {info.run_id} has no item {item_id}")
             served = {**_served(info, found, False, item=True), "review": reviewing.served(info.run_id, reviews, request)}
+            if reviewed.verdicts_of(store, info.run_id):  # the run's badge as people reviewed it
+                info = reviewed.run_info(info, reading.results_of(store, info))
             return page(html.served_page(info, found, served, [item]))
 
         return await read(work)
@@ -371,7 +373,7 @@ def application(location: str, tokens: dict[str, str] | None = None, reviews=Non
         Route(access.SIGN_IN, sign_in, methods=["GET", "POST"]),
         Route("/api/runs", api_runs), Route("/api/runs/{run}", api_run), Route("/api/runs/{run}/items", api_items),
         Route("/api/runs/{run}/rows", api_rows), Route("/api/runs/{run}/events", api_events),
-        *reviewing.routes(read, reviews),
+        *reviewing.routes(read, reviews, tokens is not None),
     ]
     @contextlib.asynccontextmanager
     async def lifespan(app):

@@ -97,23 +97,27 @@ def summary_json(store, info: RunInfo) -> str:
 _SHAPE = "SELECT summary FROM experiments WHERE run_id = {p} AND experiment_id = {p}"
 
 
-def _shape(store, run_id: str, experiment_id: str) -> tuple[list[str], list] | None:
-    """An experiment's scorers and breakdown values, as its page's rows are laid out; None: no such experiment."""
+def _shape(store, run_id: str, experiment_id: str, reviews: bool) -> tuple[list[str], list] | None:
+    """An experiment's scorers and breakdown values, as its page's rows are laid out (``reviews``: as
+    people reviewed it, which orders its slices anew); None: no such experiment."""
     found = store.query(_SHAPE, (run_id, experiment_id))
     if not found:
         return None
     summary = summary_from_json(found[0][0])  # stored as the experiment starts
+    if reviews and summary.breakdowns:
+        summary = store.results(run_id, {experiment_id})[0].summary
     return list(summary.scorers), [(b.field, {x.value: n for n, x in enumerate(b.slices)}) for b in summary.breakdowns]
 
 
 def rows_json(store, run_id: str, experiment_id: str, after: int, limit: int) -> str | None:
     """``/api/runs/{id}/rows``: the experiment's next ``limit`` rows past position ``after``, as the page's script reads them."""
-    shape = _shape(store, run_id, experiment_id)
+    verdicts = reviewed.verdicts_of(store, run_id).get(experiment_id, {})
+    shape = _shape(store, run_id, experiment_id, bool(verdicts))
     if shape is None:
         return None
     scorer_ids, values = shape
     found = views.items_after(store, run_id, experiment_id, after, limit)
-    texts, verdicts = Texts(), reviewed.verdicts_of(store, run_id).get(experiment_id, {})
+    texts = Texts()
     rows = [row(counted(item, verdicts.get(item_key(item.item.id))), scorer_ids, texts, values) for _, item in found]
     last = found[-1][0] if found else after
     return dumps({"rows": rows, "after": last, "more": len(found) == limit})
@@ -137,13 +141,32 @@ def items_json(store, run_id: str, experiment_id: str | None, status: str | None
     if status:
         where += " AND i.status = {p}"
         parameters.append(status)
+    verdicts = reviewed.verdicts_of(store, run_id)
+    if status and verdicts:  # people changed some items' status: pick them as they count now
+        return _reviewed_items(store, run_id, experiment_id, status, offset, limit)
     total = store.query(_COUNT + where, tuple(parameters))[0][0]
     statement = _ITEMS + where + " ORDER BY e.position, i.position LIMIT {p} OFFSET {p}"
-    verdicts = reviewed.verdicts_of(store, run_id)
     records = []
     for experiment, text in read_rows(store.database, statement, (*parameters, limit, offset)):
         item = item_from_record(json.loads(text), text)
         records.append(encode_record(counted(item, verdicts.get(experiment, {}).get(item_key(item.item.id)))))
+    return _page(total, offset, limit, records)
+
+
+def _reviewed_items(store, run_id: str, experiment_id: str | None, status: str, offset: int, limit: int) -> str:
+    """As ``items_json``, of a reviewed run: its items of ``status`` as they count, read one by one."""
+    total, records = 0, []
+    for result in store.results(run_id, {experiment_id} if experiment_id else None):
+        for item in result.items:
+            if item.status != status:
+                continue
+            if offset <= total < offset + limit:
+                records.append(encode_record(item))
+            total += 1
+    return _page(total, offset, limit, records)
+
+
+def _page(total: int, offset: int, limit: int, records: list[str]) -> str:
     return ('{"total":' + str(total) + ',"offset":' + str(offset) + ',"limit":' + str(limit)
             + ',"items":[' + ",".join(records) + "]}")
 

@@ -16,7 +16,8 @@ from yamleval.analysis.queue import worth_review
 from yamleval.lifecycle import reviewing
 from yamleval.records.errors import UsageError
 from yamleval.reporting import html, people
-from yamleval.serve import reading
+from yamleval.reporting.html_data import human_row
+from yamleval.serve import is_local, reading
 from yamleval.serve.answers import json_answer
 from yamleval.store import reviewed
 from yamleval.store import reviews as stored_reviews
@@ -48,7 +49,7 @@ def asked(body: bytes, content_type: str, reviewer: str | None) -> reviewing.Ask
         raise Refused(413, f"a review is at most {MAX_BODY // 1024} KiB")
     try:
         given = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise Refused(400, "the body is not JSON") from None
     if not isinstance(given, dict) or not all(isinstance(given.get(k), str) for k in ("experiment", "item", "verdict")):
         raise Refused(400, "a review is {experiment, item, verdict: pass|fail, note?, by?}")
@@ -58,10 +59,19 @@ def asked(body: bytes, content_type: str, reviewer: str | None) -> reviewing.Ask
                            note if isinstance(note, str) else None, by if isinstance(by, str) else None, "the review")
 
 
+def _run(store, ref: str):
+    try:
+        return store.find_run(ref)
+    except UsageError as exc:
+        if exc.message.startswith("cannot "):  # the store failed, not the name
+            raise
+        raise Refused(404, exc.message) from None
+
+
 def store_review(store, ref: str, review: reviewing.Asked) -> dict[str, Any]:
     """Store ``review`` of run ``ref``; what the page shows then: the item's verdicts, its
     experiment's figures (as report.html lays them out) and the run's verdict."""
-    info = store.find_run(ref)
+    info = _run(store, ref)
     try:
         found = reviewing.checked(store, info, [review])
     except UsageError as exc:
@@ -69,30 +79,25 @@ def store_review(store, ref: str, review: reviewing.Asked) -> dict[str, Any]:
             raise
         raise Refused(400, exc.message.removeprefix("the review: ")) from None
     stored_reviews.add(store, info.run_id, found)
-    results = reading.results_of(store, info)
-    number, result = next((n, r) for n, r in enumerate(results) if r.experiment_id == review.experiment)
+    results = reading.results_of(store, info)  # of a running run, those that finished
+    number = next((n for n, r in enumerate(results) if r.experiment_id == review.experiment), len(results))
+    result = results[number] if number < len(results) else store.results(info.run_id, {review.experiment})[0]
     item = result.items.find(review.item)
     view = html.experiment_view(number, result)
     return {"review": {"verdict": found[0].verdict, "machine": found[0].machine, "by": found[0].by,
                        "at": found[0].at, "note": found[0].note},
-            "item": {"status": item.status, "human": _human(item.human)},
+            "item": {"status": item.status, "human": human_row(item.human)},
             "experiment": {"id": result.experiment_id, "status": view["status"], "stats": dict(view["stats"]),
                            "shares": view["shares"], "people": people.people_dict(result.summary)},
             "verdict": reading.verdict(reviewed.run_info(info, results))}
 
 
-def _human(human) -> list[Any] | None:
-    return None if human is None else [human.verdict, human.machine, human.source, human.by, human.at, human.note,
-                                       human.reviews]
-
-
 def reviews_json(store, ref: str) -> str:
-    """``GET /api/runs/{id}/reviews``: every review of the run, oldest first (the audit trail)."""
-    info = store.find_run(ref)
-    listed = [{"experiment": r.experiment_id, "item_key": r.item_id, "verdict": r.verdict, "machine": r.machine,
-               "by": r.by, "at": r.at, "note": r.note}
-              for items in stored_reviews.of_run(store, info.run_id).values() for found in items.values() for r in found]
-    return json.dumps({"run": info.run_id, "reviews": sorted(listed, key=lambda r: r["at"])})
+    """``GET /api/runs/{id}/reviews``: every review of the run, in the order given (the audit trail)."""
+    info = _run(store, ref)
+    return json.dumps({"run": info.run_id, "reviews": [
+        {"experiment": r.experiment_id, "item_key": r.item_id, "verdict": r.verdict, "machine": r.machine, "by": r.by,
+         "at": r.at, "note": r.note} for r in stored_reviews.listed(store, info.run_id)]})
 
 
 def queue_json(store, info) -> list[dict[str, Any]]:
@@ -102,8 +107,8 @@ def queue_json(store, info) -> list[dict[str, Any]]:
 
 
 def reviewer(reviews: Reviewing, request: Request) -> str | None:
-    """Who gives the request's reviews: ``--reviewer``, else the label of the token it brings."""
-    return reviews.reviewer or request.scope.get("state", {}).get("reviewer")
+    """Who gives the request's reviews: the name of the token it brings, else ``--reviewer``."""
+    return request.scope.get("state", {}).get("reviewer") or reviews.reviewer
 
 
 def served(run_id: str, reviews: Reviewing | None, request: Request) -> dict[str, Any] | None:
@@ -113,31 +118,48 @@ def served(run_id: str, reviews: Reviewing | None, request: Request) -> dict[str
     return {"post": f"/api/runs/{urllib.parse.quote(run_id, safe='')}/reviews", "reviewer": reviewer(reviews, request)}
 
 
-def _same_origin(request: Request) -> bool:
-    """A browser's request from a page of this server (one without an Origin, a script's, is taken)."""
-    origin = request.headers.get("origin")
-    if origin is None:
-        return True
+def _same_origin(request: Request, guarded: bool) -> bool:
+    """A browser's request from a page of this server (one without an Origin, a script's, is taken).
+    Without a token, the server is this machine's alone: its address must be too, so that a page
+    elsewhere whose name was made to point here (DNS rebinding) cannot send one."""
     host = request.headers.get("x-forwarded-host") or request.headers.get("host", "")
-    return urllib.parse.urlsplit(origin).netloc == host
+    if not guarded and not is_local(urllib.parse.urlsplit("//" + host).hostname or ""):
+        return False
+    origin = request.headers.get("origin")
+    return origin is None or urllib.parse.urlsplit(origin).netloc == host
 
 
-def routes(read: Callable, reviews: Reviewing | None) -> list[Route]:
-    """The API's review routes: ``POST`` (with ``--reviews``; 403 else) and ``GET /api/runs/{run}/reviews``."""
+async def _body(request: Request) -> bytes:
+    """The request's body, read no further than ``MAX_BODY``."""
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY:
+            raise Refused(413, f"a review is at most {MAX_BODY // 1024} KiB")
+    return body
+
+
+def routes(read: Callable, reviews: Reviewing | None, guarded: bool) -> list[Route]:
+    """The API's review routes: ``POST`` (with ``--reviews``; 403 else) and ``GET /api/runs/{run}/reviews``;
+    ``guarded``: every request brings a token."""
 
     async def post(request: Request):
         if reviews is None:
             return json_answer(json.dumps({"error": "this Eval Center is read-only: start it with"
                                                     " `yamleval serve --reviews` to take reviews"}), 403)
-        if not _same_origin(request):
+        if not _same_origin(request, guarded):
             return json_answer(json.dumps({"error": "a review comes from this server's own pages"}), 403)
         try:
-            review = asked(await request.body(), request.headers.get("content-type", ""), reviewer(reviews, request))
+            content_type = request.headers.get("content-type", "")
+            review = asked(await _body(request), content_type, reviewer(reviews, request))
             return json_answer(json.dumps(await read(store_review, request.path_params["run"], review)))
         except Refused as exc:
             return json_answer(json.dumps({"error": exc.message}), exc.status)
 
     async def listed(request: Request):
-        return json_answer(await read(reviews_json, request.path_params["run"]))
+        try:
+            return json_answer(await read(reviews_json, request.path_params["run"]))
+        except Refused as exc:
+            return json_answer(json.dumps({"error": exc.message}), exc.status)
 
     return [Route("/api/runs/{run}/reviews", post, methods=["POST"]), Route("/api/runs/{run}/reviews", listed)]

@@ -68,7 +68,9 @@ def machine(result: ItemResult) -> ItemResult:
     return result if human is None else dataclasses.replace(result, status=human.machine, human=None)
 
 
-VERDICTS = ("reviewed", "machine")  # which verdicts a stored run is counted with: people's where given, or its scorers'
+# which verdicts a user may count a stored run with: people's where given, or its scorers' alone
+# (``Store.results`` also reads a run as it stored its end: ``stored``)
+VERDICTS = ("reviewed", "machine")
 
 
 def machine_only(results: list[ExperimentResult]) -> list[ExperimentResult]:
@@ -109,8 +111,10 @@ def recounted(summary: Summary, items: ItemResults) -> Summary:
     judged = criteria.evaluate([c for c in summary.criteria if c.type != "no_regression"], again)
     kept = iter(judged)
     both = tuple(c if c.type == "no_regression" else next(kept) for c in summary.criteria)
+    scorers = {sid: dataclasses.replace(s, corpus=summary.scorers[sid].corpus) if sid in summary.scorers else s
+               for sid, s in again.scorers.items()}  # a corpus figure comes of the scores, which people do not change
     return dataclasses.replace(again, criteria=both, duration_ms=summary.duration_ms, throttling=summary.throttling,
-                               total=summary.total, confidence=summary.confidence)
+                               total=summary.total, confidence=summary.confidence, scorers=scorers)
 
 
 def run_info(info: RunInfo, results: Sequence[ExperimentResult], counted_again: bool = False) -> RunInfo:

@@ -19,15 +19,20 @@ def add(store, run_id: str, reviews: Sequence[Review]) -> None:
                                       r.at) for r in reviews], then="then review again")
 
 
-def of_run(store, run_id: str) -> dict[str, dict[str, list[Review]]]:
-    """The run's reviews by experiment, then by item key (``schema.item_key``), oldest first. A
-    read-only database of an older schema, read unmigrated, has none."""
-    found: dict[str, dict[str, list[Review]]] = {}
+def listed(store, run_id: str) -> list[Review]:
+    """The run's reviews in the order they were given (each item by its key, ``schema.item_key``).
+    A read-only database of an older schema, read unmigrated, has none."""
     if not store.has_table("reviews"):
-        return found
-    for experiment_id, key, verdict, by, at, machine, note in store.query(_OF_RUN, (run_id,)):
-        found.setdefault(experiment_id, {}).setdefault(key, []).append(
-            Review(experiment_id, key, verdict, by, at, machine, note))
+        return []
+    return [Review(experiment_id, key, verdict, by, at, machine, note)
+            for experiment_id, key, verdict, by, at, machine, note in store.query(_OF_RUN, (run_id,))]
+
+
+def of_run(store, run_id: str) -> dict[str, dict[str, list[Review]]]:
+    """The run's reviews by experiment, then by item key, oldest first."""
+    found: dict[str, dict[str, list[Review]]] = {}
+    for review in listed(store, run_id):
+        found.setdefault(review.experiment_id, {}).setdefault(review.item_id, []).append(review)
     return found
 
 
@@ -39,3 +44,14 @@ def copy(store, source: str, run_id: str) -> None:
     """Give the run ``run_id`` the reviews of the run ``source`` (whose outputs it scored again)."""
     if store.has_table("reviews"):
         store.write(_COPY, [(run_id, source)], then="then score the run again")
+
+
+def copy_from(store, run_id: str, source_store, source_run: str) -> None:
+    """Give the run ``run_id`` of ``store`` the reviews of the run ``source_run`` of another store (a shard's)."""
+    if not source_store.has_table("reviews"):
+        return
+    rows = source_store.query(f"SELECT {', '.join(_COLUMNS[1:])} FROM reviews WHERE run_id = {{p}} ORDER BY rowid",
+                              (source_run,))
+    if rows:
+        store.write(store.database.insert(REVIEWS, _COLUMNS), [(run_id, *row) for row in rows],
+                    then="then merge again")

@@ -370,7 +370,8 @@ class Store:
     def results(self, run_id: str, only: set[str] | None = None, verdicts: str = "reviewed") -> list[ExperimentResult]:
         """The stored experiments of a run (those in ``only``, if given) with their items; one that
         never finished (its run crashed, or still runs) is counted from its items, marked incomplete.
-        ``verdicts``: ``reviewed``, an item's newest review counting (``store.reviewed``), or ``machine``."""
+        ``verdicts``: ``reviewed``, an item's newest review counting (``store.reviewed``), ``machine``, or
+        ``stored`` (as the run stored it: its dataset's labels, no review)."""
         out = []
         for row in self._experiment_rows(run_id):
             if only is not None and row["experiment_id"] not in only:
@@ -389,6 +390,8 @@ class Store:
                 stopped_by_budget=row["status"] == "stopped", variant=_variant(row),
                 description=row["description"], tags=tuple(json.loads(row["tags"] or "[]")), runner=row["runner"],
                 dataset=row["dataset"], scorers=tuple(json.loads(row["scorers"] or "[]"))))
+        if verdicts == "stored":
+            return out
         return reviewed.applied(self, run_id, out) if verdicts == "reviewed" else reviewed.machine_only(out)
 
 
