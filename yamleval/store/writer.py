@@ -8,7 +8,6 @@ whole; ``store.errors`` words failures.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 from dataclasses import asdict
 import os
@@ -18,12 +17,8 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import tenacity
 
 from yamleval.analysis import criteria
-from yamleval.store import locations
-from yamleval.store import reviewed
-from yamleval.store import schema as store_schema
-from yamleval.store import repeats as stored_repeats
-from yamleval.store import tags as run_tags
-from yamleval.analysis.aggregate import Aggregator, recount
+from yamleval.store import locations, reviewed, schema as store_schema, repeats as stored_repeats, tags as run_tags
+from yamleval.analysis.aggregate import Aggregator
 from yamleval.config.model import Experiment
 from yamleval.records.errors import UsageError, display_path
 from yamleval.records.codec import encode, encode_record, summary_from_json, summary_to_json
@@ -31,8 +26,8 @@ from yamleval.store.database import Database, OnConflict, Table
 from yamleval.store.errors import (RESUME_HINT, Conflict, DatabaseError, ReadOnly, StoreWriteError, cannot, cause,
                                    duplicate_item)
 from yamleval.store.schema import SCHEMA_VERSION  # noqa: F401  (the store's version, for callers)
-from yamleval.store.reader import StoredItems, read_rows
-from yamleval.records.types import ExperimentResult, ItemResult, RunInfo, StoredExperiment, Summary, Variant
+from yamleval.store.reader import StoredItems, counted, read_rows, variant_of, with_counted
+from yamleval.records.types import ExperimentResult, ItemResult, RunInfo, StoredExperiment, Summary
 
 FLUSH_ITEMS = 500
 FLUSH_SECONDS = 1.0
@@ -71,25 +66,6 @@ def _numbered(db: Database, rows: list[tuple]) -> list[tuple]:
         last[run_id] += 1
         numbered.append((*row, last[run_id]))
     return numbered
-
-
-def _counted(summary: Summary | None, items: StoredItems) -> Summary:
-    """The summary of an experiment's stored items with the scorers, criteria and confidence of
-    ``summary`` (for one that never finished: as it started; without one, the scorers its items name)."""
-    return criteria.with_criteria(recount(summary, items), summary.criteria if summary else ())
-
-
-def _with_counted(summary: Summary, items: StoredItems) -> Summary:
-    """A summary stored before score histograms or intervals were kept (with judged items, a pass
-    rate has one), with them counted from its items."""
-    if not summary.completed or (all(s.histogram for s in summary.scorers.values())
-                                 and (summary.pass_rate_ci or summary.completed == summary.skipped)):
-        return summary
-    counted = _counted(summary, items)
-    scorers = {sid: dataclasses.replace(s, histogram=c.histogram, pass_rate_ci=c.pass_rate_ci, mean_ci=c.mean_ci)
-               for (sid, s), c in zip(summary.scorers.items(), counted.scorers.values())}
-    return dataclasses.replace(summary, scorers=scorers, pass_rate_ci=counted.pass_rate_ci,
-                               mean_score_ci=counted.mean_score_ci)
 
 
 class Store:
@@ -380,25 +356,19 @@ class Store:
             unfinished = row["status"] == "running"
             incomplete = unfinished or row["status"] == "incomplete"  # or scored again from such a run
             stored = summary_from_json(row["summary"]) if row["summary"] else None
-            summary = _counted(stored, items) if unfinished else _with_counted(stored, items)
+            summary = counted(stored, items) if unfinished else with_counted(stored, items)
             items.count = summary.completed
             out.append(ExperimentResult(
                 experiment_id=row["experiment_id"], label=row["label"], passed=bool(row["passed"]), summary=summary,
                 items=items, incomplete=incomplete, started_at=row["started_at"], completed_at=row["completed_at"],
                 interrupted=bool(row["interrupted"]), warnings=tuple(json.loads(row["warnings"] or "[]")),
                 aborted=row["aborted"], could_not_evaluate=row["status"] == "unevaluated",
-                stopped_by_budget=row["status"] == "stopped", variant=_variant(row),
+                stopped_by_budget=row["status"] == "stopped", variant=variant_of(row),
                 description=row["description"], tags=tuple(json.loads(row["tags"] or "[]")), runner=row["runner"],
                 dataset=row["dataset"], scorers=tuple(json.loads(row["scorers"] or "[]"))))
         if verdicts == "stored":
             return out
         return reviewed.applied(self, run_id, out) if verdicts == "reviewed" else reviewed.machine_only(out)
-
-
-def _variant(row: dict[str, Any]) -> Variant | None:
-    """What a stored experiment is a variant of (none in a database older than variants)."""
-    text = row.get("variant")
-    return None if text is None else Variant(**json.loads(text))
 
 
 def _batches(rows, size: int = 1000):
