@@ -1,5 +1,5 @@
-"""How the Eval Center answers: the headers every answer carries, a JSON answer, a page; and how
-it reads a request's path."""
+"""How the Eval Center answers: the headers every answer carries, a JSON answer, a page, a 404
+for a run by no name it has; and how it reads a request's path."""
 from __future__ import annotations
 
 import urllib.parse
@@ -7,9 +7,25 @@ import urllib.parse
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
+from yamleval.records.errors import UsageError
+
 # what every answer carries: no framing, no sniffing, nothing sent elsewhere, nothing kept by a proxy
 HEADERS = (("x-content-type-options", "nosniff"), ("x-frame-options", "DENY"), ("referrer-policy", "no-referrer"),
            ("cache-control", "no-store"))
+
+
+class NotFound(Exception):
+    """No run, experiment or item by that name: a 404 that says which."""
+
+
+def find_run(store, ref: str):
+    """The run ``ref`` names; NotFound when there is none (a store that fails raises as it does)."""
+    try:
+        return store.find_run(ref)
+    except UsageError as exc:
+        if exc.message.startswith("cannot "):  # the store failed, not the name
+            raise
+        raise NotFound(exc.message) from None
 
 
 def json_answer(text: str, status: int = 200) -> Response:

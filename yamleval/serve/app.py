@@ -21,7 +21,7 @@ from starlette.routing import Route
 from yamleval.records.errors import UsageError
 from yamleval.reporting import center, html
 from yamleval.serve import access, reading
-from yamleval.serve.answers import HEADERS, json_answer, local_path, page, raw_parts
+from yamleval.serve.answers import HEADERS, NotFound, find_run as _run, json_answer, local_path, page, raw_parts
 from yamleval.store import reviewed, views
 
 POLL_SECONDS = 0.5  # how often the stream of a running run looks for news
@@ -30,10 +30,6 @@ MAX_NUMBER = 10 ** 12  # of an offset or position a request gives: what the stor
 HISTORY_RUNS = 10
 log = logging.getLogger("yamleval.serve")
 
-
-
-class NotFound(Exception):
-    """No run, experiment or item by that name: a 404 that says which."""
 
 
 class Center:
@@ -93,14 +89,6 @@ def _close(store) -> None:
     except Exception:  # a connection that broke already
         pass
 
-
-def _run(store, ref: str):
-    try:
-        return store.find_run(ref)
-    except UsageError as exc:
-        if exc.message.startswith("cannot "):  # the store failed, not the name
-            raise
-        raise NotFound(exc.message) from None
 
 
 def _of_experiment(store, answer: Callable, ref: str, experiment_id: str | None, *args):

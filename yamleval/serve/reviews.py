@@ -18,7 +18,7 @@ from yamleval.records.errors import UsageError
 from yamleval.reporting import html, people
 from yamleval.reporting.html_data import human_row
 from yamleval.serve import is_local, reading
-from yamleval.serve.answers import json_answer
+from yamleval.serve.answers import find_run, json_answer
 from yamleval.store import reviewed
 from yamleval.store import reviews as stored_reviews
 
@@ -59,19 +59,10 @@ def asked(body: bytes, content_type: str, reviewer: str | None) -> reviewing.Ask
                            note if isinstance(note, str) else None, by if isinstance(by, str) else None, "the review")
 
 
-def _run(store, ref: str):
-    try:
-        return store.find_run(ref)
-    except UsageError as exc:
-        if exc.message.startswith("cannot "):  # the store failed, not the name
-            raise
-        raise Refused(404, exc.message) from None
-
-
 def store_review(store, ref: str, review: reviewing.Asked) -> dict[str, Any]:
     """Store ``review`` of run ``ref``; what the page shows then: the item's verdicts, its
     experiment's figures (as report.html lays them out) and the run's verdict."""
-    info = _run(store, ref)
+    info = find_run(store, ref)
     try:
         found = reviewing.checked(store, info, [review])
     except UsageError as exc:
@@ -94,7 +85,7 @@ def store_review(store, ref: str, review: reviewing.Asked) -> dict[str, Any]:
 
 def reviews_json(store, ref: str) -> str:
     """``GET /api/runs/{id}/reviews``: every review of the run, in the order given (the audit trail)."""
-    info = _run(store, ref)
+    info = find_run(store, ref)
     return json.dumps({"run": info.run_id, "reviews": [
         {"experiment": r.experiment_id, "item_key": r.item_id, "verdict": r.verdict, "machine": r.machine, "by": r.by,
          "at": r.at, "note": r.note} for r in stored_reviews.listed(store, info.run_id)]})
