@@ -115,7 +115,8 @@ def item_message(result: ItemResult) -> str:
     """Why an item did not pass, in a line: the error, or each failing scorer with
     its score against the threshold and its reason; then its notes, in brackets."""
     notes = "".join(f" [{note}]" for note in result.notes)
-    return _human(result) + _why(result) + notes
+    why = _why(result)
+    return (_human(result) + why if why else _human(result).removesuffix(": ")) + notes
 
 
 def _human(result: ItemResult) -> str:
@@ -144,7 +145,7 @@ def _why(result: ItemResult) -> str:
         else:
             miss = f"{sid} failed" + (f" ({score_text(s.score)})" if s.score is not None else "")
         misses.append(miss + (f": {s.reason}" if s.reason else ""))
-    return "; ".join(misses) or ("no scorer failed it" if result.human is not None else result.status)
+    return "; ".join(misses) or ("" if result.human is not None else result.status)
 
 
 def shown_label(result: ExperimentResult) -> str:
