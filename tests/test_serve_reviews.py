@@ -50,6 +50,7 @@ def test_a_reviewer_signs_in_overrules_an_item_and_the_page_counts_it(tmp_path, 
         section = page.locator("section.experiment")
         assert section.locator("[data-stat='Pass rate'] .stat-value").text_content() == "66.7%"
         assert section.locator("[data-stat='Reviewed']").count() == 0
+        assert section.locator("[data-criteria] .pill").text_content() == "met"
         # a person fails an item its judge passed
         page.locator("tr.row", has_text="i1").first.click()
         form = page.locator("tr.detail .review")
@@ -62,6 +63,8 @@ def test_a_reviewer_signs_in_overrules_an_item_and_the_page_counts_it(tmp_path, 
         assert section.locator("[data-share=failed] strong").text_content() == "5"
         assert section.locator(".exp-title .badge").text_content() == "FAILED"  # 7 of 12 < 0.6
         assert page.locator(".run-title .badge").text_content() == "FAILED"
+        assert section.locator("[data-criteria] .pill").text_content() == "not met"
+        assert section.locator("[data-criteria] td.num").first.text_content() == "0.583"
         assert "Stored: failed by ana (its scorers: passed)" in page.locator("tr.detail .review-said").text_content()
         assert "Counts: failed, by ana" in page.locator("tr.detail").text_content()
         assert page.evaluate("() => window.notReloaded") is True

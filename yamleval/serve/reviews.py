@@ -15,7 +15,7 @@ from starlette.routing import Route
 from yamleval.analysis.queue import worth_review
 from yamleval.lifecycle import reviewing
 from yamleval.records.errors import UsageError
-from yamleval.reporting import html, people
+from yamleval.reporting import html
 from yamleval.reporting.html_data import human_row
 from yamleval.serve import is_local, reading
 from yamleval.serve.answers import find_run, json_answer
@@ -79,7 +79,7 @@ def store_review(store, ref: str, review: reviewing.Asked) -> dict[str, Any]:
                        "at": found[0].at, "note": found[0].note},
             "item": {"status": item.status, "human": human_row(item.human)},
             "experiment": {"id": result.experiment_id, "status": view["status"], "stats": dict(view["stats"]),
-                           "shares": view["shares"], "people": people.people_dict(result.summary)},
+                           "shares": view["shares"], "criteria": view["criteria"], "agreement": view["people"]},
             "verdict": reading.verdict(reviewed.run_info(info, results))}
 
 

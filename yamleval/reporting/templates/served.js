@@ -98,12 +98,58 @@
       });
       var badge = section.querySelector(".exp-title .badge");
       if (badge) { badge.textContent = exp.status.toUpperCase(); badge.className = "badge badge-" + exp.status; }
+      showCriteria(section.querySelector("[data-criteria]"), exp.criteria);
+      showAgreement(section.querySelector("[data-agreement]"), exp.agreement);
     }
     var run = document.querySelector(".run-title .badge");
     if (run && (answer.verdict === "passed" || answer.verdict === "failed")) {
       run.textContent = answer.verdict.toUpperCase();
       run.className = "badge badge-" + answer.verdict;
     }
+  }
+
+  function cell(row, text, cls) {
+    var td = make("td", cls, text);
+    row.appendChild(td);
+    return td;
+  }
+
+  // The pass criteria as report.html's table lays them out, counted again.
+  function showCriteria(body, criteria) {
+    if (!body) return;
+    body.replaceChildren();
+    criteria.forEach(function (c) {
+      var row = make("tr"), name = cell(row, c.name);
+      if (c.labelled) { name.appendChild(document.createTextNode(" ")); name.appendChild(make("span", "muted", c.what)); }
+      cell(row, c.actual, "num");
+      cell(row, c.min, "num");
+      cell(row).appendChild(make("span", "sev sev-" + c.severity, c.severity));
+      var result = c.skipped ? ["skipped", "skipped"] : c.passed ? ["pass", "met"]
+        : [c.severity === "warn" ? "warn" : "fail", "not met"];
+      cell(row).appendChild(make("span", "pill pill-" + result[0], result[1]));
+      body.appendChild(row);
+    });
+  }
+
+  // Each scorer's agreement with people, counted again (a panel there is already; the next load adds one).
+  function showAgreement(body, agreement) {
+    if (!body) return;
+    body.replaceChildren();
+    agreement.forEach(function (a) {
+      var row = make("tr"), scorer = cell(row);
+      scorer.appendChild(make("span", "mono", a.scorer));
+      if (a.few) { scorer.appendChild(document.createTextNode(" ")); scorer.appendChild(make("span", "muted", "too few to gate on")); }
+      cell(row, a.n, "num");
+      cell(row, a.rate, "num");
+      cell(row, a.kappa, "num");
+      [[0, 1], [2, 3]].forEach(function (pair) {
+        var td = cell(row, undefined, "num");
+        td.appendChild(make("span", "c-pass", String(a.matrix[pair[0]])));
+        td.appendChild(document.createTextNode(" / "));
+        td.appendChild(make("span", "c-fail", String(a.matrix[pair[1]])));
+      });
+      body.appendChild(row);
+    });
   }
 
   function reviewForm(experiment, item, status, stored) {
