@@ -136,6 +136,7 @@ def test_reviews_are_kept_counted_and_gated_on_both_backends(write_config, tmp_p
     assert r00["status"] == "failed" and r00["human"]["reviews"] == 2 and r00["human"]["note"] == "wrong city"
     markdown = (tmp_path / "reports" / "summary.md").read_text()
     assert "People: 12 items counted with a person's verdict, 2 of them overruling the scorers'" in markdown
+    assert "PASSED" in run_cli("runs", "--store", db, cwd=tmp_path).stdout  # listed as reviewed (it ended FAILED)
     machine = run_cli("report", "latest", "--gate", "--verdicts", "machine", "--format", "json", "--store", db,
                       cwd=tmp_path)
     assert machine.returncode == 1, machine.stdout  # as its scorers judged it: 8 of 12, and no human verdicts

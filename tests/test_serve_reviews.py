@@ -78,6 +78,9 @@ def test_a_reviewer_signs_in_overrules_an_item_and_the_page_counts_it(tmp_path, 
         page.wait_for_selector("tr.detail .review button.review-pass")
         assert page.locator("tr.detail .review input").count() == 0
         page.close()
+        # the runs list shows the run's verdict as people reviewed it
+        assert requests.get(f"{base}/api/runs?status=failed", headers={"Authorization": f"Bearer {TOKEN}"},
+                            timeout=10).json()["runs"][0]["run_id"] == run_id
         listed = requests.get(f"{base}/api/runs/{run_id}/reviews", headers={"Authorization": f"Bearer {TOKEN}"},
                               timeout=10).json()["reviews"]
         assert [(r["verdict"], r["machine"], r["by"], r["note"]) for r in listed] == [

@@ -14,6 +14,7 @@ from yamleval.lifecycle.stored_runs import opened
 from yamleval.records.errors import UsageError, display_path
 from yamleval.records.reviews import JUDGED, Review, machine_verdict, verdict_of
 from yamleval.records.types import ExperimentResult, RunInfo, now
+from yamleval.store import reviewed
 from yamleval.store import reviews as stored_reviews
 
 FIELDS = ("experiment", "item", "verdict", "note", "by")
@@ -56,7 +57,8 @@ def review(given, run_ref: str, asked: Sequence[Asked]) -> Reviewed:
         found = checked(store, info, asked)
         stored_reviews.add(store, info.run_id, found)
         touched = {r.experiment_id for r in found}
-        return Reviewed(info, found, tuple(store.results(info.run_id, touched)))
+        results = reviewed.settle(store, info.run_id)  # the run's verdict as they count now
+        return Reviewed(store.find_run(info.run_id), found, tuple(r for r in results if r.experiment_id in touched))
 
 
 def checked(store, info: RunInfo, asked: Sequence[Asked]) -> tuple[Review, ...]:

@@ -124,3 +124,17 @@ def run_info(info: RunInfo, results: Sequence[ExperimentResult], counted_again: 
     if info.status != "completed" or not (counted_again or any(r.summary.reviewed for r in results)):
         return info
     return dataclasses.replace(info, passed=all(r.passed for r in results if r.gated))
+
+
+_SETTLE = "UPDATE runs SET passed = {p} WHERE run_id = {p} AND status = 'completed'"
+
+
+def settle(store, run_id: str) -> list[ExperimentResult]:
+    """After reviews of the run ``run_id``: its results as they count now, and a completed run's
+    verdict stored as they give it, so that every list of runs shows it (the items' own verdicts,
+    and every review, stay as they were stored)."""
+    results = store.results(run_id)
+    info = run_info(store.find_run(run_id), results)
+    if info.status == "completed":
+        store.write(_SETTLE, [(int(bool(info.passed)), run_id)], then="then review again")
+    return results
