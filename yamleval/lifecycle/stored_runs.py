@@ -145,9 +145,6 @@ def show(given, run_ref: str, by: str | None, config: bool) -> Shown:
         if config:
             return Shown(info, ())
         results = tuple(store.results(info.run_id))
-    from yamleval.store import reviewed
-
-    info = reviewed.run_info(info, results)
     return Shown(info, results, () if by is None else tuple(_breakdown(result, by) for result in results))
 
 
@@ -191,7 +188,8 @@ def report(given, run_ref: str, formats: Sequence[str], report_dir: str, junit_f
         if gate:
             _gateable(store, info)
         results = store.results(info.run_id, verdicts=_verdicts(verdicts))
-    info = reviewed.run_info(info, results, verdicts == "machine")
+    if verdicts == "machine":  # a review stored the run's verdict as people gave it: count it again
+        info = reviewed.run_info(info, results)
     configured = stored_report_settings(info.config_files, info.config_text)  # as the run wrote them
     wanted = with_junit_family(with_html_budget(report_formats(formats, configured), max_html_mb), junit_family)
     written = write_reports(report_dir, wanted, info, results)

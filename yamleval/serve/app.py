@@ -22,7 +22,7 @@ from yamleval.records.errors import UsageError
 from yamleval.reporting import center, html
 from yamleval.serve import access, reading
 from yamleval.serve.answers import HEADERS, NotFound, find_run as _run, json_answer, local_path, page, raw_parts
-from yamleval.store import reviewed, views
+from yamleval.store import views
 
 POLL_SECONDS = 0.5  # how often the stream of a running run looks for news
 RUNS_PAGE = 50
@@ -173,7 +173,7 @@ def application(location: str, tokens: dict[str, str] | None = None, reviews=Non
                 served["progress"] = reading.progress_json(store, info)
             elif reviews is not None:
                 served["queue"] = reviewing.queue_json(store, info)
-            return page(html.served_page(reviewed.run_info(info, results), results, served))
+            return page(html.served_page(info, results, served))
 
         return await read(work)
 
@@ -192,8 +192,6 @@ def application(location: str, tokens: dict[str, str] | None = None, reviews=Non
             if item is None:
                 raise NotFound(f"experiment {experiment_id} of run {info.run_id} has no item {item_id}")
             served = {**_served(info, found, False, item=True), "review": reviewing.served(info.run_id, reviews, request)}
-            if reviewed.verdicts_of(store, info.run_id):  # the run's badge as people reviewed it
-                info = reviewed.run_info(info, reading.results_of(store, info))
             return page(html.served_page(info, found, served, [item]))
 
         return await read(work)

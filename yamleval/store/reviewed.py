@@ -5,7 +5,7 @@ Eval Center all see the verdict that counts."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from yamleval.analysis import criteria
 from yamleval.analysis.aggregate import recount
@@ -21,45 +21,36 @@ def human_verdict(reviews: Sequence[Review]) -> HumanVerdict:
     return HumanVerdict(last.verdict, last.machine, "review", last.by, last.at, last.note, len(reviews))
 
 
-class ReviewedItems(ItemResults):
-    """An experiment's items, each with a review counted with its newest one."""
+class CountedItems(ItemResults):
+    """An experiment's items, each counted by ``count``: with a person's verdict (``reviewed``) or its
+    scorers' (``machine``)."""
 
-    def __init__(self, items: ItemResults, verdicts: dict[str, HumanVerdict]):
-        self.items, self.verdicts_by_key = items, verdicts
+    def __init__(self, items: ItemResults, count: Callable[[ItemResult], ItemResult],
+                 verdicts: dict[str, HumanVerdict] | None = None):
+        self.items, self.count, self.verdicts_by_key = items, count, verdicts
 
     def __len__(self) -> int:
         return len(self.items)
 
-    def _counted(self, result: ItemResult | None) -> ItemResult | None:
-        return None if result is None else counted(result, self.verdicts_by_key.get(item_key(result.item.id)))
-
     def __iter__(self) -> Iterator[ItemResult]:
-        return map(self._counted, self.items)
+        return map(self.count, self.items)
 
     def verdicts(self, scorers: Sequence[str]) -> Iterator[Verdicts]:
+        if self.verdicts_by_key is None:  # the stored status is not the one that counts: whole records
+            yield from super().verdicts(scorers)
+            return
         for item_id, position, status, scores in self.items.verdicts(scorers):
             found = self.verdicts_by_key.get(item_key(item_id))
             yield item_id, position, found.verdict if found is not None and status in JUDGED else status, scores
 
     def find(self, item_id: str) -> ItemResult | None:
-        return self._counted(self.items.find(item_id))
-
-
-class MachineItems(ItemResults):
-    """An experiment's items each counted with its scorers' verdict, whatever people said."""
-
-    def __init__(self, items: ItemResults):
-        self.items = items
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-    def __iter__(self) -> Iterator[ItemResult]:
-        return map(machine, self.items)
-
-    def find(self, item_id: str) -> ItemResult | None:
         found = self.items.find(item_id)
-        return None if found is None else machine(found)
+        return None if found is None else self.count(found)
+
+
+def with_reviews(items: ItemResults, verdicts: dict[str, HumanVerdict]) -> CountedItems:
+    """``items``, each with a review counted with its newest one."""
+    return CountedItems(items, lambda result: counted(result, verdicts.get(item_key(result.item.id))), verdicts)
 
 
 def machine(result: ItemResult) -> ItemResult:
@@ -75,7 +66,7 @@ VERDICTS = ("reviewed", "machine")
 
 def machine_only(results: list[ExperimentResult]) -> list[ExperimentResult]:
     """``results`` as their scorers judged them: the labels of their datasets taken back."""
-    return [_recounted(result, MachineItems(result.items)) if result.summary.reviewed else result for result in results]
+    return [_recounted(result, CountedItems(result.items, machine)) if result.summary.reviewed else result for result in results]
 
 
 def verdicts_of(store, run_id: str) -> dict[str, dict[str, HumanVerdict]]:
@@ -94,7 +85,7 @@ def applied(store, run_id: str, results: list[ExperimentResult]) -> list[Experim
 
 
 def _reviewed(result: ExperimentResult, verdicts: dict[str, HumanVerdict]) -> ExperimentResult:
-    return _recounted(result, ReviewedItems(result.items, verdicts))
+    return _recounted(result, with_reviews(result.items, verdicts))
 
 
 def _recounted(result: ExperimentResult, items: ItemResults) -> ExperimentResult:
@@ -117,11 +108,10 @@ def recounted(summary: Summary, items: ItemResults) -> Summary:
                                total=summary.total, confidence=summary.confidence, scorers=scorers)
 
 
-def run_info(info: RunInfo, results: Sequence[ExperimentResult], counted_again: bool = False) -> RunInfo:
-    """``info`` with the verdict of its experiments as people reviewed them (or, ``counted_again``,
-    as ``results`` count them however that is): a completed run passes when every gated
-    experiment does (as its end stored it, before any review)."""
-    if info.status != "completed" or not (counted_again or any(r.summary.reviewed for r in results)):
+def run_info(info: RunInfo, results: Sequence[ExperimentResult]) -> RunInfo:
+    """``info`` with the verdict ``results`` give it, counted however they are: a completed run
+    passes when every gated experiment does."""
+    if info.status != "completed":
         return info
     return dataclasses.replace(info, passed=all(r.passed for r in results if r.gated))
 
