@@ -268,6 +268,23 @@ def preview(config: Paths = stored_runs.DEFAULT_CONFIG, *, experiments: Sequence
     return Preview(shown, previewing.render(shown, secrets) if secrets else "no experiments\n")
 
 
+def init(folder: Union[str, os.PathLike] = ".", *, base_url: str | None = None, model: str | None = None,
+         force: bool = False) -> list[str]:
+    """Start a project in ``folder`` (``yamleval init``): evals.yaml, a dataset of cases, a runner
+    plugin that answers offline and the schema editors read; with ``base_url`` and ``model``, a
+    project that tests that model instead. Returns the names of the files written."""
+    from yamleval.config import starter
+
+    return starter.write_project(starter.starter_files(base_url, model), os.fspath(folder), force)
+
+
+def schema() -> str:
+    """The JSON Schema of yamleval's YAML files (``yamleval schema``)."""
+    from yamleval.config.schema import schema_text
+
+    return schema_text()
+
+
 def run_experiment(experiment: Experiment | plan.Prepared, *, concurrency: int | None = None,
                    limit: int | None = None, on_item: engine.ItemCallback | None = None,
                    on_progress: engine.ProgressCallback | None = None,

@@ -6,10 +6,6 @@ import click
 from yamleval import api
 from yamleval.cli import cli
 
-# What `init` writes, from the package's starter/ folder (evals.yaml from a template); the
-# schema comes beside them.
-STARTER_FILES = ("datasets/cases.yaml", "plugins/__init__.py", "plugins/assistant.py")
-
 
 @cli.command()
 @click.option("--base-url", metavar="URL", help="The OpenAI-compatible endpoint of the model to test"
@@ -23,39 +19,7 @@ def init(base_url, model, force):
     With --base-url and --model, the project tests that model instead: `models:` names it
     and its runner is `openai` (a key, when the endpoint needs one, goes in as
     `api_key: "${OPENAI_API_KEY}"`)."""
-    import json
-    import os
-    from importlib import resources
-
-    import jinja2
-
-    from yamleval.config.schema import SCHEMA_FILE, schema_text
-    from yamleval.records.errors import UsageError
-
-    if (base_url is None) != (model is None):
-        raise UsageError("give --base-url and --model together: the endpoint and the model to ask there")
-    if base_url is not None and not base_url.startswith(("http://", "https://")):
-        raise UsageError(f"--base-url {base_url!r} is no http:// or https:// URL; give the endpoint's, e.g."
-                         " http://127.0.0.1:8080/v1")
-    if "${" in (base_url or "") + (model or ""):
-        raise UsageError("--base-url and --model are written into evals.yaml as given: give values, not ${VAR}")
-    starter = resources.files("yamleval.cli") / "starter"
-    template = jinja2.Template((starter / "evals.yaml.j2").read_text(encoding="utf-8"), keep_trailing_newline=True)
-    # JSON strings are YAML strings: a URL or name with any character stays one value
-    files = {"evals.yaml": template.render(base_url=json.dumps(base_url), model=model and json.dumps(model))}
-    files.update((name, (starter / name).read_text(encoding="utf-8")) for name in STARTER_FILES)
-    files[SCHEMA_FILE] = schema_text()
-    there = [name for name in files if os.path.lexists(name)]
-    if there and not force:
-        raise UsageError(f"{', '.join(there)} already exist{'s' if len(there) == 1 else ''}; "
-                         "nothing was written (--force overwrites)")
-    for name, text in files.items():
-        try:
-            os.makedirs(os.path.dirname(name) or ".", exist_ok=True)
-            with open(name, "w", encoding="utf-8", newline="\n") as out:
-                out.write(text)
-        except OSError as exc:
-            raise UsageError(f"cannot write {name}: {exc.strerror or exc}") from None
+    files = api.init(base_url=base_url, model=model, force=force)
     click.echo(f"wrote {', '.join(files)}\nnext: yamleval run")
 
 
@@ -94,6 +58,4 @@ def preview(paths, experiment_ids, limit):
 @cli.command()
 def schema():
     """Print the JSON Schema of yamleval's YAML files."""
-    from yamleval.config.schema import schema_text
-
-    click.echo(schema_text(), nl=False)
+    click.echo(api.schema(), nl=False)
