@@ -128,10 +128,16 @@ def test_a_text_body_is_sent_as_text_and_get_sends_none(server):
     assert server.requests[1]["method"] == "GET" and server.requests[1]["query"] == {"q": ["x"]}
 
 
-def test_connections_are_pooled_per_thread(server):
-    http(ITEM, url=server.url, body={})
-    http(ITEM, url=f"{server.url}/other", body={})
-    assert server.requests[0]["client"] == server.requests[1]["client"], "the second call opened a new connection"
+def test_connections_are_pooled_per_thread_of_a_run(server):
+    from yamleval.net import Network
+
+    run, other = Network(), Network()
+    http(ITEM, url=server.url, body={}, network=run)
+    http(ITEM, url=f"{server.url}/other", body={}, network=run)
+    http(ITEM, url=server.url, body={}, network=other)
+    clients = [r["client"] for r in server.requests]
+    assert clients[0] == clients[1], "the second call of the run opened a new connection"
+    assert clients[2] != clients[0], "another run used this run's connection"
 
 
 def test_429_with_retry_after_is_waited_for_and_retried(server):

@@ -144,6 +144,19 @@ class SharedNetwork:
             self.lost = StateLost(why[:1].lower() + why[1:])
             raise self.lost from None
 
+    def session(self):
+        """This thread's pooled HTTP session (``Network.session``): kept by the proxy, one per worker thread."""
+        import threading
+
+        if "_sessions" not in self.__dict__:
+            self._sessions = threading.local()
+        session = getattr(self._sessions, "session", None)
+        if session is None:
+            from yamleval.net import transport
+
+            session = self._sessions.session = transport.open_session()
+        return session
+
     def limiter(self, endpoint, rate_limit, adaptive: bool = True) -> "_SharedLimiter | None":
         if rate_limit is None and not adaptive:
             return None  # as Network.limiter: nothing is limited

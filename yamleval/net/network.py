@@ -8,7 +8,8 @@ or an endpoint record. On Ray the workers and the driver use a proxy with the sa
 """
 from __future__ import annotations
 
-from typing import Hashable, Protocol
+import threading
+from typing import Any, Hashable, Protocol
 
 from yamleval.net.health import Counts, Endpoint, Endpoints, Unusable
 from yamleval.net.limits import Limiter, Limiters, RateLimit
@@ -28,6 +29,8 @@ class RunNetwork(Protocol):
 
     def throttling(self) -> Throttling: ...
 
+    def session(self) -> Any: ...
+
 
 class Network:
     """The limiters and endpoint records of one run in this process; thread-safe."""
@@ -35,6 +38,7 @@ class Network:
     def __init__(self):
         self._limiters = Limiters()
         self._endpoints = Endpoints()
+        self._sessions = threading.local()
 
     def limiter(self, endpoint: Hashable, rate_limit: RateLimit | None, adaptive: bool = True) -> Limiter | None:
         """The run's limiter of ``endpoint`` (``Limiters.limiter``); None while nothing is limited."""
@@ -55,3 +59,13 @@ class Network:
     def throttling(self) -> Throttling:
         """The rate limits' counters of every endpoint, added up."""
         return self._limiters.snapshot()
+
+    def session(self) -> Any:
+        """This thread's pooled HTTP session of the run (``transport.open_session``): a worker's
+        connections are kept alive from one item to the next, and end with the run."""
+        session = getattr(self._sessions, "session", None)
+        if session is None:
+            from yamleval.net import transport
+
+            session = self._sessions.session = transport.open_session()
+        return session

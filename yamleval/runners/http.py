@@ -6,7 +6,6 @@ or in the item's metadata, and neither does the URL's query string.
 from __future__ import annotations
 
 import json
-import threading
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -18,7 +17,6 @@ from yamleval.records.types import Item, RunnerResult, Usage
 
 _SHOWN_BODY = 500
 _SHOWN_TEXT = 200
-_local = threading.local()
 
 
 def http(item: Item, url: str, method: str = "POST", headers: dict | None = None,
@@ -58,7 +56,7 @@ def http(item: Item, url: str, method: str = "POST", headers: dict | None = None
                                         "an answer to score, list it in `status`)")
     request = _request(headers, query, body)
     try:
-        reply = transport.request(_session(), method, url, timeout=float(timeout), max_bytes=limit,
+        reply = transport.request(network.session(), method, url, timeout=float(timeout), max_bytes=limit,
                                   retries=int(retries), accept=_accepted(status), limiter=limiter,
                                   endpoint=endpoint, **request)
     except transport.HttpFailure as failure:
@@ -136,13 +134,6 @@ def _accepted(status: list[int] | None):
         raise ValueError("`status` must be a list of HTTP status codes, such as [200, 201]")
     allowed = frozenset(codes)
     return allowed.__contains__
-
-
-def _session() -> Any:
-    """One pooled session per worker thread: connections are kept alive."""
-    if not hasattr(_local, "session"):
-        _local.session = transport.open_session()
-    return _local.session
 
 
 def _error(failure: transport.HttpFailure, where: str) -> Exception:
