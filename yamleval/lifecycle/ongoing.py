@@ -25,17 +25,19 @@ from yamleval.records.types import CacheUse, ExperimentResult, RunInfo, now
 @dataclass(frozen=True)
 class Controls:
     """What the caller holds over a run as it goes: ``stop`` set, no new items start; ``abandon``
-    set, running ones are not waited for; ``watcher`` hears how it goes."""
+    set, running ones are not waited for; ``watcher`` hears how it goes; ``began``: when the
+    caller asked for the run (``time.perf_counter``), from which a budget's ``max_duration`` counts."""
 
     stop: threading.Event
     abandon: threading.Event | None
     watcher: RunWatcher
+    began: float
 
     @classmethod
     def of(cls, stop: threading.Event | None = None, abandon: threading.Event | None = None,
            watcher: RunWatcher | None = None) -> "Controls":
-        """Controls with a fresh ``stop`` and a silent watcher where none is given."""
-        return cls(stop or threading.Event(), abandon, watcher or RunWatcher())
+        """Controls from now, with a fresh ``stop`` and a silent watcher where none is given."""
+        return cls(stop or threading.Event(), abandon, watcher or RunWatcher(), time.perf_counter())
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,6 @@ class Run:
         self.controls, self.source, self.shard, self.cluster = controls, source, shard, cluster
         self.executors = choice.on(cluster)  # where each experiment runs, with the run's network
         self.planned = len(work.prepared) if planned is None else planned
-        self.began = time.perf_counter()
         self.resumed = False
 
     @property
@@ -137,7 +138,7 @@ class Run:
             usages = [usage for r in spent_by for usage in (r.summary.tokens, r.summary.judge_tokens)]
             saved = sum((r.summary.cache for r in spent_by), CacheUse())
             limits.append(budget.Limit(project.budget, "the run's",
-                                       budget.spent(usages, time.perf_counter() - self.began, saved)))
+                                       budget.spent(usages, time.perf_counter() - self.controls.began, saved)))
         return limits
 
 

@@ -67,6 +67,7 @@ def run_project(project, options: RunOptions | None = None, *, stop: threading.E
     """
     from yamleval.engine import shards as sharding
 
+    controls = Controls.of(stop, abandon, watcher)
     options = (options or RunOptions()).replaced(**given)
     if options.run_id is not None:
         sharding.check_run_id(options.run_id, options.resume)
@@ -74,7 +75,7 @@ def run_project(project, options: RunOptions | None = None, *, stop: threading.E
         raise UsageError(f"--retry-errors starts a new run: it takes no {'--resume' if options.resume else '--shard'}")
     chosen = (None if not options.experiments and not options.variants else
               tuple(select_experiments(project, options.experiments, options.variants)))
-    asked = Asked(project, options, Controls.of(stop, abandon, watcher),
+    asked = Asked(project, options, controls,
                   None if options.shard is None else sharding.parse(options.shard), chosen)
     out = open_outputs(project, options.store, options.report_dir, _formats(project, options), options.tags)
     try:
