@@ -59,3 +59,16 @@ def test_api_run_takes_the_options_and_keyword_arguments_on_top_of_them(tmp_path
     loaded = api.load_project(config, ["echo:dataset.items.0.expected=nope"])
     again = api.run(loaded, options.replaced(sets=("echo:dataset.items.0.expected=nope",)))
     assert again.exit_code == 1  # the loaded project's --set values, the same as the options'
+
+
+def test_api_rescore_takes_its_options_as_one_record(tmp_path):
+    config = tmp_path / "evals.yaml"
+    config.write_text(CONFIG)
+    first = api.run(config, store=str(tmp_path / "r.db"), formats=[])
+    options = api.RescoreOptions(store=str(tmp_path / "r.db"), report_dir=str(tmp_path / "again"), formats=["json"],
+                                 tags="again")
+    again = api.rescore(first.run.run_id, config, options)
+    assert again.run.rescored_from == first.run.run_id and again.results[0].summary.completed == 3
+    assert [p.rsplit("/", 1)[-1] for p in again.reports] == ["results.json"]
+    assert {listed.run.run_id: listed.tags for listed in api.runs(store=tmp_path / "r.db")}[again.run.run_id] == (
+        "again",)
