@@ -617,7 +617,7 @@ def test_a_recording_that_fails_stops_the_run_without_a_hang_and_keeps_the_failu
 
 
 def test_the_engine_imports_no_executor_and_the_network_knows_neither():
-    """The executor is chosen above the engine (``engine.run_experiment(executor=...)``), and the
+    """The executor is chosen above the engine (``engine.run_experiment(placement, ...)``), and the
     run's network, below both, imports neither: no import circle between them."""
     import ast
     from pathlib import Path

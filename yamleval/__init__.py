@@ -16,6 +16,7 @@ _EXPORTS = {
     "ItemResult": "yamleval.records.types",
     "Project": "yamleval.config.loader",
     "RunnerResult": "yamleval.records.types",
+    "RunOptions": "yamleval.records.options",
     "RunOutcome": "yamleval.lifecycle.run",
     "RunWatcher": "yamleval.lifecycle.run",
     "Score": "yamleval.records.types",
@@ -34,6 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from yamleval.config.loader import Project, load_project
     from yamleval.records.errors import ConfigError, YamlevalError
     from yamleval.lifecycle.run import RunOutcome, RunWatcher
+    from yamleval.records.options import RunOptions
     from yamleval.records.types import ExperimentResult, Item, ItemResult, RunnerResult, Score, Usage
 
 

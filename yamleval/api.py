@@ -25,6 +25,7 @@ from yamleval.config.model import Experiment
 from yamleval.lifecycle import stored_runs
 from yamleval.lifecycle.stored_runs import Compared, Exported, History, ListedRun, Shown, Tagged  # noqa: F401
 from yamleval.records.errors import UsageError
+from yamleval.records.options import RescoreOptions, RunOptions
 from yamleval.records.outcome import RunOutcome, RunWatcher
 from yamleval.records.types import ExperimentResult
 
@@ -47,7 +48,7 @@ def _paths(paths) -> list[str]:
 def _project(config: Union[Paths, Project], sets: Sequence[str] = ()) -> Project:
     if not isinstance(config, Project):
         return _load_project(_paths(config), sets=sets)
-    if sets:
+    if tuple(sets) != tuple(config.sets) and sets:
         raise UsageError("--set values change the files a project is loaded from: give its paths, not the Project")
     return config
 
@@ -63,59 +64,38 @@ def load_experiments(paths: Paths) -> list[Experiment]:
     return list(load_project(paths).experiments)
 
 
-def run(config: Union[Paths, Project], *, experiments: Sequence[str] | None = None, variants: Sequence[str] = (),
-        sets: Sequence[str] = (), store: StoreLocation = None, report_dir: str | None = None,
-        formats: Sequence[str] | None = None, junit_family: str | None = None, resume: str | None = None,
-        force: bool = False, limit: int | None = None, concurrency: int | None = None,
-        stop: threading.Event | None = None, abandon: threading.Event | None = None,
-        watcher: RunWatcher | None = None, repeats: int | None = None, tags: Sequence[str] = (),
-        cache: bool | None = None, refresh_cache: bool = False, shard: str | None = None,
-        run_id: str | None = None, executor: str | None = None, ray_address: str | None = None,
-        retry_errors: str | None = None) -> RunOutcome:
+def run(config: Union[Paths, Project], options: RunOptions | None = None, *, stop: threading.Event | None = None,
+        abandon: threading.Event | None = None, watcher: RunWatcher | None = None, **given) -> RunOutcome:
     """Run a project's experiments as one stored run, exactly as ``yamleval run`` does: every item
-    stored as it finishes, resumable (``resume``: a run id or ``latest``), reports written, the
-    run tagged with ``tags``.
+    stored as it finishes, resumable, reports written, the run tagged.
 
-    ``experiments`` and ``variants``: only these ids (``-e``, ``--variant``); ``sets``:
-    ``[ID:]PATH=VALUE`` overrides of the files (``--set``); ``shard="2/4"`` runs one shard of the
-    items, as a run named ``run_id`` if given; ``executor`` (``local`` or ``ray``) and
-    ``ray_address`` say where items run; ``retry_errors``: a stored run (id or tag) whose items
-    that ended in error (or never ran) a new run runs again, keeping the rest. ``stop`` set: start no new items; ``abandon`` set: stop
-    waiting for running ones. See ``lifecycle.run.run_project`` for every option."""
-    from yamleval.config.loader import with_junit_family
+    ``options`` (``RunOptions``) are the command's options; its fields may be given as keyword
+    arguments instead (``api.run("evals.yaml", store="results.db", tags=["main"])``), or on top of
+    ``options`` to change them. ``sets`` change the files a project is loaded from: with a loaded
+    ``Project``, they must be the ones it was loaded with. ``stop`` set: start no new items;
+    ``abandon`` set: stop waiting for running ones; ``watcher`` hears how the run goes."""
     from yamleval.engine import shards as sharding
-    from yamleval.lifecycle.run import run_project, select_experiments
+    from yamleval.lifecycle.run import run_project
 
-    part = None if shard is None else sharding.parse(shard)
-    project = _project(config, sets)
-    chosen = (None if experiments is None and not variants else
-              select_experiments(project, experiments or (), variants))
-    if junit_family is not None:
-        formats = with_junit_family(project.report_formats if formats is None else formats, junit_family)
-    return run_project(project, chosen, store=None if store is None else os.fspath(store), report_dir=report_dir,
-                       formats=formats, resume=resume, force=force, limit=limit, concurrency=concurrency,
-                       stop=stop, abandon=abandon, watcher=watcher, repeats=repeats, tags=tags, cache=cache,
-                       refresh_cache=refresh_cache, shard=part, run_id=run_id, executor=executor,
-                       ray_address=ray_address, retry_errors=retry_errors)
+    options = (options or RunOptions()).replaced(**given)
+    if options.shard is not None:
+        sharding.parse(options.shard)  # a wrong --shard is told before the config is read
+    project = _project(config, options.sets)
+    return run_project(project, options, stop=stop, abandon=abandon, watcher=watcher)
 
 
-def rescore(run: str, config: Union[Paths, Project] = stored_runs.DEFAULT_CONFIG, *, experiments: Sequence[str] = (),
-            store: StoreLocation = None, report_dir: str | None = None, formats: Sequence[str] | None = None,
-            junit_family: str | None = None, tags: Sequence[str] = (), stop: threading.Event | None = None,
-            watcher: RunWatcher | None = None) -> RunOutcome:
+def rescore(run: str, config: Union[Paths, Project] = stored_runs.DEFAULT_CONFIG,
+            options: RescoreOptions | None = None, *, stop: threading.Event | None = None,
+            watcher: RunWatcher | None = None, **given) -> RunOutcome:
     """Score the stored outputs of ``run`` (an id, a tag, a unique prefix of an id, or ``latest``) again
     with the scorers and criteria of ``config`` as it is now, as a new run, as ``yamleval
-    rescore`` does; no runner is called. ``formats`` (names: ``html``, ``junit``, ``json``,
-    ``markdown``) take the config's settings; default: the config's ``reports.formats``."""
-    from yamleval.config.loader import with_junit_family
+    rescore`` does; no runner is called. ``options`` (``RescoreOptions``: ``experiments``,
+    ``store``, ``report_dir``, ``formats``, ``junit_family``, ``tags``) may be given as keyword
+    arguments instead; ``formats`` (names) take the config's settings; default: the config's
+    ``reports.formats``."""
     from yamleval.lifecycle.rescore import rescore_run
 
-    project = _project(config)
-    chosen = (project.report_formats if formats is None else
-              stored_runs.report_formats(formats, project.report_settings))
-    return rescore_run(project, run, experiments, store=None if store is None else os.fspath(store),
-                       report_dir=report_dir, formats=with_junit_family(chosen, junit_family), tags=tags, stop=stop,
-                       watcher=watcher)
+    return rescore_run(_project(config), run, options, stop=stop, watcher=watcher, **given)
 
 
 def report(run: str = "latest", *, store: StoreLocation = None, formats: Sequence[str] = stored_runs.DEFAULT_REPORTS,
@@ -294,14 +274,15 @@ def run_experiment(experiment: Experiment | plan.Prepared, *, concurrency: int |
     in ``result.warnings``. ``repeats``: how many times each item runs, whatever the experiment says."""
     from yamleval.engine import experiment as engine
     from yamleval.engine import plan
-    from yamleval.executors.choice import executor_for
+    from yamleval.executors import choice
 
     prepared = experiment if isinstance(experiment, plan.Prepared) else plan.prepare(experiment)
     if repeats is not None:
         prepared = dataclasses.replace(prepared, experiment=dataclasses.replace(prepared.experiment, repeats=repeats))
     with plan.importable(prepared.experiment):
-        return engine.run_experiment(prepared, executor=executor_for, concurrency=concurrency, limit=limit,
-                                     on_item=on_item, on_progress=on_progress, stop=stop)
+        return engine.run_experiment(prepared, choice.on(None), engine.ItemSource(limit=limit),
+                                     engine.Hooks(on_item=on_item, on_progress=on_progress),
+                                     engine.Bounds(concurrency=concurrency, stop=stop))
 
 
 @dataclass(frozen=True)

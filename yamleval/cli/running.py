@@ -2,7 +2,6 @@
 ``yamleval rescore``: score a stored run's outputs again, as a new run."""
 from __future__ import annotations
 
-import shlex
 import signal
 import sys
 import threading
@@ -88,38 +87,19 @@ def run(paths, experiment_ids, variant_ids, sets, limit, concurrency, repeats, r
     endpoint cannot be used), 4 stopped by a budget (resume with a larger one), 130 interrupted.
     A shard that runs to its end exits 0: the merged run has the verdict.
     """
+    options = api.RunOptions(experiments=experiment_ids, variants=variant_ids, sets=sets, store=store_file,
+                             report_dir=report_dir, junit_family=junit_family, resume=resume, force=force, limit=limit,
+                             concurrency=concurrency, repeats=repeats, tags=tags, cache=cache,
+                             refresh_cache=refresh_cache, shard=shard, run_id=run_id, executor=executor,
+                             ray_address=ray_address, retry_errors=retry_errors)
     project = api.load_project(paths, sets)  # loaded before Ctrl-C comes to mean "start no new items"
     with _Interrupts() as interrupts:
-        outcome = api.run(project, experiments=experiment_ids or None, variants=variant_ids, store=store_file,
-                          report_dir=report_dir, junit_family=junit_family, resume=resume, force=force, limit=limit,
-                          concurrency=concurrency, stop=interrupts.stop, abandon=interrupts.abandon,
-                          watcher=_Console(interrupts, quiet), repeats=repeats, tags=tags, cache=cache,
-                          refresh_cache=refresh_cache, shard=shard, run_id=run_id, executor=executor,
-                          ray_address=ray_address, retry_errors=retry_errors)
-    given = {"-e": experiment_ids, "--variant": variant_ids, "--set": sets, "--limit": limit, "--shard": shard,
-             "--store": store_file, "--report-dir": report_dir, "--executor": executor, "--ray-address": ray_address,
-             "--junit-family": junit_family, "--cache": cache is True, "--no-cache": cache is False,
-             "--refresh-cache": refresh_cache}
+        outcome = api.run(project, options, stop=interrupts.stop, abandon=interrupts.abandon,
+                          watcher=_Console(interrupts, quiet))
     if outcome.run.retried_from:
         click.echo(f"run {outcome.run.run_id}: the errored items of run {outcome.run.retried_from} run again,"
                    " the others kept", err=quiet)
-    _finish(outcome, quiet, _resume_command(outcome.run.run_id, paths, given))
-
-
-def _resume_command(run_id: str, paths, given: dict) -> str:
-    """The command that continues this run where it stopped: the same files, values, selection,
-    limit, store, report folder, executor and cache use (else it would look in another store,
-    refuse a changed config, or run what the first command left out)."""
-    words = ["yamleval", "run", *paths, "--resume", run_id]
-    for flag, value in given.items():
-        if value is True:
-            words.append(flag)
-        elif isinstance(value, (tuple, list)):
-            for one in value:
-                words += [flag, one]
-        elif value is not None and value is not False:
-            words += [flag, str(value)]
-    return "`" + " ".join(shlex.quote(word) for word in words) + "`"
+    _finish(outcome, quiet, options.resume_command(outcome.run.run_id, paths))
 
 
 @cli.command()
@@ -145,9 +125,10 @@ def rescore(run_ref, paths, experiment_ids, report_dir, formats, store_file, tag
     """
     project = api.load_project(paths)
     with _Interrupts() as interrupts:
-        outcome = api.rescore(run_ref, project, experiments=experiment_ids, store=store_file, report_dir=report_dir,
-                              formats=None if formats is None else format_names(formats), junit_family=junit_family,
-                              tags=tags, stop=interrupts.stop, watcher=_Console(interrupts, quiet))
+        options = api.RescoreOptions(experiments=experiment_ids, store=store_file, report_dir=report_dir,
+                                     formats=None if formats is None else format_names(formats),
+                                     junit_family=junit_family, tags=tags)
+        outcome = api.rescore(run_ref, project, options, stop=interrupts.stop, watcher=_Console(interrupts, quiet))
     click.echo(f"run {outcome.run.run_id}: run {outcome.run.rescored_from} scored again", err=quiet)
     _finish(outcome, quiet)
 

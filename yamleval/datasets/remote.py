@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable, Iterator, Mapping
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
@@ -43,19 +44,41 @@ def remote_rows(spec_url: str, headers: Mapping[str, Any] | None = None, page_si
     ValueError) reports a failed request, a reply that is not JSON or pages of the wrong shape.
     """
     _check(spec_url, page_size, limit, retries)  # here, not at the first row: bad arguments fail at once
-    return _rows_of(spec_url, headers, page_size, items_path, next_path, limit, total_path,
-                    float(timeout), int(retries), backoff, sleep)
+    paging = _Paging(page_size, items_path, next_path, limit, total_path)
+    return _rows_of(spec_url, paging, _Asking(headers, float(timeout), int(retries), backoff, sleep))
 
 
-def _rows_of(spec_url: str, headers: Mapping[str, Any] | None, page_size: int, items_path: str | None,
-             next_path: str | None, limit: int | None, total_path: str | None, timeout: float, retries: int,
-             backoff: tuple[float, float], sleep: Callable[[float], None]) -> Iterator[dict[str, Any]]:
+@dataclass(frozen=True)
+class _Paging:
+    """How the service pages its rows (as ``remote_rows`` takes them)."""
+
+    page_size: int
+    items_path: str | None
+    next_path: str | None
+    limit: int | None
+    total_path: str | None
+
+
+@dataclass(frozen=True)
+class _Asking:
+    """How each page is asked for: with these headers, within ``timeout``, tried again ``retries`` times."""
+
+    headers: Mapping[str, Any] | None
+    timeout: float
+    retries: int
+    backoff: tuple[float, float]
+    sleep: Callable[[float], None]
+
+
+def _rows_of(spec_url: str, paging: _Paging, asking: _Asking) -> Iterator[dict[str, Any]]:
     from yamleval.net import transport  # requests is slow to import: only remote datasets pay for it
 
+    page_size, items_path, next_path, limit, total_path = (paging.page_size, paging.items_path, paging.next_path,
+                                                            paging.limit, paging.total_path)
     session = transport.open_session()
-    sent = {"Accept": "application/json", **{str(k): str(v) for k, v in (headers or {}).items()}}
-    get = partial(transport.request, session, "GET", headers=sent, timeout=timeout, max_bytes=MAX_PAGE_BYTES,
-                  retries=retries, backoff=backoff, sleep=sleep)
+    sent = {"Accept": "application/json", **{str(k): str(v) for k, v in (asking.headers or {}).items()}}
+    get = partial(transport.request, session, "GET", headers=sent, timeout=asking.timeout, max_bytes=MAX_PAGE_BYTES,
+                  retries=asking.retries, backoff=asking.backoff, sleep=asking.sleep)
     produced = 0
     page_number = 0
     seen_urls: set[str] = set()

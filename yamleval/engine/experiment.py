@@ -1,14 +1,17 @@
 """Drive every item of one prepared experiment through its runner and scorers.
 
-Orchestration only: the executor (chosen by the caller) runs items, ``item`` runs one,
-``scoring`` judges them, the aggregator counts them, ``criteria`` gives the verdict. The
-run's network (its limiters and endpoint records) is the caller's, or the experiment's own.
+Orchestration only: the items come from an ``ItemSource`` (the dataset, items finished before,
+stored outputs to score again), an executor chosen by the caller runs them (``placement``),
+``item`` runs one, ``scoring`` judges them, the aggregator counts them, ``criteria`` gives the
+verdict. The network the items call out through (its limiters and endpoint records) is the
+placement's: the run's, or a cluster's.
 """
 from __future__ import annotations
 
 import dataclasses
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from yamleval.analysis.aggregate import Aggregator
@@ -16,6 +19,7 @@ from yamleval.analysis import criteria
 from yamleval.engine import budget, repeats
 from yamleval.engine import shards as sharding
 from yamleval.engine.item import ItemProcessor, caching as caching_of
+from yamleval.engine.placement import Placed, Placement
 from yamleval.engine.plan import Prepared
 from yamleval.records.redaction import redact_experiment, redact_item
 from yamleval.records.reviews import counted, labelled
@@ -29,10 +33,52 @@ from yamleval.records.types import ExperimentResult, Item, ItemList, ItemResult,
 ItemCallback = Callable[[ItemResult], Any]
 RepeatCallback = Callable[[int, ItemResult], Any]  # the repeat's number (from 0) and its result
 ProgressCallback = Callable[[int, "int | None"], Any]
-# what runs the items, made by the caller for an experiment and a concurrency (``yamleval.executors``):
-# ``run``, ``halt``, ``close``, ``concurrency``, ``failure``, ``recording``; its ``network`` (None: the
-# run's own) and ``worker_folder`` (None: the items run in this process)
-ExecutorFactory = Callable[[Any, int], Any]
+
+
+@dataclass(frozen=True)
+class ItemSource:
+    """Where an experiment's items come from: its dataset (at most ``limit`` items; only those of
+    ``shard``), after the ``previous`` results of items finished before (a resumed run: they
+    count, and items with their ids are not run again) and the ``partial`` repeats of items run
+    several times (by item id and repeat number: not run again). ``dataset`` False: ``previous``
+    are all the items (stored outputs scored again): the dataset is not opened, no runner called."""
+
+    limit: int | None = None
+    shard: Shard | None = None
+    previous: Iterable[ItemResult] = ()
+    partial: Mapping[str, Mapping[int, ItemResult]] | None = None
+    dataset: bool = True
+
+    @classmethod
+    def stored(cls, results: Iterable[ItemResult]) -> "ItemSource":
+        """Items finished before (scored again as they are read), and no others."""
+        return cls(previous=results, dataset=False)
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """What the caller hears as the experiment goes: ``on_item(result)`` as each item finishes,
+    ``on_repeat(number, result)`` as a repeat finishes that leaves its item unfinished,
+    ``on_progress(completed, total)``, and ``on_planned(count)``: the dataset's items in all (of
+    every shard), once it is open, when it knows. An exception in one is kept in ``warnings``."""
+
+    on_item: ItemCallback | None = None
+    on_progress: ProgressCallback | None = None
+    on_repeat: RepeatCallback | None = None
+    on_planned: Callable[[int], None] | None = None
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """How wide and how far the experiment goes: ``concurrency`` items at once (None: as the
+    experiment says); ``stop`` set: no new item starts; ``abandon`` set: running ones are not
+    waited for; ``budgets`` reached: no new item starts."""
+
+    concurrency: int | None = None
+    stop: threading.Event | None = None
+    abandon: threading.Event | None = None
+    budgets: Sequence[budget.Limit] = ()
+
 
 def rescored(prepared: Prepared, results: Iterable[ItemResult], network: RunNetwork | None = None,
              human: Callable[[str], Any] | None = None) -> Iterator[ItemResult]:
@@ -78,169 +124,173 @@ def _unfinished(items: Iterable[Item], done: set[str], experiment_id: str) -> It
         yield item
 
 
-def run_experiment(prepared: Prepared, *, executor: ExecutorFactory, network: RunNetwork | None = None,
-                   concurrency: int | None = None, limit: int | None = None,
-                   on_item: ItemCallback | None = None, on_progress: ProgressCallback | None = None,
-                   stop: threading.Event | None = None, abandon: threading.Event | None = None,
-                   previous: Iterable[ItemResult] = (), keep_items: bool = True,
-                   partial: Mapping[str, Mapping[int, ItemResult]] | None = None,
-                   on_repeat: RepeatCallback | None = None, run_new: bool = True,
-                   budgets: Sequence[budget.Limit] = (), shard: Shard | None = None,
-                   on_planned: Callable[[int], None] | None = None) -> ExperimentResult:
+def run_experiment(prepared: Prepared, placement: Placement, source: ItemSource = ItemSource(),
+                   hooks: Hooks = Hooks(), bounds: Bounds = Bounds(), keep_items: bool = True) -> ExperimentResult:
     """Run one experiment and return its result, items in dataset order.
 
-    ``executor(experiment, concurrency)`` makes what runs the items (``yamleval.executors``);
-    ``network``: the run's limiters and endpoint records (None: the experiment's own), unless
-    the executor keeps them itself (a Ray cluster's, shared with its workers).
-    ``stop`` set: start no new items, finish those running. ``abandon`` set: stop waiting
-    for them too. An exception in a callback is reported in ``warnings``, never fatal.
+    ``placement.place(experiment, concurrency)`` says where its items run and which network they
+    call out through (``yamleval.executors.choice``); ``source`` where they come from; ``hooks``
+    hear of them; ``bounds`` say how many run at once and when to stop (``budgets`` reached: by the
+    tokens and cost of every item, ``previous`` included, and the time since it started).
     Dataset errors met mid-run end the run early; they are in ``aborted``. So does an endpoint
-    whose first requests all fail for a lasting reason (``endpoints``): then ``aborted`` says
-    which, why and what to do, and ``could_not_evaluate`` is set.
-    ``previous`` are results of items finished earlier (a resumed run): they count, and
-    items with their ids are not run again. Without ``keep_items`` the result's ``items``
-    are empty: ``on_item`` has seen each (the command line stores them), and a run of any
-    size needs no memory for them. With ``repeats`` over one, each item runs that many times
-    and is recorded once all its runs are in (``repeats``); ``on_repeat`` sees each repeat that
-    leaves its item unfinished (the command line stores them), and ``partial`` gives those of a
-    resumed run (by item id and repeat number), which are not run again. Without ``run_new``,
-    ``previous`` are all the items: the dataset is not opened and no runner is called (a stored
-    run scored again).
-    ``budgets`` reached (by the tokens and cost of every item, ``previous`` included, and the
-    time since it started): no new item starts; ``aborted`` says which, at what figure, and
-    ``stopped_by_budget`` is set. ``shard``: only the dataset's items of that shard run (the
-    total is then not known ahead). ``on_planned(count)``: the dataset's items in all (of every
-    shard), once it is open, when it knows.
+    whose first requests all fail for a lasting reason: then ``aborted`` says which, why and what
+    to do, and ``could_not_evaluate`` is set; a budget reached sets ``stopped_by_budget``. Without
+    ``keep_items`` the result's ``items`` are empty: ``on_item`` has seen each (the command line
+    stores them), and a run of any size needs no memory for them. With ``repeats`` over one, each
+    item runs that many times and is recorded once all its runs are in.
     """
     experiment = prepared.experiment
-    dataset = prepared.open_dataset(limit) if run_new else None
-    total = None if dataset is None or shard is not None else dataset.total
-    if on_planned is not None and dataset is not None and dataset.total is not None:
-        on_planned(dataset.total)
-    aggregator = Aggregator({s.id: (s.spec.name, s.spec.threshold, s.corpus) for s in prepared.scorers},
-                            experiment.confidence, experiment.breakdowns)
-    results: list[ItemResult] = []
-    warnings: list[str] = []
-    executor = executor(experiment, concurrency or experiment.concurrency)
-    if executor.network is not None:  # a cluster's, shared with its workers
-        network = executor.network
-    elif network is None:
-        network = Network()
+    placed = placement.place(experiment, bounds.concurrency or experiment.concurrency)
     try:
-        first_calls = health.first_calls(executor.concurrency)
-        unusable: list[health.Unusable] = []
-        over_budget: list[str] = []
+        return _Experiment(prepared, placed, source, hooks, bounds, keep_items).run()
+    finally:
+        placed.executor.close()
 
-        def check_budgets() -> None:
-            spent = budget.spent((aggregator.tokens.usage(), aggregator.judge_tokens.usage()),
-                                 time.perf_counter() - started, aggregator.cache)
-            found = budget.first_reached(budgets, spent)
-            if found is not None:
-                over_budget.append(found)
-                executor.halt()
 
-        def warn_callback(name: str, exc: BaseException) -> None:
-            if len(warnings) < 20:
-                warnings.append(f"{name} callback raised {describe_exception(exc)}")
+class _Experiment:
+    """One experiment as it runs: its counts, its warnings, and why it stopped early, if it did."""
 
-        def halted() -> bool:
-            """Whether an endpoint has turned out unusable (noted in ``unusable`` the first time)."""
-            if not unusable:
-                found = network.unusable(endpoint_counts, first_calls)
-                if found is None:
-                    return False
-                unusable.append(found)
-            return True
+    def __init__(self, prepared: Prepared, placed: Placed, source: ItemSource, hooks: Hooks, bounds: Bounds,
+                 keep_items: bool):
+        self.prepared, self.experiment = prepared, prepared.experiment
+        self.executor, self.network = placed.executor, placed.network
+        self.placed, self.source, self.hooks, self.bounds = placed, source, hooks, bounds
+        self.keep_items = keep_items
+        self.dataset = prepared.open_dataset(source.limit) if source.dataset else None
+        self.total = None if self.dataset is None or source.shard is not None else self.dataset.total
+        if hooks.on_planned is not None and self.dataset is not None and self.dataset.total is not None:
+            hooks.on_planned(self.dataset.total)
+        self.aggregator = Aggregator({s.id: (s.spec.name, s.spec.threshold, s.corpus) for s in prepared.scorers},
+                                     self.experiment.confidence, self.experiment.breakdowns)
+        self.results: list[ItemResult] = []
+        self.warnings: list[str] = []
+        self.unusable: list[health.Unusable] = []
+        self.over_budget: list[str] = []
+        self.first_calls = health.first_calls(self.executor.concurrency)
 
-        def record(result: ItemResult) -> None:
-            result = labelled(redact_item(result, prepared.secrets))  # before anything stores or shows it
-            if keep_items:
-                results.append(result)
-            aggregator.add(result)
-            lost = None
-            try:
-                # an endpoint turns unusable only through calls that failed, and those leave an error on
-                # their item: an item without one has nothing to add (on Ray each look is a call to the actor)
-                if _has_error(result) and halted():
-                    executor.halt()
-            except YamlevalError as exc:  # the endpoints' records, kept elsewhere (Ray), are gone: after this item
-                lost = exc
-            if budgets and not over_budget:
-                check_budgets()
-            if on_item is not None:
-                try:
-                    on_item(result)
-                except Exception as exc:
-                    warn_callback("on_item", exc)
-            if on_progress is not None:
-                try:
-                    on_progress(aggregator.completed, total)
-                except Exception as exc:
-                    warn_callback("on_progress", exc)
-            if lost is not None:
-                raise lost
-
-        started_at, started, calls = now(), time.perf_counter(), network.throttling()
-        endpoint_counts = network.snapshot()
-        done = set()  # one pass over ``previous``, which may be read (and scored) from the store as it goes
-        for result in previous:
-            if keep_items:
-                results.append(result)
-            aggregator.add(result)
-            done.add(result.item.id)
-            if dataset is None and halted():  # scored again by a judge whose endpoint cannot be used
-                break
-        rows = iter(()) if dataset is None else iter(dataset) if shard is None else shard.items(dataset, sharding.key(experiment))
-        items = _unfinished(rows, done, experiment.id) if done else rows
-        if budgets:  # one reached already (a resumed run): nothing starts
-            check_budgets()
-        processor = ItemProcessor(prepared, caching_of(prepared), network, executor.worker_folder)
+    def run(self) -> ExperimentResult:
+        """Every item run (or counted from before), then the experiment's result."""
+        self.started_at, self.started, calls = now(), time.perf_counter(), self.network.throttling()
+        self.endpoint_counts = self.network.snapshot()
+        items = self._items()
+        if self.bounds.budgets:  # one reached already (a resumed run): nothing starts
+            self._check_budgets()
+        processor = ItemProcessor(self.prepared, caching_of(self.prepared), self.network, self.placed.worker_folder)
         try:
-            if experiment.repeats > 1:  # the executor runs each repeat as a unit of its own
-                gathered = repeats.Gathered(experiment.repeats, experiment.reduce, partial)
-
-                def record_repeat(done: tuple[repeats.Repeat, ItemResult]) -> None:
-                    unit, result = done[0], redact_item(done[1], prepared.secrets)
-                    reduced = gathered.add(unit, result)
-                    if reduced is not None:
-                        record(reduced)
-                    elif on_repeat is not None:
-                        try:
-                            on_repeat(unit.number, result)
-                        except Exception as exc:
-                            warn_callback("on_repeat", exc)
-
-                executor.run(gathered.units(items), lambda unit, slot: (unit, processor(unit.item, slot, unit.number)),
-                             record_repeat, lambda unit, why, ms: (unit, error_result(unit.item, why, ms)),
-                             stop=stop, abandon=abandon)
-            else:
-                executor.run(items, processor, record, error_result, stop=stop, abandon=abandon)
+            self._execute(processor, items)
         finally:
             processor.close()
-        with executor.recording:
-            finished = ItemList(sorted(results, key=lambda r: r.item.index))
-            summary = aggregator.summary((time.perf_counter() - started) * 1000.0, total)
+        finished = ItemList(sorted(self.results, key=lambda r: r.item.index))
+        summary = self.aggregator.summary((time.perf_counter() - self.started) * 1000.0, self.total)
         # the endpoints' counters since the start: this experiment's, as a run's experiments run one at a time
-        summary = dataclasses.replace(criteria.with_criteria(summary, experiment.pass_criteria),
-                                      throttling=limits.since(calls, network.throttling()))
+        summary = dataclasses.replace(criteria.with_criteria(summary, self.experiment.pass_criteria),
+                                      throttling=limits.since(calls, self.network.throttling()))
+        return self._result(summary, finished)
+
+    def _items(self) -> Iterator[Item]:
+        """The items to run: one pass over those finished before, which may be read (and scored)
+        from the store as it goes; then the dataset's (its shard's) that are not among them."""
+        done = set()
+        for result in self.source.previous:
+            if self.keep_items:
+                self.results.append(result)
+            self.aggregator.add(result)
+            done.add(result.item.id)
+            if self.dataset is None and self._halted():  # scored again by a judge whose endpoint cannot be used
+                break
+        shard, dataset = self.source.shard, self.dataset
+        rows = (iter(()) if dataset is None else iter(dataset) if shard is None else
+                shard.items(dataset, sharding.key(self.experiment)))
+        return _unfinished(rows, done, self.experiment.id) if done else rows
+
+    def _execute(self, processor: ItemProcessor, items: Iterator[Item]) -> None:
+        stop, abandon = self.bounds.stop, self.bounds.abandon
+        if self.experiment.repeats <= 1:
+            self.executor.run(items, processor, self._record, error_result, stop=stop, abandon=abandon)
+            return
+        # the executor runs each repeat as a unit of its own
+        gathered = repeats.Gathered(self.experiment.repeats, self.experiment.reduce, self.source.partial)
+
+        def record_repeat(done: tuple[repeats.Repeat, ItemResult]) -> None:
+            unit, result = done[0], redact_item(done[1], self.prepared.secrets)
+            reduced = gathered.add(unit, result)
+            if reduced is not None:
+                self._record(reduced)
+            elif self.hooks.on_repeat is not None:
+                self._call("on_repeat", self.hooks.on_repeat, unit.number, result)
+
+        self.executor.run(gathered.units(items), lambda unit, slot: (unit, processor(unit.item, slot, unit.number)),
+                          record_repeat, lambda unit, why, ms: (unit, error_result(unit.item, why, ms)),
+                          stop=stop, abandon=abandon)
+
+    def _record(self, result: ItemResult) -> None:
+        """An item finished: counted, kept (if asked), its endpoints and the budgets looked at, the hooks told."""
+        result = labelled(redact_item(result, self.prepared.secrets))  # before anything stores or shows it
+        if self.keep_items:
+            self.results.append(result)
+        self.aggregator.add(result)
+        lost = None
+        try:
+            # an endpoint turns unusable only through calls that failed, and those leave an error on
+            # their item: an item without one has nothing to add (on Ray each look is a call to the actor)
+            if _has_error(result) and self._halted():
+                self.executor.halt()
+        except YamlevalError as exc:  # the endpoints' records, kept elsewhere (Ray), are gone: after this item
+            lost = exc
+        if self.bounds.budgets and not self.over_budget:
+            self._check_budgets()
+        if self.hooks.on_item is not None:
+            self._call("on_item", self.hooks.on_item, result)
+        if self.hooks.on_progress is not None:
+            self._call("on_progress", self.hooks.on_progress, self.aggregator.completed, self.total)
+        if lost is not None:
+            raise lost
+
+    def _call(self, name: str, hook: Callable, *args) -> None:
+        """A caller's hook; what it raises is kept as a warning (the first 20), never fatal."""
+        try:
+            hook(*args)
+        except Exception as exc:
+            if len(self.warnings) < 20:
+                self.warnings.append(f"{name} callback raised {describe_exception(exc)}")
+
+    def _halted(self) -> bool:
+        """Whether an endpoint has turned out unusable (noted in ``unusable`` the first time)."""
+        if not self.unusable:
+            found = self.network.unusable(self.endpoint_counts, self.first_calls)
+            if found is None:
+                return False
+            self.unusable.append(found)
+        return True
+
+    def _check_budgets(self) -> None:
+        aggregator = self.aggregator
+        spent = budget.spent((aggregator.tokens.usage(), aggregator.judge_tokens.usage()),
+                             time.perf_counter() - self.started, aggregator.cache)
+        found = budget.first_reached(self.bounds.budgets, spent)
+        if found is not None:
+            self.over_budget.append(found)
+            self.executor.halt()
+
+    def _result(self, summary, finished: ItemList) -> ExperimentResult:
+        """The experiment's result: its verdict, and why it ended early if it did."""
+        experiment, stop = self.experiment, self.bounds.stop
         interrupted = bool(stop is not None and stop.is_set())
         aborted, could_not_evaluate, stopped_by_budget = None, False, False
-        if executor.failure is not None:
-            failure = executor.failure
+        if self.executor.failure is not None:
+            failure = self.executor.failure
             aborted = getattr(failure, "format_message", lambda: f"dataset: {describe_exception(failure)}")()
             could_not_evaluate = getattr(failure, "exit_code", None) == ExitCode.COULD_NOT_EVALUATE  # not the dataset's
-        elif unusable:
-            aborted, could_not_evaluate = unusable[0].message(), True
-        elif over_budget:
-            aborted, stopped_by_budget = over_budget[0], True
+        elif self.unusable:
+            aborted, could_not_evaluate = self.unusable[0].message(), True
+        elif self.over_budget:
+            aborted, stopped_by_budget = self.over_budget[0], True
         return redact_experiment(ExperimentResult(
             experiment_id=experiment.id, label=experiment.label,
             passed=criteria.verdict(summary, bool(experiment.pass_criteria)) and not interrupted and aborted is None,
-            summary=summary, items=finished, started_at=started_at, completed_at=now(),
-            interrupted=interrupted, warnings=tuple(warnings), aborted=aborted, could_not_evaluate=could_not_evaluate,
-            stopped_by_budget=stopped_by_budget, variant=experiment.variant,
+            summary=summary, items=finished, started_at=self.started_at, completed_at=now(),
+            interrupted=interrupted, warnings=tuple(self.warnings), aborted=aborted,
+            could_not_evaluate=could_not_evaluate, stopped_by_budget=stopped_by_budget, variant=experiment.variant,
             description=experiment.description, tags=experiment.tags, runner=experiment.runner.written(),
             dataset=experiment.dataset.describe(), scorers=tuple(s.plugin.written() for s in experiment.scorers),
-        ), prepared.secrets)
-    finally:
-        executor.close()
+        ), self.prepared.secrets)

@@ -50,14 +50,11 @@ class Executor:
     runs it. A failure reading the dataset stops reading; it is kept in ``failure``.
     """
 
-    network: Any = None  # the network the run's calls must go through, when the executor keeps it (a cluster's)
-    worker_folder: Callable[[str], str] | None = None  # where another process finds a config folder, for items run there
-
     def __init__(self, concurrency: int, timeout: float | None):
         self.concurrency = max(1, int(concurrency))
         self.timeout = timeout
         self.failure: BaseException | None = None
-        self.recording = threading.Lock()  # held by whoever records; the engine takes it to read what was recorded
+        self._recording = threading.Lock()  # held by whoever records: one result at a time
         self._taking = True  # whether more items start
         self._exhausted = False  # nothing more to read: the end, or a failure
         self._stop: threading.Event | None = None
@@ -119,15 +116,18 @@ class Executor:
             self.failure, self._exhausted = exc, True
         return units
 
+    def _overdue(self, elapsed: float) -> bool:
+        """Whether a unit that has run ``elapsed`` seconds is past its timeout."""
+        return bool(self.timeout) and elapsed >= self.timeout
+
     def _in_time(self, unit: Unit, result: Done, elapsed: float, where: Callable[[], str]) -> Done:
         """``result``, or a timeout when it came ``elapsed`` seconds after the start, past the timeout
         (late, though not seen late yet); ``where()`` says where the item was then."""
-        if self.timeout and elapsed >= self.timeout:
-            return self._lost(unit, self._timed_out(where()), elapsed * 1000.0)
-        return result
+        return self._late(unit, where(), elapsed) if self._overdue(elapsed) else result
 
-    def _timed_out(self, where: str) -> str:
-        return f"timed out after {self.timeout:g}s ({where})"
+    def _late(self, unit: Unit, where: str, elapsed: float) -> Done:
+        """The result of a unit given up on after ``elapsed`` seconds, past its timeout, ``where`` it was."""
+        return self._lost(unit, f"timed out after {self.timeout:g}s ({where})", elapsed * 1000.0)
 
     def _keep(self, done: Done) -> None:
         """Record one result. A recording that fails (after it kept the result: a shared state that

@@ -18,7 +18,7 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from typing import Any, Callable
+from typing import Callable
 
 from yamleval.executors.core import POLL_SECONDS, Done, Executor, LostResult, RunItem, Slot, Unit
 
@@ -26,14 +26,11 @@ __all__ = ["LocalExecutor", "LostResult", "POLL_SECONDS", "RunItem", "Slot", "Un
 
 
 class LocalExecutor(Executor):
-    """``Executor`` on threads of this process; ``thread_exit`` is called in each as it ends.
-    ``network``: the run's, when the experiment is one of a run's (None: its own)."""
+    """``Executor`` on threads of this process; ``thread_exit`` is called in each as it ends."""
 
-    def __init__(self, concurrency: int, timeout: float | None,
-                 thread_exit: Callable[[], None] | None = None, network: Any = None):
+    def __init__(self, concurrency: int, timeout: float | None, thread_exit: Callable[[], None] | None = None):
         super().__init__(concurrency, timeout)
         self.thread_exit = thread_exit
-        self.network = network
         self._reading = threading.Lock()  # over the dataset: one thread reads at a time
         self._ahead: collections.deque[Unit] = collections.deque()  # read, not started
         self._closed = False  # the run has ended: nothing more is recorded
@@ -59,7 +56,7 @@ class LocalExecutor(Executor):
 
     def _end(self) -> None:
         self._ended.set()
-        with self.recording:  # whatever a worker left to record
+        with self._recording:  # whatever a worker left to record
             self._record_finished()
             self._closed = True
 
@@ -110,13 +107,13 @@ class LocalExecutor(Executor):
         never pile up faster than they are recorded)."""
         while self._finished:
             if len(self._finished) > self.concurrency:
-                self.recording.acquire()
-            elif not self.recording.acquire(blocking=False):
+                self._recording.acquire()
+            elif not self._recording.acquire(blocking=False):
                 return
             try:
                 self._record_finished()
             finally:
-                self.recording.release()
+                self._recording.release()
 
     def _record_finished(self) -> None:
         while self._finished and not self._closed:
@@ -126,10 +123,9 @@ class LocalExecutor(Executor):
         """Until the run ends: give up on the items past their timeout."""
         while not self._ended.wait(min(POLL_SECONDS, self.timeout / 10)):
             now = time.monotonic()
-            for slot in [slot for slot in list(self._running) if now - slot.started >= self.timeout]:
+            for slot in [slot for slot in list(self._running) if self._overdue(now - slot.started)]:
                 if self._running.pop(slot, False) is not False:  # else it finished meanwhile
-                    self._finished.append(self._lost(slot.item, self._timed_out(self._where(slot)),
-                                                     (time.monotonic() - slot.started) * 1000.0))
+                    self._finished.append(self._late(slot.item, self._where(slot), time.monotonic() - slot.started))
                     self._start_worker()
             self._record_when_free()
 

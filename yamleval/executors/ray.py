@@ -161,7 +161,6 @@ class RayExecutor(Executor):
     that ends that way is dropped, not recorded: a resumed run runs its item.
     """
 
-    worker_folder = staticmethod(ray_shared.worker_folder)
     WHERE = "on its Ray worker, whose task was cancelled"  # where a timed-out item was
 
     def __init__(self, concurrency: int, timeout: float | None, settings, retries: int, config_dir: str,
@@ -181,7 +180,7 @@ class RayExecutor(Executor):
             self.connection.close()
 
     def _begin(self) -> None:
-        self.recording.acquire()  # records in this thread, from now to the end of the run
+        self._recording.acquire()  # records in this thread, from now to the end of the run
         self._ray = _ray()
         self._task = self._ray.remote(_run_unit).options(num_cpus=self.settings.num_cpus, max_retries=0)
         self._shipped = self._ray.put(self._process)
@@ -229,7 +228,7 @@ class RayExecutor(Executor):
                 self._cancel(ref, task)
             self._running.clear()
         finally:
-            self.recording.release()
+            self._recording.release()
 
     def _keep(self, done) -> None:
         super()._keep(done)
@@ -288,16 +287,17 @@ class RayExecutor(Executor):
         """Cancel the tasks past their timeout, and those that could not start for too long."""
         now = time.monotonic()
         for ref, task in list(self._running.items()):
-            if task.started is not None and self.timeout and now - task.started >= self.timeout:
-                why, elapsed = self._timed_out(self.WHERE), now - task.started
+            if task.started is not None and self._overdue(now - task.started):
+                lost = self._late(task.unit, self.WHERE, now - task.started)
             elif task.started is None and now - task.sent >= START_SECONDS + (self.timeout or 0):
-                why, elapsed = (f"did not start on a Ray worker within {START_SECONDS + (self.timeout or 0):g}s"
-                                " (no free CPU for it, or a worker that cannot prepare the experiment)"), 0.0
+                lost = self._lost(task.unit, f"did not start on a Ray worker within"
+                                             f" {START_SECONDS + (self.timeout or 0):g}s (no free CPU for it, or a"
+                                             " worker that cannot prepare the experiment)", 0.0)
             else:
                 continue
             del self._running[ref]
             self._cancel(ref, task)
-            self._keep(self._lost(task.unit, why, elapsed * 1000.0))
+            self._keep(lost)
 
 
 class _Task:

@@ -13,39 +13,56 @@ import threading
 from typing import Iterable, Iterator, Sequence
 
 from yamleval.records.errors import UsageError
+from yamleval.lifecycle.ongoing import Controls, Origin, Run, Work, git_state, new_run
 from yamleval.lifecycle.outputs import DEFAULT_STORE, open_outputs
-from yamleval.lifecycle.run import RunOutcome, RunWatcher, finish_run, git_state, new_run
 from yamleval.lifecycle.stored import store_experiment
+from yamleval.records.options import RescoreOptions
+from yamleval.records.outcome import RunOutcome, RunWatcher
 from yamleval.records.types import ExperimentResult, ItemResult, RunInfo
 from yamleval.store import reviewed
 from yamleval.store import reviews as stored_reviews
 from yamleval.store.schema import item_key
 
 
-def rescore_run(project, source: str, wanted: Sequence[str] = (), *, store: str | None = None,
-                report_dir: str | None = None, formats: Sequence[str] | None = None, tags: Sequence[str] = (),
-                stop: threading.Event | None = None, watcher: RunWatcher | None = None) -> RunOutcome:
+def rescore_run(project, source: str, options: RescoreOptions | None = None, *, stop: threading.Event | None = None,
+                watcher: RunWatcher | None = None, **given) -> RunOutcome:
     """Score the stored items of run ``source`` (an id, a tag, a unique prefix of an id, or ``latest``)
-    again with ``project``'s experiments of the same ids (those ``wanted``, if given), as a new run.
+    again with ``project``'s experiments of the same ids, as a new run, as ``options``
+    (``RescoreOptions``, or its fields as keyword arguments) say.
 
-    ``store``, ``report_dir``, ``formats`` and ``tags`` as for ``runs.run_project``. ``stop``
-    set: score no more items (the new run is interrupted). ``watcher.warning`` hears of a source
-    run that did not complete and of the experiments left out.
+    ``stop`` set: score no more items (the new run is interrupted). ``watcher.warning`` hears of
+    a source run that did not complete and of the experiments left out.
     """
-    from yamleval.engine import plan
-    from yamleval.store import tags as run_tags
+    from yamleval.config.loader import with_junit_family
+    from yamleval.lifecycle.stored_runs import report_formats
     from yamleval.store.locations import existing
 
-    watcher = watcher or RunWatcher()
-    stop = stop or threading.Event()
-    path = store or project.store or DEFAULT_STORE
+    options = dataclasses.replace(options or RescoreOptions(), **given)
+    controls = Controls.of(stop, None, watcher)
+    path = options.store or project.store or DEFAULT_STORE
+    formats = (project.report_formats if options.formats is None else
+               report_formats(options.formats, project.report_settings))
+    formats = with_junit_family(formats, options.junit_family)
     # a database stored already (not a new, empty one: nothing to score again), a file or a URL
-    out = open_outputs(project, existing(path), report_dir, formats, tags)
-    db = out.store
+    out = open_outputs(project, existing(path), options.report_dir, formats, options.tags)
+    try:
+        run = rescoring(project, source, options.experiments, out, controls)
+    except BaseException:
+        out.store.abandon()
+        raise
+    return run.go()
+
+
+def rescoring(project, source: str, wanted: Sequence[str], out, controls: Controls) -> Run:
+    """A new run of the stored outputs of run ``source``, scored again: made and stored."""
+    from yamleval.engine import plan
+    from yamleval.store import tags as run_tags
+
+    db, watcher = out.store, controls.watcher
     origin = db.find_run(source)
     experiments = _experiments(db, origin, project, wanted, watcher)
     git = git_state(project)
-    prepared = [plan.prepare(e) for e in experiments]
+    prepared = tuple(plan.prepare(e) for e in experiments)
     if origin.status != "completed":
         watcher.warning(f"run {origin.run_id} is {origin.status}: only the items it stored are scored again")
     stored_experiments = db.experiments(origin.run_id)
@@ -58,24 +75,11 @@ def rescore_run(project, source: str, wanted: Sequence[str] = (), *, store: str 
                         f"{'them' if len(never) > 1 else 'it'} to score, so the new run is not complete either")
     # an experiment its source did not finish (crashed, stopped, aborted, a shard missing) stays unfinished
     finished = {stored.experiment_id for stored in stored_experiments if stored.status == "completed"}
-    run_id = new_run(db, project, experiments, git, _repeats(db, origin), rescored_from=origin.run_id)
+    work = Work(project, tuple(experiments), prepared, hashes, _repeats(db, origin))
+    run_id = new_run(db, work, git, origin=Origin(rescored_from=origin.run_id))
     run_tags.add(db, run_id, out.tags)
     stored_reviews.copy(db, origin.run_id, run_id)  # people judged the outputs, which the new run keeps
-    watcher.run_started(run_id, False)
-    results = []
-    for position, ready in enumerate(prepared):
-        if stop.is_set():
-            break
-        watcher.experiment_started(ready.experiment.id)
-        # a variant's pairwise judge compares with the baseline's answers as the source run stored them
-        ready = plan.with_baseline(ready, experiments, lambda stored_id: db.item_view(origin.run_id, stored_id, 0).find)
-        result = _rescore_experiment(db, run_id, position, ready, origin, hashes[ready.experiment.id], stop, watcher,
-                                     ready.experiment.id in finished)
-        results.append(result)
-        watcher.experiment_finished(result)
-        if result.could_not_evaluate:  # a judge's endpoint cannot be used, likely another experiment's too
-            break
-    return finish_run(out, run_id, results, len(prepared) + len(never), stop, watcher)
+    return Run(out, run_id, work, controls, StoredOutputs(origin, finished), planned=len(prepared) + len(never))
 
 
 def _experiments(db, origin: RunInfo, project, wanted: Sequence[str], watcher: RunWatcher) -> list:
@@ -110,32 +114,45 @@ def _repeats(db, origin: RunInfo) -> int | None:
     return fingerprint.repeats(db.run_detail(origin.run_id, "fingerprint"))
 
 
-def _rescore_experiment(db, run_id: str, position: int, ready, origin: RunInfo, dataset_hash: str | None,
-                        stop: threading.Event, watcher: RunWatcher, finished: bool) -> ExperimentResult:
-    """One experiment's stored items scored again, each stored in the new run as it is scored. Of a
-    source experiment not ``finished``, the result is incomplete: it never passes, and a gate on the
-    new run fails, as it would on the source."""
-    from yamleval.engine import experiment as engine
-    from yamleval.executors import choice
+class StoredOutputs:
+    """Experiments whose items are the stored outputs of run ``origin``, scored again. Of a source
+    experiment not ``finished``, the result is incomplete: it never passes, and a gate on the new
+    run fails, as it would on the source."""
 
-    experiment_id = ready.experiment.id
+    def __init__(self, origin: RunInfo, finished: set[str]):
+        self.origin, self.done = origin, finished
 
-    def rescore(keeper) -> ExperimentResult:
-        def kept(results: Iterable[ItemResult]) -> Iterator[ItemResult]:
-            for count, result in enumerate(results, 1):
-                keeper.item(result)
-                watcher.progress(experiment_id, count, None)
-                yield result
-                if stop.is_set():
-                    return
+    def finished(self, run: Run) -> dict:
+        return {}  # a new run: none of its experiments is finished yet
 
-        stored = db.item_view(origin.run_id, experiment_id, 0)
-        executors = choice.on(None)  # the judges call out through the run's network: its endpoint checks stop it
-        verdicts = reviewed.verdicts_of(db, origin.run_id).get(experiment_id, {})
-        rescored = engine.rescored(ready, stored, executors.network,
-                                   (lambda item_id: verdicts.get(item_key(item_id))) if verdicts else None)
-        result = engine.run_experiment(ready, executor=executors, previous=kept(rescored), stop=stop,
-                                       keep_items=False, run_new=False)
-        return result if finished else dataclasses.replace(result, passed=False, incomplete=True)
+    def baseline_items(self, run: Run):
+        # a variant's pairwise judge compares with the baseline's answers as the source run stored them
+        return lambda stored_id: run.db.item_view(self.origin.run_id, stored_id, 0).find
 
-    return store_experiment(db, run_id, position, ready, dataset_hash, stop, watcher, rescore)
+    def experiment(self, run: Run, position: int, ready, results) -> ExperimentResult:
+        """One experiment's stored items scored again, each stored in the new run as it is scored."""
+        from yamleval.engine import experiment as engine
+
+        db, experiment_id, watcher, stop = run.db, ready.experiment.id, run.watcher, run.stop
+
+        def rescore(keeper) -> ExperimentResult:
+            def kept(results: Iterable[ItemResult]) -> Iterator[ItemResult]:
+                for count, result in enumerate(results, 1):
+                    keeper.item(result)
+                    watcher.progress(experiment_id, count, None)
+                    yield result
+                    if stop.is_set():
+                        return
+
+            stored = db.item_view(self.origin.run_id, experiment_id, 0)
+            verdicts = reviewed.verdicts_of(db, self.origin.run_id).get(experiment_id, {})
+            # the judges call out through the run's network: its endpoint checks stop it
+            rescored = engine.rescored(ready, stored, run.executors.network,
+                                       (lambda item_id: verdicts.get(item_key(item_id))) if verdicts else None)
+            result = engine.run_experiment(ready, run.executors, engine.ItemSource.stored(kept(rescored)),
+                                           bounds=engine.Bounds(stop=stop), keep_items=False)
+            return result if experiment_id in self.done else dataclasses.replace(result, passed=False,
+                                                                                 incomplete=True)
+
+        return store_experiment(db, run.run_id, position, ready, run.work.dataset_hashes[experiment_id],
+                                run.controls, rescore)

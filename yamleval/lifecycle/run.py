@@ -1,26 +1,29 @@
-"""A stored run from start to end: open the store, resume when asked, run each experiment
-with every item stored as it finishes, write the reports, record how the run ended.
+"""A stored run from start to end, as ``yamleval run`` asks: a new run, one resumed, a shard
+joining its run, or the errors of a run retried are ways to make a ``Run`` (``lifecycle.ongoing``),
+which then runs each experiment with every item stored as it finishes, writes the reports and
+records how the run ended.
 
 The command line and the Python API both run through ``run_project``; the command line
-only maps its options onto it, and its outcome onto output and an exit code.
+only maps its options onto ``RunOptions``, and its outcome onto output and an exit code.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
-import os
 import threading
-import time
+from dataclasses import dataclass
 from typing import Sequence
 
 from yamleval import __version__
+from yamleval.lifecycle.from_datasets import FromDatasets
+from yamleval.lifecycle.ongoing import Controls, Origin, Run, Work, finish_run, git_state, new_run  # noqa: F401
+from yamleval.lifecycle.outputs import Outputs, open_outputs
 from yamleval.records.errors import UsageError, display_path
+from yamleval.records.options import RunOptions
 from yamleval.records.outcome import ReportsInterrupted, RunOutcome, RunWatcher  # noqa: F401  (the lifecycle's types)
-from yamleval.records.types import CacheUse, ExperimentResult, RunInfo, StoredExperiment, now
-from yamleval.lifecycle.outputs import Outputs, open_outputs, write_reports_then_finish
-from yamleval.lifecycle.stored import ended_as, new_run_id, run_passed, store_experiment
+from yamleval.records.types import RunInfo
 from yamleval.store import reviews as stored_reviews
-
 
 
 def _unknown(what: str, name: str, known: Sequence[str]) -> UsageError:
@@ -48,162 +51,235 @@ def select_experiments(project, wanted: Sequence[str], variants: Sequence[str] =
     return [e for e in chosen if e.variant is None or e.variant.id in variants]
 
 
-def run_project(project, experiments: Sequence | None = None, *, store: str | None = None,
-                report_dir: str | None = None, formats: Sequence[str] | None = None, resume: str | None = None,
-                force: bool = False, limit: int | None = None, concurrency: int | None = None,
-                stop: threading.Event | None = None, abandon: threading.Event | None = None,
-                watcher: RunWatcher | None = None, repeats: int | None = None, tags: Sequence[str] = (),
-                cache: bool | None = None, refresh_cache: bool = False, shard=None,
-                run_id: str | None = None, executor: str | None = None, ray_address: str | None = None,
-                retry_errors: str | None = None) -> RunOutcome:
-    """Run ``experiments`` (default: all) of a loaded ``project`` as one stored run.
+def run_project(project, options: RunOptions | None = None, *, stop: threading.Event | None = None,
+                abandon: threading.Event | None = None, watcher: RunWatcher | None = None, **given) -> RunOutcome:
+    """Run a loaded ``project`` as one stored run, as ``options`` say (``RunOptions``; its fields
+    may be given as keyword arguments instead, or on top of it).
 
-    ``store``: the results database (default: the project's ``store:``, else
-    .yamleval/results.db). ``report_dir`` and ``formats`` default to the project's
-    ``reports:``. ``resume``: a run id (or ``latest``) to continue; its finished items are
-    kept. ``force``: resume although the config or a dataset changed, or the run looks
-    alive. ``stop`` set: start no new items; ``abandon`` set: stop waiting for running ones.
-    ``repeats``: how many times each item runs, whatever the experiments say. ``tags``: names
-    the run is tagged with (yamleval.store.tags), so later runs can find it as their baseline.
-    ``cache``: True keeps the runners' answers too, False keeps no answer (``yamleval.cache.answers``);
-    ``refresh_cache``: read no kept answer. ``shard`` (a ``sharding.Shard``): run only that
-    shard's items, as its part of a run split over several jobs (``yamleval.lifecycle.shards``); given
-    with a ``run_id`` another shard has started in this store, it joins that run; with ``resume``
-    it goes on with that shard. ``run_id``: the id of a new run (default: made from the time).
-    ``executor`` (``local`` or ``ray``) and ``ray_address`` (which implies ``ray``): where every
-    experiment's items run, whatever the experiments say; a run on Ray connects before it is
-    stored, and lets the cluster go at its end (``ray_executor``). ``retry_errors``: a run (id,
-    tag or prefix) whose experiments a new run goes through again, keeping each item that ended
-    without an error and running those that errored or never ran (``force``: although the config
-    or a dataset changed since, the kept items then scored again as the config now says).
+    The store defaults to the project's ``store:``, else .yamleval/results.db; the reports to its
+    ``reports:``. ``resume`` continues a run, its finished items kept; ``shard`` with a ``run_id``
+    another shard has started in this store joins that run; ``retry_errors`` starts a new run
+    that keeps the items of a stored run that ended without an error. ``stop`` set: start no new
+    items; ``abandon`` set: stop waiting for running ones; ``watcher`` hears how the run goes.
     The project's ``budget`` spans the run, the earlier sessions of a resumed one included (but
     for ``max_duration``, which counts this call's time); each experiment's spans the experiment.
     A config error raises ConfigError before anything is stored.
     """
-    from yamleval.config import fingerprint
-    from yamleval.engine import plan
-    from yamleval.config import provenance
-    from yamleval.store import tags as run_tags
-    from yamleval.lifecycle import shards as shard_runs
     from yamleval.engine import shards as sharding
-    from yamleval.lifecycle.resume import changes, experiments_of, kept_items, resumable, retried
-    from yamleval.executors import choice
 
-    if run_id is not None:
-        sharding.check_run_id(run_id, resume)
-    if retry_errors is not None and (resume is not None or shard is not None):
-        raise UsageError(f"--retry-errors starts a new run: it takes no {'--resume' if resume else '--shard'}")
-    watcher = watcher or RunWatcher()
-    began = time.perf_counter()
-    stop = stop or threading.Event()
-    out = open_outputs(project, store, report_dir, formats, tags)
-    db = out.store
-    cluster = origin = None
+    controls = Controls.of(stop, abandon, watcher)
+    options = (options or RunOptions()).replaced(**given)
+    if options.run_id is not None:
+        sharding.check_run_id(options.run_id, options.resume)
+    if options.retry_errors is not None and (options.resume is not None or options.shard is not None):
+        raise UsageError(f"--retry-errors starts a new run: it takes no {'--resume' if options.resume else '--shard'}")
+    chosen = (None if not options.experiments and not options.variants else
+              tuple(select_experiments(project, options.experiments, options.variants)))
+    asked = Asked(project, options, controls,
+                  None if options.shard is None else sharding.parse(options.shard), chosen)
+    out = open_outputs(project, options.store, options.report_dir, _formats(project, options), options.tags)
     try:
-        if resume:
-            wanted = None if experiments is None else [e.id for e in experiments]
-            run_info = resumable(db, resume, project, wanted, force or shard is not None)  # a shard: its own process
-            experiments = experiments_of(db, run_info, project)
-            shard_runs.resumed_as(db, run_info.run_id, shard, force)
-        elif shard is not None and run_id is not None and db.has_run(run_id):  # a shard joins the others' run
-            run_info = shard_runs.joined(db, run_id, shard, project)
-            experiments = experiments_of(db, run_info, project)
-        else:
-            run_info = None
-            if retry_errors is not None:
-                origin, experiments = retried(db, retry_errors, project,
-                                              None if experiments is None else [e.id for e in experiments])
-            experiments = list(project.experiments if experiments is None else experiments)
-            git = git_state(project)
-        started_as = run_info or origin
-        if started_as is not None and repeats is None:  # as the run was started: its --repeats, if any
-            repeats = fingerprint.repeats(db.run_detail(started_as.run_id, "fingerprint"))
-        if repeats is not None:
-            experiments = [dataclasses.replace(e, repeats=repeats) for e in experiments]
-        experiments = [dataclasses.replace(e, cache=cached(e.cache, cache, refresh_cache),
-                                           executor=placed(e.executor, executor, ray_address)) for e in experiments]
-        prepared = [plan.prepare(e) for e in experiments]
-        cluster = clusters(experiments)
-        executors = choice.on(cluster)  # where each experiment runs, with the run's network
-        dataset_hashes = {e.id: provenance.dataset_hash(e) for e in experiments}
-        begun, rescore = {}, False
-        if started_as is not None:  # what changed since the run this one goes on from (or retries) started
-            texts = provenance.config_texts(project.files, project.sets)
-            config_hash = provenance.config_hash(texts)
-            changed = changes(db, started_as, texts, config_hash, dataset_hashes, project.environment, experiments,
-                              repeats)
-        if run_info is not None:
-            run_id = run_info.run_id
-            if shard is not None:  # its other shards' run: the same datasets (and, joining, plugins) or none
-                shard_runs.same_work(db, run_id, shard, experiments, dataset_hashes, repeats, joining=not resume)
-            if changed and not force and not resume:  # a shard joining the run
-                raise UsageError(f"cannot join run {run_id} as shard {shard}: {'; '.join(changed)} since its first"
-                                 " shard started (use --force to join anyway, or give another --run-id)")
-            if changed and not force:
-                raise UsageError(f"cannot resume run {run_id}: {'; '.join(changed)} since it started (use --force to"
-                                 " resume anyway, its finished items scored again as the config now says, or run"
-                                 " afresh without --resume)")
-            rescore = bool(changed)
-            if rescore or config_hash != run_info.config_hash:  # it goes on under today's config (budgets, maybe)
-                db.record_config(run_id, config_hash, texts, provenance.plugin_versions(experiments, __version__),
-                                 fingerprint.fingerprint(project.environment, experiments, repeats=repeats,
-                                                         shards=None if shard is None else shard.count,
-                                                         datasets=dataset_hashes))
-            begun = {stored.experiment_id: stored for stored in db.experiments(run_id)}
-            if shard is None:
-                db.reopen_run(run_id)
-            else:
-                shard_runs.start(db, run_id, shard, joining=not resume)
-        else:
-            if origin is not None:  # the items it keeps were answered under its config
-                if changed and not force:
-                    raise UsageError(f"cannot retry the errors of run {origin.run_id}: {'; '.join(changed)} since it"
-                                     " started (use --force to retry anyway, its kept items scored again as the"
-                                     " config now says, or run afresh)")
-                rescore = bool(changed)
-            if run_id is not None and shard is None and db.has_run(run_id):
-                raise UsageError(f"run {run_id} is in {display_path(db.path)} already: continue it with --resume {run_id},"
-                                 " or give another --run-id")
-            run_id = new_run(db, project, experiments, git, repeats, run_id=run_id, shard=shard,
-                             datasets=dataset_hashes, retried_from=None if origin is None else origin.run_id)
-            if origin is not None:  # the items it keeps, people may have judged
-                stored_reviews.copy(db, origin.run_id, run_id)
-            if shard is not None:
-                shard_runs.joined(db, run_id, shard, project)  # another shard may have made it meanwhile
-                shard_runs.same_work(db, run_id, shard, experiments, dataset_hashes, repeats, joining=True)
-                shard_runs.start(db, run_id, shard, joining=True)
-        run_tags.add(db, run_id, out.tags)
-        watcher.run_started(run_id, bool(resume))
-        completed = set() if rescore else {eid for eid, stored in begun.items() if stored.status == "completed"}
-        stored_results = {r.experiment_id: r for r in db.results(run_id, completed)} if completed else {}
-        results = []
-        for position, ready in enumerate(prepared):
-            experiment_id = ready.experiment.id
-            ready = plan.with_baseline(ready, experiments, lambda stored_id: db.item_view(run_id, stored_id, 0).find)
-            if stop.is_set():
-                break
-            if experiment_id in stored_results:
-                result = stored_results[experiment_id]
-            else:
-                watcher.experiment_started(experiment_id)
-                kept = None if origin is None else kept_items(db, origin.run_id, experiment_id)
-                result = _run_experiment(db, run_id, position, ready, begun.get(experiment_id), rescore,
-                                         dataset_hashes[experiment_id], limit, concurrency, stop, abandon, watcher,
-                                         _limits(project, ready.experiment, _spent_by(db, run_id, shard, project, results),
-                                                 time.perf_counter() - began), shard,
-                                         executors, kept)
-            results.append(result)
-            watcher.experiment_finished(result)
-            if result.could_not_evaluate:  # the endpoint is likely another experiment's too: the run stops here
-                break
-        return finish_run(out, run_id, results, len(prepared), stop, watcher, shard,
-                          {e.id: e.breakdowns for e in experiments})
-    except BaseException:  # a failure stops the run: nothing more is written, the database is let go
-        db.abandon()
+        run = _made(asked, out)
+    except BaseException:  # nothing more is written, the database is let go
+        out.store.abandon()
         raise
-    finally:
+    return run.go()
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What the caller asked of a run: the ``project``, its ``options``, its ``controls``, the
+    ``shard`` parsed from the options and the experiments ``chosen`` by them (None: all)."""
+
+    project: object
+    options: RunOptions
+    controls: Controls
+    shard: object = None
+    chosen: tuple | None = None
+
+
+def _formats(project, options: RunOptions):
+    """The report formats the options name (with their ``--junit-family``), else None: the project's."""
+    if options.junit_family is None:
+        return options.formats
+    from yamleval.config.loader import with_junit_family
+
+    return with_junit_family(project.report_formats if options.formats is None else options.formats,
+                             options.junit_family)
+
+
+def _made(asked: Asked, out: Outputs) -> Run:
+    """The run the options ask for: resumed, a shard joining its run, errors retried, or new."""
+    options, db = asked.options, out.store
+    if options.resume:
+        return resumed(asked, out)
+    if asked.shard is not None and options.run_id is not None and db.has_run(options.run_id):
+        return joined(asked, out)
+    if options.retry_errors is not None:
+        return retrying(asked, out)
+    return new(asked, out)
+
+
+def resumed(asked: Asked, out: Outputs) -> Run:
+    """An unfinished run (``--resume``) going on: its finished items kept."""
+    from yamleval.lifecycle import shards as shard_runs
+    from yamleval.lifecycle.resume import experiments_of, resumable
+
+    db, options = out.store, asked.options
+    wanted = None if asked.chosen is None else [e.id for e in asked.chosen]
+    # a shard is a process of its own: another shard running the run is no reason to refuse
+    info = resumable(db, options.resume, asked.project, wanted, options.force or asked.shard is not None)
+    experiments = experiments_of(db, info, asked.project)
+    shard_runs.resumed_as(db, info.run_id, asked.shard, options.force)
+    run = _continued(asked, out, info, experiments, joining=False)
+    run.resumed = True
+    return run
+
+
+def joined(asked: Asked, out: Outputs) -> Run:
+    """A shard joining the run another shard of it has started in this store (``--shard`` with ``--run-id``)."""
+    from yamleval.lifecycle import shards as shard_runs
+    from yamleval.lifecycle.resume import experiments_of
+
+    info = shard_runs.joined(out.store, asked.options.run_id, asked.shard, asked.project)
+    return _continued(asked, out, info, experiments_of(out.store, info, asked.project), joining=True)
+
+
+def _continued(asked: Asked, out: Outputs, info: RunInfo, experiments: Sequence, joining: bool) -> Run:
+    """Stored run ``info`` going on (resumed, or joined by a shard) with ``experiments``: what
+    changed since it started checked (``force`` goes on anyway, its finished items scored again)."""
+    from yamleval.config import fingerprint, provenance
+    from yamleval.lifecycle import shards as shard_runs
+
+    db, run_id, shard, force = out.store, info.run_id, asked.shard, asked.options.force
+    work = _work(asked, db, experiments, info)
+    texts = provenance.config_texts(asked.project.files, asked.project.sets)
+    config_hash = provenance.config_hash(texts)
+    changed = _changed(db, info, work, texts)
+    if shard is not None:  # its other shards' run: the same datasets (and, joining, plugins) or none
+        shard_runs.same_work(db, run_id, shard, list(work.experiments), work.dataset_hashes, work.repeats,
+                             joining=joining)
+    if changed and not force and joining:
+        raise UsageError(f"cannot join run {run_id} as shard {shard}: {'; '.join(changed)} since its first"
+                         " shard started (use --force to join anyway, or give another --run-id)")
+    if changed and not force:
+        raise UsageError(f"cannot resume run {run_id}: {'; '.join(changed)} since it started (use --force to"
+                         " resume anyway, its finished items scored again as the config now says, or run"
+                         " afresh without --resume)")
+    cluster = clusters(work.experiments)
+    with _letting_go(cluster):
+        if changed or config_hash != info.config_hash:  # it goes on under today's config (budgets, maybe)
+            db.record_config(run_id, config_hash, texts, provenance.plugin_versions(work.experiments, __version__),
+                             fingerprint.fingerprint(asked.project.environment, list(work.experiments),
+                                                     repeats=work.repeats, datasets=dict(work.dataset_hashes),
+                                                     shards=None if shard is None else shard.count))
+        begun = {stored.experiment_id: stored for stored in db.experiments(run_id)}
+        if shard is None:
+            db.reopen_run(run_id)
+        else:
+            shard_runs.start(db, run_id, shard, joining=joining)
+        source = FromDatasets(asked.options, begun=begun, rescore=bool(changed))
+        return _started(asked, out, run_id, work, source, cluster)
+
+
+def retrying(asked: Asked, out: Outputs) -> Run:
+    """A new run of a stored run's experiments (``--retry-errors``) that keeps its items that ended
+    without an error and runs again the others (those that errored, or never ran)."""
+    from yamleval.config import provenance
+    from yamleval.lifecycle.resume import retried
+
+    db = out.store
+    origin, experiments = retried(db, asked.options.retry_errors, asked.project,
+                                  None if asked.chosen is None else [e.id for e in asked.chosen])
+    git = git_state(asked.project)
+    work = _work(asked, db, experiments, origin)
+    changed = _changed(db, origin, work, provenance.config_texts(asked.project.files, asked.project.sets))
+    if changed and not asked.options.force:  # the items it keeps were answered under its config
+        raise UsageError(f"cannot retry the errors of run {origin.run_id}: {'; '.join(changed)} since it"
+                         " started (use --force to retry anyway, its kept items scored again as the"
+                         " config now says, or run afresh)")
+    cluster = clusters(work.experiments)
+    with _letting_go(cluster):
+        run_id = _stored_new(asked, out, work, git, Origin(retried_from=origin.run_id))
+        stored_reviews.copy(db, origin.run_id, run_id)  # the items it keeps, people may have judged
+        source = FromDatasets(asked.options, rescore=bool(changed), kept_from=origin.run_id)
+        return _started(asked, out, run_id, work, source, cluster)
+
+
+def new(asked: Asked, out: Outputs) -> Run:
+    """A new run of the chosen experiments (all of the project's, if none), or a shard's part of one."""
+    experiments = list(asked.project.experiments if asked.chosen is None else asked.chosen)
+    git = git_state(asked.project)
+    work = _work(asked, out.store, experiments, None)
+    cluster = clusters(work.experiments)
+    with _letting_go(cluster):
+        run_id = _stored_new(asked, out, work, git, Origin())
+        return _started(asked, out, run_id, work, FromDatasets(asked.options), cluster)
+
+
+def _stored_new(asked: Asked, out: Outputs, work: Work, git, origin: Origin) -> str:
+    """A new run stored (a shard: made, or found made by another shard, and joined)."""
+    from yamleval.lifecycle import shards as shard_runs
+
+    db, shard, run_id = out.store, asked.shard, asked.options.run_id
+    if run_id is not None and shard is None and db.has_run(run_id):
+        raise UsageError(f"run {run_id} is in {display_path(db.path)} already: continue it with --resume {run_id},"
+                         " or give another --run-id")
+    run_id = new_run(db, work, git, run_id=run_id, shard=shard, origin=origin, datasets=work.dataset_hashes)
+    if shard is not None:
+        shard_runs.joined(db, run_id, shard, asked.project)  # another shard may have made it meanwhile
+        shard_runs.same_work(db, run_id, shard, list(work.experiments), work.dataset_hashes, work.repeats,
+                             joining=True)
+        shard_runs.start(db, run_id, shard, joining=True)
+    return run_id
+
+
+def _started(asked: Asked, out: Outputs, run_id: str, work: Work, source, cluster) -> Run:
+    """The run made, tagged as asked."""
+    from yamleval.store import tags as run_tags
+
+    run_tags.add(out.store, run_id, out.tags)
+    return Run(out, run_id, work, asked.controls, source, shard=asked.shard, cluster=cluster)
+
+
+@contextlib.contextmanager
+def _letting_go(cluster):
+    """The run's Ray connection let go if the run cannot be made (else the run closes it at its end)."""
+    try:
+        yield
+    except BaseException:
         if cluster is not None:
             cluster.close()
+        raise
+
+
+def _work(asked: Asked, db, experiments: Sequence, started_as: RunInfo | None) -> Work:
+    """``experiments`` as the options change them (repeats, cache, executor), each prepared, with the
+    hashes of their datasets. A run that goes on from ``started_as`` keeps its --repeats."""
+    from yamleval.config import fingerprint, provenance
+    from yamleval.engine import plan
+
+    options = asked.options
+    repeats = options.repeats
+    if started_as is not None and repeats is None:  # as the run was started: its --repeats, if any
+        repeats = fingerprint.repeats(db.run_detail(started_as.run_id, "fingerprint"))
+    if repeats is not None:
+        experiments = [dataclasses.replace(e, repeats=repeats) for e in experiments]
+    experiments = [dataclasses.replace(e, cache=cached(e.cache, options.cache, options.refresh_cache),
+                                       executor=placed(e.executor, options.executor, options.ray_address))
+                   for e in experiments]
+    prepared = tuple(plan.prepare(e) for e in experiments)
+    hashes = {e.id: provenance.dataset_hash(e) for e in experiments}
+    return Work(asked.project, tuple(experiments), prepared, hashes, repeats)
+
+
+def _changed(db, started_as: RunInfo, work: Work, texts: dict[str, str]) -> list:
+    """What changed since the run this one goes on from (or retries) started."""
+    from yamleval.config import provenance
+    from yamleval.lifecycle.resume import changes
+
+    return changes(db, started_as, texts, provenance.config_hash(texts), dict(work.dataset_hashes),
+                   work.project.environment, list(work.experiments), work.repeats)
 
 
 def placed(settings, executor: str | None, ray_address: str | None):
@@ -229,140 +305,8 @@ def clusters(experiments: Sequence):
     return ray_executor.start(experiments)
 
 
-def git_state(project):
-    """The git commit of the project's folder, read in the background (``provenance.GitState``)."""
-    from yamleval.config import provenance
-
-    return provenance.GitState(os.path.dirname(os.path.abspath(project.files[0])) if project.files else ".")
-
-
-def new_run(db, project, experiments: Sequence, git, repeats: int | None, rescored_from: str | None = None,
-            run_id: str | None = None, shard=None, datasets: dict[str, str] | None = None,
-            retried_from: str | None = None) -> str:
-    """A new run of ``experiments`` stored as running, with what it runs under: its id
-    (``run_id``, else one made from the time). The first ``shard`` of a run makes it; one
-    started at the same moment with the same ``run_id`` finds it made."""
-    from yamleval.config import fingerprint
-    from yamleval.config import provenance
-
-    run_id = run_id or new_run_id()
-    texts = provenance.config_texts(project.files, project.sets)
-    commit, dirty = git.result()
-    db.create_run(RunInfo(
-        run_id=run_id, status="running", started_at=now(), yamleval_version=__version__,
-        python_version=provenance.python_version(), host=provenance.host(), config_files=tuple(project.files),
-        config_hash=provenance.config_hash(texts), git_commit=commit, git_dirty=dirty, config_text=texts,
-        rescored_from=rescored_from, retried_from=retried_from,
-    ), provenance.plugin_versions(experiments, __version__), [e.id for e in experiments],
-        fingerprint.fingerprint(project.environment, experiments, repeats=repeats,
-                                shards=None if shard is None else shard.count, datasets=datasets),
-        if_absent=shard is not None)
-    return run_id
-
-
-def finish_run(out: Outputs, run_id: str, results: list[ExperimentResult], planned: int, stop: threading.Event,
-               watcher: RunWatcher, shard=None, breakdowns=None) -> RunOutcome:
-    """The run's verdict (passed: all ``planned`` experiments ran and passed), its reports, its end
-    stored. A ``shard`` ends its part; its reports are the run's as far as it is stored, whole
-    (with the run's verdict) when this shard completed it."""
-    from yamleval.lifecycle import shards as shard_runs
-
-    interrupted = stop.is_set()
-    own = tuple(results) if shard is not None else ()
-    passed = run_passed(results, planned, interrupted)
-    status = ended_as(results, interrupted, planned)
-    run_info = dataclasses.replace(out.store.find_run(run_id), status=status, passed=passed, completed_at=now())
-    if shard is not None:
-        whole = shard_runs.finish(out.store, run_id, shard, status, results, breakdowns or {})
-        run_info = out.store.find_run(run_id)
-        results = whole or [r for r in out.store.results(run_id)]
-    watcher.run_finished(results)
-    watcher.writing_reports()
-    written = write_reports_then_finish(out.store, out.report_dir, out.formats, run_info, results, shard is None)
-    return RunOutcome(run_info, tuple(results), tuple(written), shard, status, own)
-
-
 def cached(settings, wanted: bool | None, refresh: bool):
     """An experiment's ``cache:`` as ``--cache``/``--no-cache`` and ``--refresh-cache`` change it."""
     if wanted is not None:
         settings = dataclasses.replace(settings, runner=wanted, judges=settings.judges and wanted)
     return dataclasses.replace(settings, refresh=refresh) if refresh else settings
-
-
-def _run_experiment(db, run_id: str, position: int, ready, begun: StoredExperiment | None, rescore: bool,
-                    dataset_hash: str, limit, concurrency, stop: threading.Event, abandon, watcher: RunWatcher, limits,
-                    shard, executors, kept=None) -> ExperimentResult:
-    """One experiment, its items stored as they finish; resumed where it was ``begun`` before
-    (its finished items scored again first, with ``rescore``; its duration counts the time its
-    items ran then, as far as it was stored), or begun with the items another
-    run ``kept`` (``--retry-errors``: stored in this run as they are read, scored again with
-    ``rescore``)."""
-    from yamleval.engine import experiment as engine
-    from yamleval.engine import plan
-    from yamleval.engine import shards as sharding
-    from yamleval.store import repeats as stored_repeats
-    from yamleval.lifecycle.resume import replace_items
-
-    experiment_id = ready.experiment.id
-    previous = db.item_view(run_id, experiment_id, 0) if begun else ()  # read as it goes
-    partial = stored_repeats.unfinished(db, run_id, experiment_id) if begun and ready.experiment.repeats > 1 else {}
-    if shard is not None:  # the other shards' items are theirs
-        hashed = sharding.key(ready.experiment)
-        previous = (r for r in previous if shard.holds(hashed, r.item.id))
-        partial = {item_id: done for item_id, done in partial.items() if shard.holds(hashed, item_id)}
-    if begun and rescore:
-        with plan.importable(ready.experiment):
-            replace_items(db, run_id, experiment_id, engine.rescored(ready, previous))
-            partial = {item_id: dict(zip(done, engine.rescored(ready, done.values())))
-                       for item_id, done in partial.items()}
-
-    def run(keeper) -> ExperimentResult:
-        if kept is None:
-            done = _counted(watcher, experiment_id, previous)
-        else:
-            done = _stored_as_read(keeper, engine.rescored(ready, kept) if rescore else kept)
-        result = engine.run_experiment(
-            ready, executor=executors, concurrency=concurrency, limit=limit, on_item=keeper.item,
-            on_progress=lambda completed, total: watcher.progress(experiment_id, completed, total),
-            stop=stop, abandon=abandon, previous=done, keep_items=False, partial=partial,
-            on_repeat=keeper.repeat, budgets=limits, shard=shard,
-            on_planned=lambda count: db.plan_experiment(run_id, experiment_id, count))
-        if not begun or not begun.duration_ms or shard is not None:  # a shard's time is its own (shards.complete)
-            return result
-        return dataclasses.replace(result, summary=dataclasses.replace(
-            result.summary, duration_ms=result.summary.duration_ms + begun.duration_ms))
-
-    return store_experiment(db, run_id, position, ready, dataset_hash, stop, watcher, run, shared=shard is not None)
-
-
-def _stored_as_read(keeper, results):
-    """Each of ``results`` stored (by ``keeper``) as the engine reads it."""
-    for result in results:
-        keeper.item(result, kept=True)
-        yield result
-
-
-def _counted(watcher: RunWatcher, experiment_id: str, results):
-    """Each of the items a resumed run had finished, told to ``watcher`` as the engine reads it."""
-    for result in results:
-        watcher.item_kept(experiment_id, result)
-        yield result
-
-
-def _spent_by(db, run_id: str, shard, project, results: Sequence[ExperimentResult]) -> Sequence[ExperimentResult]:
-    """What the run has spent before an experiment starts: its experiments so far, and for a shard
-    what every shard of the run has stored (shards in one store share the run's budget)."""
-    return results if shard is None or project.budget is None else db.results(run_id)
-
-
-def _limits(project, experiment, results: Sequence[ExperimentResult], seconds: float) -> list:
-    """The budgets ``experiment`` runs under: its own, and the run's against what the experiments
-    before it spent (and the ``seconds`` this call has taken)."""
-    from yamleval.engine import budget
-
-    limits = [budget.Limit(experiment.budget)] if experiment.budget is not None else []
-    if project.budget is not None:
-        usages = [usage for r in results for usage in (r.summary.tokens, r.summary.judge_tokens)]
-        saved = sum((r.summary.cache for r in results), CacheUse())
-        limits.append(budget.Limit(project.budget, "the run's", budget.spent(usages, seconds, saved)))
-    return limits

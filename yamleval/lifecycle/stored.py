@@ -71,17 +71,17 @@ class Keeper:
             raise self.failures[0]
 
 
-def store_experiment(db, run_id: str, position: int, ready, dataset_hash: str | None, stop: threading.Event,
-                     watcher: RunWatcher, produce: Callable[[Keeper], ExperimentResult],
-                     shared: bool = False) -> ExperimentResult:
+def store_experiment(db, run_id: str, position: int, ready, dataset_hash: str | None, controls,
+                     produce: Callable[[Keeper], ExperimentResult], shared: bool = False) -> ExperimentResult:
     """One experiment of run ``run_id`` stored from start to end: its start stored, its items made
-    by ``produce`` (run, or scored again) and each stored as it finishes, then its baselines judged
+    by ``produce`` (run, or scored again) and each stored as it finishes (a write that fails sets
+    ``controls.stop``; ``controls.watcher`` hears of each item), then its baselines judged
     and its end stored (``finished_experiment``). ``shared``: a shard's part of the experiment,
     counted once every shard has stored its own (``lifecycle.shards``), so only its items are kept."""
     from yamleval.engine import plan
 
     db.start_experiment(run_id, position, ready.experiment, dataset_hash, now(), shared=shared)
-    keeper = Keeper(db, run_id, ready.experiment.id, stop, watcher)
+    keeper = Keeper(db, run_id, ready.experiment.id, controls.stop, controls.watcher)
     try:
         with plan.importable(ready.experiment):
             result = produce(keeper)

@@ -111,22 +111,36 @@ def open_session(pool_size: int = 10) -> requests.Session:
     return session
 
 
-def request(session: requests.Session, method: str, url: str, *, timeout: float, max_bytes: int,
-            headers: Mapping[str, str] | None = None, params: Any = None, data: bytes | None = None,
-            retries: int = 0, accept: Callable[[int], bool] = lambda status: 200 <= status < 300,
-            truncate: bool = False, check_url: Callable[[str], None] | None = None,
-            backoff: tuple[float, float] = (0.5, MAX_WAIT), sleep: Callable[[float], Any] = time.sleep,
-            limiter: Limiter | None = None, endpoint: Endpoint | None = None) -> Reply:
-    """Send ``method`` to ``url``, tried up to ``retries`` more times while it fails in a way
-    worth another try (``backoff``: the initial and longest wait); the reply, or HttpFailure.
+@dataclass(frozen=True)
+class Sending:
+    """How a request is sent: each attempt within ``timeout`` seconds, its body at most
+    ``max_bytes`` (unless ``truncate``: then cut there); its ``headers``, query ``params`` and
+    body ``data``; up to ``retries`` more attempts while it fails in a way worth another try
+    (``backoff``: the initial and longest wait); a status ``accept`` refuses is a failure;
+    ``check_url`` may refuse (raise for) the URL and each redirect before it is asked for."""
 
-    ``timeout`` covers each attempt whole; a reply whose status ``accept`` refuses is a failure;
-    a body past ``max_bytes`` is one too, unless ``truncate``. ``check_url`` may refuse (raise
-    for) the URL and each redirect before it is asked for. Each attempt waits for ``limiter``
-    before it is sent (that wait is not part of its ``timeout``). How the request ended is
-    counted at ``endpoint``.
+    timeout: float
+    max_bytes: int
+    headers: Mapping[str, str] | None = None
+    params: Any = None
+    data: bytes | None = None
+    retries: int = 0
+    accept: Callable[[int], bool] = lambda status: 200 <= status < 300
+    truncate: bool = False
+    check_url: Callable[[str], None] | None = None
+    backoff: tuple[float, float] = (0.5, MAX_WAIT)
+
+
+def request(session: requests.Session, method: str, url: str, *, sleep: Callable[[float], Any] = time.sleep,
+            limiter: Limiter | None = None, endpoint: Endpoint | None = None, **sending: Any) -> Reply:
+    """Send ``method`` to ``url`` as ``sending`` says (the fields of ``Sending``: ``timeout`` and
+    ``max_bytes``, and ``headers``, ``params``, ``data``, ``retries``, ``accept``, ``truncate``,
+    ``check_url``, ``backoff`` if given); the reply, or HttpFailure. Retries wait with ``sleep``.
+    Each attempt waits for ``limiter`` before it is sent (that wait is not part of its
+    ``timeout``). How the request ended is counted at ``endpoint``.
     """
-    initial, longest = backoff
+    asked = Sending(**sending)
+    initial, longest = asked.backoff
     exponential = tenacity.wait_exponential(multiplier=initial, max=longest) + tenacity.wait_random(0, initial)
 
     def wait(state: tenacity.RetryCallState) -> float:
@@ -134,11 +148,10 @@ def request(session: requests.Session, method: str, url: str, *, timeout: float,
         return min(after, MAX_WAIT) if after is not None else exponential(state)
 
     retrying = tenacity.Retrying(
-        stop=tenacity.stop_after_attempt(retries + 1), wait=wait, sleep=sleep, reraise=True,
+        stop=tenacity.stop_after_attempt(asked.retries + 1), wait=wait, sleep=sleep, reraise=True,
         retry=tenacity.retry_if_exception(lambda exc: isinstance(exc, HttpFailure) and exc.retryable))
     try:
-        reply = retrying(_attempt, session, method, url, timeout, max_bytes, dict(headers or {}), params, data,
-                         accept, truncate, check_url, limiter)
+        reply = retrying(_attempt, session, method, url, asked, limiter)
     except HttpFailure as failure:
         failure.attempts = retrying.statistics["attempt_number"]
         if endpoint is not None:
@@ -163,17 +176,15 @@ def _describe_size(size: int) -> str:
     return f"{size} bytes"
 
 
-def _attempt(session: requests.Session, method: str, url: str, timeout: float, max_bytes: int,
-             headers: dict[str, str], params: Any, data: bytes | None, accept: Callable[[int], bool],
-             truncate: bool, check_url: Callable[[str], None] | None, limiter: Limiter | None) -> Reply:
+def _attempt(session: requests.Session, method: str, url: str, asked: Sending, limiter: Limiter | None) -> Reply:
     """One attempt, when ``limiter`` lets it start: the request, its redirects and its body,
-    all within ``timeout``."""
+    all within the timeout."""
     if limiter is None:
-        return _send(session, method, url, timeout, max_bytes, headers, params, data, accept, truncate, check_url)
+        return _send(session, method, url, asked)
     started = limiter.acquire()
     status = retry_after = None
     try:
-        reply = _send(session, method, url, timeout, max_bytes, headers, params, data, accept, truncate, check_url)
+        reply = _send(session, method, url, asked)
         status = reply.status
         return reply
     except HttpFailure as failure:
@@ -184,13 +195,12 @@ def _attempt(session: requests.Session, method: str, url: str, timeout: float, m
         limiter.release(started, status, retry_after)
 
 
-def _send(session: requests.Session, method: str, url: str, timeout: float, max_bytes: int,
-          headers: dict[str, str], params: Any, data: bytes | None, accept: Callable[[int], bool],
-          truncate: bool, check_url: Callable[[str], None] | None) -> Reply:
+def _send(session: requests.Session, method: str, url: str, asked: Sending) -> Reply:
+    timeout, max_bytes, truncate = asked.timeout, asked.max_bytes, asked.truncate
     started = time.perf_counter()
     deadline = time.monotonic() + timeout
     try:
-        response = _follow(session, method, url, headers, params, data, deadline, check_url)
+        response = _follow(session, method, url, asked, deadline)
         body, cut = _read(response, max_bytes, deadline, truncate)
     except requests.Timeout:
         raise HttpFailure("timeout", f"no reply within {timeout:g}s", retryable=True) from None
@@ -204,15 +214,15 @@ def _send(session: requests.Session, method: str, url: str, timeout: float, max_
         raise HttpFailure("too large", f"larger than {_describe_size(max_bytes)}")
     reply = Reply(response.status_code, response.reason or "", response.headers, body, response.url,
                   (time.perf_counter() - started) * 1000.0, cut)
-    if not accept(reply.status):
+    if not asked.accept(reply.status):
         retryable = reply.status in _RETRIED_STATUSES or 500 <= reply.status <= 599
         raise HttpFailure("status", f"HTTP {reply.status}", retryable=retryable, reply=reply)
     return reply
 
 
-def _follow(session: requests.Session, method: str, url: str, headers: dict[str, str] | None, params: Any,
-            data: bytes | None, deadline: float, check_url: Callable[[str], None] | None) -> requests.Response:
+def _follow(session: requests.Session, method: str, url: str, asked: Sending, deadline: float) -> requests.Response:
     """The response that is not a redirect, its body unread; each hop within ``deadline``."""
+    headers, params, data, check_url = dict(asked.headers or {}), asked.params, asked.data, asked.check_url
     first = origin(url)
     for _ in range(MAX_REDIRECTS + 1):
         if check_url is not None:
