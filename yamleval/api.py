@@ -141,7 +141,8 @@ def compare(base: str, candidate: str = "latest", *, store: StoreLocation = None
     """Compare two stored runs item by item, with a paired verdict per experiment and scorer
     (``yamleval compare``); ``text`` is the comparison written as ``format`` (``text``,
     ``markdown``, ``json`` or ``html``); ``comparison.gate_failure()`` says why a gate fails.
-    ``verdicts``: as ``report`` takes it, for both runs."""
+    ``verdicts``: as ``report`` takes it, for both runs. ``RUN:VARIANT`` on both sides compares two
+    variants (of one run or of two) as two runs are compared."""
     return stored_runs.compare(store, base, candidate, alpha, margin, format, verdicts)
 
 

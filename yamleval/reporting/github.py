@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from typing import Callable, Iterable, Iterator, Mapping
 
+from yamleval.analysis import figures
 from yamleval.analysis.criteria import tolerates_errors
 from yamleval.reporting.text import as_text, criterion_message, criterion_name, item_message, one_line
 from yamleval.records.types import ExperimentResult, ItemResult
@@ -58,10 +59,10 @@ def _experiment_problems(result: ExperimentResult) -> Iterator[tuple[str, str, s
     if result.aborted:
         yield "error", f"yamleval: {name} stopped", one_line(result.aborted, MESSAGE_LIMIT)
     if result.interrupted:
-        yield "warning", f"yamleval: {name} interrupted", f"interrupted after {s.completed} of {s.total} items"
+        yield "warning", f"yamleval: {name} interrupted", f"interrupted after {s.completed} of {figures.count(s.total, 'item')}"
     if s.errored and not tolerates_errors(s):  # else its error_rate criterion speaks for them
         yield ("error", f"yamleval: {name}",
-               f"{s.errored} of {s.total} items errored; an errored item fails the experiment")
+               f"{s.errored} of {figures.count(s.total, 'item')} errored; an errored item fails the experiment")
     for c in s.criteria:
         if not c.passed:
             warn = c.severity == "warn"

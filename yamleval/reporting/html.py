@@ -192,6 +192,7 @@ def template(name: str = FILE_NAME):
     environment = jinja2.Environment(loader=jinja2.DictLoader(pages),
                                      autoescape=True, undefined=jinja2.StrictUndefined,
                                      trim_blocks=True, lstrip_blocks=True, bytecode_cache=cache)
+    environment.filters["count"] = figures.count  # {{ n | count("variant") }}: "1 variant", "3 variants"
     try:
         return environment.get_template(name)
     except OSError:  # the cache folder is unwritable: compile without it

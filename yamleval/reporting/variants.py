@@ -12,8 +12,8 @@ from typing import Sequence
 
 from yamleval.analysis import figures
 from yamleval.analysis import stats
-from yamleval.analysis.compare import ALPHA, ExperimentDiff, diff_experiments, mean_over
-from yamleval.reporting.comparison import change_text
+from yamleval.analysis.compare import ALPHA, NO_CHANGE, ExperimentDiff, diff_experiments, mean_over
+from yamleval.reporting.comparison import change_details, change_text, errored_text, verdict_words
 from yamleval.records.types import ExperimentResult
 
 PAIRWISE = "pairwise"
@@ -149,10 +149,22 @@ def cell(row: VariantRow, column: str) -> str:
 
 
 def against_baseline(row: VariantRow, markdown: bool = False) -> str:
-    """How the variant compares with the baseline: paired verdict, and each pairwise scorer's wins."""
-    if row.comparison is None:
+    """How the variant compares with the baseline, in the words of ``yamleval compare``: the paired
+    verdict (``better, not proven with 12 items (about 17 ...)``) with its figures, the items left
+    out of the pairs because they errored, and each pairwise scorer's wins."""
+    e = row.comparison
+    if e is None:
         return "baseline"
-    parts = [change_text(row.comparison.change, ALPHA, markdown)] if row.comparison.change else []
+    parts = []
+    if e.change:
+        words = verdict_words(e, ALPHA, "variant")
+        if words is None:
+            parts.append(change_text(e.change, ALPHA, markdown))
+        else:
+            shown = f"**{words}**" if markdown and e.change.verdict != NO_CHANGE else words
+            parts.append(f"{shown}: {change_details(e.change, ALPHA, pairs=False)}")
+    if e.errored:
+        parts.append(errored_text(e))
     for p in row.preferences:
         if p.win_rate is None:
             rate = ""
@@ -160,5 +172,6 @@ def against_baseline(row: VariantRow, markdown: bool = False) -> str:
             rate = ", every one a tie: neither answer preferred"
         else:
             rate = f", win rate {figures.percent(p.win_rate)} ({figures.interval(p.interval, rate=True)})"
-        parts.append(f"{p.scorer_id}: {p.wins} wins, {p.ties} ties, {p.losses} losses{rate}")
+        parts.append(f"{p.scorer_id}: {figures.count(p.wins, 'win')}, {figures.count(p.ties, 'tie')}, "
+                     f"{figures.count(p.losses, 'loss', 'losses')}{rate}")
     return "; ".join(parts)

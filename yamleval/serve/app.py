@@ -210,9 +210,10 @@ def application(location: str, tokens: dict[str, str] | None = None, reviews=Non
             from yamleval.analysis import compare
             from yamleval.reporting import compare_html
 
-            before, after = _run(store, base), _run(store, candidate)
+            (base_ref, base_variant), (candidate_ref, candidate_variant) = map(compare.split_variant, (base, candidate))
+            before, after = _run(store, base_ref), _run(store, candidate_ref)
             base_results, candidate_results = store.results(before.run_id), store.results(after.run_id)
-            found = compare.compare(before, base_results, after, candidate_results)
+            found = compare.compare_named(before, base_results, base_variant, after, candidate_results, candidate_variant)
             return compare_html.render(found, base_results, candidate_results)
 
         return page(await read(work))

@@ -480,7 +480,7 @@
     var filtered = view.length !== total;
     filtered = filtered || this.slice !== null || this.onlyFlaky;
     this.showing.textContent = view.length
-      ? "Showing " + fmt(from + 1) + "–" + fmt(to) + " of " + fmt(view.length) + (filtered ? " matching items (" + fmt(total) + " in total)" : " items")
+      ? "Showing " + fmt(from + 1) + "–" + fmt(to) + " of " + fmt(view.length) + (filtered ? " matching " + (view.length === 1 ? "item" : "items") + " (" + fmt(total) + " in total)" : view.length === 1 ? " item" : " items")
       : "No matching items (" + fmt(total) + " in total)";
     if (this.loading) this.showing.textContent += " · reading the items: " + fmt(total) + " of " + fmt(this.count);
     this.pageOf.textContent = "Page " + fmt(this.page + 1) + " of " + fmt(pages);
@@ -842,7 +842,7 @@
       tbody.appendChild(tr);
       if (self.open.has(row.id)) tbody.appendChild(self.answers(row, width));
     });
-    this.section.querySelector(".side-showing").textContent = fmt(shown.length) + " of " + fmt(this.rows.length) + " items";
+    this.section.querySelector(".side-showing").textContent = fmt(shown.length) + " of " + plural(this.rows.length, "item");
     this.section.querySelector(".side-page-of").textContent = "page " + (this.page + 1) + " of " + pages;
     this.section.querySelector("[data-side-page=prev]").disabled = this.page === 0;
     this.section.querySelector("[data-side-page=next]").disabled = this.page === pages - 1;
