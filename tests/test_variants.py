@@ -310,3 +310,13 @@ def test_compare_with_a_variant_the_run_lacks_is_exit_2_with_the_variants_it_has
     assert "has no variant 'new-promt'; its variants: support-prompt/baseline, support-prompt/new-prompt" in unknown.stderr
     one_side = run_cli("compare", "latest", "latest:new-prompt", "--store", "r.db", cwd=tmp_path)
     assert one_side.returncode == 2 and "name a variant on both sides" in one_side.stderr
+
+
+def test_a_typo_every_variant_shares_is_told_once_of_the_experiment(write_config, tmp_path):
+    write_config(VARIANTS.replace('with: {output: "{{ input }}"}', 'with: {outptu: "{{ input }}"}'))
+    done = run_cli("validate", cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    said = done.stdout + done.stderr
+    assert said.count("unexpected argument 'outptu' for runner 'echo'") == 1, said
+    # the variant that sets its own `output:` lacks no argument, but keeps the typo of its experiment
+    assert "in experiment 'greet' (variants first, right, shouting)" in said
