@@ -157,13 +157,27 @@ def _json(path: str, shown: str) -> Iterator[Row]:
 
 
 def _yaml(path: str, shown: str) -> Iterator[Row]:
+    yield from _yaml_counted(path, shown)[0]
+
+
+def yaml_rows(path: str, shown: str) -> tuple[Iterator[Row], int]:
+    """A YAML dataset's rows and how many there are: the file is parsed whole before its first row,
+    so its count costs nothing more and the progress line can show a total and the time left."""
+    _check_start(path, shown)
+    try:
+        return _yaml_counted(path, shown)
+    except UnicodeDecodeError:
+        raise _first_bad_byte(path, shown) from None
+
+
+def _yaml_counted(path: str, shown: str) -> tuple[Iterator[Row], int]:
     data, source = yaml_source.load(path, shown)
     if data is None and not source.values:  # nothing but comments and white space
         raise _empty(shown)
     if not isinstance(data, list):
         raise source.error((), "a YAML dataset must be a list of mappings")
-    for index, value in enumerate(data):
-        yield Row(plain(value), source.locate((index,)), None, source, (index,))
+    rows = (Row(plain(value), source.locate((index,)), None, source, (index,)) for index, value in enumerate(data))
+    return rows, len(data)
 
 
 def _line_at(path: str, number: int) -> str | None:
