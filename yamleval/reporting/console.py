@@ -189,7 +189,7 @@ def variants_text(results) -> list[str]:
     from yamleval.reporting import variants
 
     texts = []
-    for group in variants.groups(results):
+    for group in variants.tables(results):
         level = figures.level(group.baseline.summary.confidence)
         header = ("variant", f"pass rate ({level})", f"mean score ({level})", "cost", "against the baseline")
         rows = [header]

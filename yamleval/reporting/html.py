@@ -146,7 +146,7 @@ def _variants_views(results: Sequence[ExperimentResult]) -> list[dict[str, Any]]
     are the variants' experiment numbers, by which the page finds their items."""
     number = {id(result): n for n, result in enumerate(results)}
     views = []
-    for group in variants.groups(results):
+    for group in variants.tables(results):
         columns = variants.columns(group)
         rows = [{"id": row.result.variant.id, "label": row.result.variant.label, "gate": row.result.variant.gate,
                  "anchor": f"exp-{number[id(row.result)]}", "status": row.result.outcome,

@@ -251,7 +251,7 @@ def _variants(group: variants.VariantGroup) -> list[str]:
 
 def _blocks(results: list[ExperimentResult], worst: dict[int, list[ItemResult]] | None) -> Iterable[list[str]]:
     """Each experiment's lines; before the first variant of an experiment, its variants table."""
-    groups = {g.experiment_id: g for g in variants.groups(results)}
+    groups = {g.experiment_id: g for g in variants.tables(results)}
     for result in results:
         group = groups.pop(result.variant.experiment_id, None) if result.variant else None
         if group is not None:

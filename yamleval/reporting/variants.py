@@ -53,6 +53,11 @@ class VariantGroup:
     def baseline(self) -> ExperimentResult:
         return self.rows[0].result
 
+    @property
+    def comparable(self) -> bool:
+        """Whether it holds the baseline and another variant to compare with it."""
+        return len(self.rows) > 1 and self.baseline.variant.baseline
+
 
 def pairwise_scorers(result: ExperimentResult) -> list[str]:
     """The ids of the experiment's ``pairwise`` scorers (its scorers are listed as written, in order)."""
@@ -110,11 +115,11 @@ def _group(results: list[ExperimentResult]) -> VariantGroup:
     pairwise = {sid for r in results for sid in pairwise_scorers(r)}
     scorers = tuple(sid for sid in dict.fromkeys(s for r in results for s in r.summary.scorers) if sid not in pairwise)
     values = [_values(r, scorers) for r in results]
-    base = results[0]
-    rows = tuple(VariantRow(r, v, frozenset(b), None if r is base else diff_experiments(base, r),
-                            () if r is base else _preferences(r))
+    base = results[0] if results[0].variant.baseline else None  # None: the baseline is not among them
+    rows = tuple(VariantRow(r, v, frozenset(b), None if base is None or r is base else diff_experiments(base, r),
+                            () if base is None or r is base else _preferences(r))
                  for r, v, b in zip(results, values, _best(values)))
-    return VariantGroup(base.variant.experiment_id, base.label, rows, scorers)
+    return VariantGroup(results[0].variant.experiment_id, results[0].label, rows, scorers)
 
 
 def groups(results: Sequence[ExperimentResult]) -> list[VariantGroup]:
@@ -124,6 +129,12 @@ def groups(results: Sequence[ExperimentResult]) -> list[VariantGroup]:
         if result.variant is not None:
             found.setdefault(result.variant.experiment_id, []).append(result)
     return [_group(members) for members in found.values()]
+
+
+def tables(results: Sequence[ExperimentResult]) -> list[VariantGroup]:
+    """The groups a variants table shows: those that hold the baseline and another variant (one
+    variant alone, as on an item's page or after ``--variant``, has nothing to be compared with)."""
+    return [group for group in groups(results) if group.comparable]
 
 
 def columns(group: VariantGroup) -> list[tuple[str, str]]:

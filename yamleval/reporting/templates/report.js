@@ -830,9 +830,10 @@
       tr.setAttribute("aria-expanded", self.open.has(row.id) ? "true" : "false");
       tr.tabIndex = 0;
       tr.appendChild(el("td", "item-id", row.id));
-      tr.appendChild(textCell(first[F.input]));
+      tr.appendChild(textCell(first[F.input])).setAttribute("data-label", "input");
       row.cells.forEach(function (it, v) {
         var verdict = el("td");
+        verdict.setAttribute("data-label", self.names[v] + (v === 0 ? " (baseline)" : ""));  // a phone shows no heading
         if (it) verdict.appendChild(el("span", "pill pill-" + VERDICT[it[F.status]], VERDICT[it[F.status]]));
         else verdict.appendChild(el("span", "nil", "not run"));
         tr.appendChild(verdict);
