@@ -320,3 +320,15 @@ def test_a_typo_every_variant_shares_is_told_once_of_the_experiment(write_config
     assert said.count("unexpected argument 'outptu' for runner 'echo'") == 1, said
     # the variant that sets its own `output:` lacks no argument, but keeps the typo of its experiment
     assert "in experiment 'greet' (variants first, right, shouting)" in said
+
+
+def test_one_variant_is_counted_in_the_singular(write_config, tmp_path):
+    write_config(VARIANTS.replace("""      - {id: right, label: Echoes}
+      - {id: shouting, label: Shouts, with: {output: "{{ input | upper }}"}, gate: false}
+      - {id: first, baseline: true, vars: {unused: 1}}""", "      - {id: only}"))
+    done = run_cli("validate", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "greet: 1 variant\n" in done.stdout
+    assert run_cli("run", "-q", "--store", "r.db", "-e", "plain", cwd=tmp_path).returncode == 0
+    exported = run_cli("export", "--store", "r.db", "--output", "plain.csv", cwd=tmp_path)
+    assert exported.returncode == 0 and "(1 item)" in exported.stderr, exported.stderr

@@ -182,7 +182,7 @@ def export(run_ref, store_file, fmt, experiment_ids, statuses, output):
     done = api.export(run_ref, store=store_file, format=fmt, experiments=experiment_ids, statuses=statuses,
                       output=click.get_text_stream("stdout") if output is None else output)
     if done.path is not None:
-        click.echo(f"export: {display_path(done.path)} ({done.count:,} items)", err=True)
+        click.echo(f"export: {display_path(done.path)} ({done.count:,} item{'' if done.count == 1 else 's'})", err=True)
 
 
 @cli.command()
