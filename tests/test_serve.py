@@ -395,3 +395,46 @@ def test_a_running_variants_run_names_its_variants_counts_what_is_planned_and_li
         if writer.poll() is None:
             writer.kill()
             writer.wait()
+
+
+UNKNOWN_TOTAL = """
+    store: {store}
+    experiments:
+      - id: first
+        dataset: {{file: data.json}}
+        runner: {{uses: "fixture_plugins.behaviours:sleeper", with: {{seconds: 0.4}}}}
+        scorers: [exact_match]
+        concurrency: 1
+"""
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_run_of_unknown_size_fills_no_share_of_its_bar(backend, tmp_path, request):
+    store = request.getfixturevalue("postgres_server").new_database() if backend == "postgresql" \
+        else str(tmp_path / "results.db")
+    # a JSON array is counted only as it is read; the items fail, so a full bar would be all red
+    (tmp_path / "data.json").write_text(json.dumps([{"id": f"i{n}", "input": "a", "expected": "b"} for n in range(8)]),
+                                        encoding="utf-8")
+    (tmp_path / "evals.yaml").write_text(textwrap.dedent(UNKNOWN_TOTAL.format(store=store)), encoding="utf-8")
+    writer = subprocess.Popen([sys.executable, "-m", "yamleval", "run", "evals.yaml"], cwd=tmp_path, env=cli_env(),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while backend == "sqlite" and not os.path.exists(store) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with serving(store, tmp_path) as base:
+            while True:
+                assert time.monotonic() < deadline, "no item finished while the run ran"
+                runs = requests.get(base + "/api/runs", timeout=10).json()["runs"]
+                progress = runs[0]["progress"] if runs else None
+                if progress and progress["status"] == "running" and progress["finished"] >= 2:
+                    break
+                time.sleep(0.05)
+            assert progress["planned"] is None
+            assert progress["counts"]["failed"] >= 2
+            assert [share["width"] for share in progress["shares"]] == [0, 0, 0, 0] and progress["done"] == 0
+        assert writer.wait(timeout=60) == 1
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait()

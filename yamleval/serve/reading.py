@@ -5,6 +5,7 @@ running experiment's figures, counted from its items as ``yamleval report`` coun
 from __future__ import annotations
 
 import json
+import math
 import urllib.parse
 from typing import Any
 
@@ -42,7 +43,8 @@ def progress_json(store, info: RunInfo) -> dict[str, Any]:
     planned = sum(known) if all(n is not None for n in known) else None
     if info.status != "running" and planned is None:
         planned = finished
-    whole = max(planned or 0, finished, 1)
+    # of an unknown total the finished items are no share: a bar full of two failures would read as all failed
+    whole = max(planned or 0, finished, 1) if planned is not None else math.inf
     shares, start = [], 0.0
     for status in STATUSES:
         width = 100.0 * counts[status] / whole
