@@ -152,6 +152,7 @@ def test_a_column_only_some_of_the_first_rows_have_is_mapped(write_config, tmp_p
 @pytest.mark.parametrize("name, text", [
     ("data.jsonl", '{"input": "a"}\n\n{"input": "b"}\n{"input": "c"}\n'),
     ("data.yaml", "- {input: a}\n- {input: b}\n# a comment\n- input: c\n"),
+    ("data.json", '[{"input": "a"},\n {"input": "b"}, {"input": "c"}]'),
     ("data.csv", 'input\na\n\n"b, with a comma"\n"c\nover two lines"\n'),
 ])
 def test_a_file_dataset_is_counted_before_its_first_item_so_progress_can_show_a_total(write_config, tmp_path, name, text):

@@ -9,7 +9,7 @@ import os
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from yamleval.config.model import DatasetSpec
-from yamleval.datasets.files import Row, detect_format, plain, read_rows, yaml_rows
+from yamleval.datasets.files import Row, counted_rows, detect_format, plain, read_rows
 from yamleval.records.errors import ConfigError, Location, describe_exception, display_path
 from yamleval.records.reviews import verdict_of
 from yamleval.records.types import Item
@@ -254,12 +254,11 @@ def open_dataset(spec: DatasetSpec, limit: int | None = None,
                              hint="use a .jsonl, .json, .yaml or .csv file, or set `format:`")
         if not os.path.isfile(path):
             raise spec.error(f"dataset file not found: {spec.file}", sub=("file",), hint=_missing_file_hint(spec, path))
-        if fmt == "yaml":  # parsed whole before its first row anyway: counted as it is read
-            rows, total = yaml_rows(path, display_path(path))
-        else:
+        if fmt in ("yaml", "json"):  # parsed whole before their first row anyway: counted as they are read
+            rows, total = counted_rows(path, fmt, display_path(path))
+        else:  # counted in a quick pass
             rows = read_rows(path, fmt, display_path(path))
-            # counted in a quick pass; a JSON array is known only once parsed, as its rows are read
-            total = _count_rows(path) if fmt == "jsonl" else _count_csv_rows(path) if fmt == "csv" else None
+            total = _count_rows(path) if fmt == "jsonl" else _count_csv_rows(path)
         if total is not None and cap is not None:
             total = min(total, cap)
         description = spec.file
