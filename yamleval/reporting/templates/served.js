@@ -230,6 +230,7 @@
     part("state").textContent = p.verdict;
     part("finished").textContent = fmt(p.finished);
     part("planned").textContent = fmt(p.planned);
+    part("noun").textContent = p.planned === 1 ? "item" : "items";
     p.shares.forEach(function (share) {
       var bar = live.querySelector("[data-live-bar=" + share.status + "]");
       bar.setAttribute("x", share.x);
@@ -237,7 +238,7 @@
     });
     var meter = part("meter");
     meter.setAttribute("aria-valuenow", Math.round(p.done));
-    meter.setAttribute("aria-valuetext", fmt(p.finished) + " of " + fmt(p.planned) + " items finished");
+    meter.setAttribute("aria-valuetext", fmt(p.finished) + " of " + fmt(p.planned) + (p.planned === 1 ? " item" : " items") + " finished");
     var rows = part("experiments");
     rows.replaceChildren();
     p.experiments.forEach(function (e) {
