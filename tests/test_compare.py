@@ -166,3 +166,12 @@ def test_a_significant_change_reads_better_beyond_chance(write_config, tmp_path)
     text, _ = _compared_over_the_command_line(write_config, tmp_path, inputs, "{{ 'a' if input == 'c' else input }}",
                                               "text")
     assert "pass rate 0.0% → 60.0% (+60.0 pp): better, beyond chance over 20 items" in text
+
+
+def test_counts_of_one_read_in_the_singular():
+    from yamleval.reporting import comparison
+
+    text = comparison.to_text(_compare({"i": 1.0}, {"i": 0.0}))
+    assert "run (completed) → run (completed): 1 regression\n" in text
+    assert "no significant change: 1 pair, 1 pass → fail, 0 fail → pass" in text
+    assert "1 regressions" not in text and "1 pairs" not in text

@@ -147,3 +147,25 @@ def test_a_column_only_some_of_the_first_rows_have_is_mapped(write_config, tmp_p
     from yamleval.datasets import open_dataset
 
     assert [item.expected for item in open_dataset(project.experiments[0].dataset)] == [None, "b"]
+
+
+@pytest.mark.parametrize("name, text", [
+    ("data.jsonl", '{"input": "a"}\n\n{"input": "b"}\n{"input": "c"}\n'),
+    ("data.yaml", "- {input: a}\n- {input: b}\n# a comment\n- input: c\n"),
+    ("data.json", '[{"input": "a"},\n {"input": "b"}, {"input": "c"}]'),
+    ("data.csv", 'input\na\n\n"b, with a comma"\n"c\nover two lines"\n'),
+])
+def test_a_file_dataset_is_counted_before_its_first_item_so_progress_can_show_a_total(write_config, tmp_path, name, text):
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    path = write_config(f"""
+        experiments:
+          - id: e
+            dataset: {{file: {name}}}
+            runner: echo
+    """)
+    [experiment] = load_project([path]).experiments
+    from yamleval.engine.plan import prepare
+
+    assert prepare(experiment).open_dataset().total == 3
+    assert prepare(experiment).open_dataset(2).total == 2
+    assert len(list(prepare(experiment).open_dataset())) == 3

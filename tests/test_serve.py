@@ -97,7 +97,7 @@ def test_a_running_runs_page_fills_its_progress_bar_and_ends_with_the_verdict(ba
             page.wait_for_function("n => +document.querySelector('#live [data-live=finished]').textContent > n", arg=start)
             page.wait_for_function("w => +document.querySelector('#live [data-live-bar=passed]').getAttribute('width') > w",
                                    arg=width)
-            assert page.locator("#live [data-live=latest] li").count() >= 1
+            page.wait_for_selector("#live [data-live=latest] li:not(.none-yet)")
             page.wait_for_selector("#live[data-ended]", timeout=60_000)
             assert page.locator(".run-title .badge").text_content() == "PASSED"
             assert count.text_content() == "16"
@@ -314,3 +314,125 @@ def test_a_store_that_fails_while_served_is_a_503_with_the_reason_and_is_read_ag
         assert page.status_code == 503 and "it is not a yamleval results database" in page.text  # opened again
         store.write_bytes(kept)
         assert requests.get(f"{base}/api/runs", timeout=10).status_code == 200
+
+
+VARIANTS_SLOW = """
+    store: {store}
+    experiments:
+      - id: prompts
+        label: Two prompts
+        dataset: {{items: [{items}]}}
+        runner: {{uses: "fixture_plugins.behaviours:sleeper", with: {{seconds: 0.5}}}}
+        variants: [{{id: baseline}}, {{id: new-prompt, with: {{seconds: 0.4}}}}]
+        scorers: [exact_match]
+        concurrency: 1
+"""
+
+
+def _no_sideways_scroll(page, width: int) -> None:
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    for box in page.locator(".badge").evaluate_all("els => els.map(e => e.getBoundingClientRect().right)"):
+        assert box <= width, "a verdict badge is cut at the screen's edge"
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_running_variants_run_names_its_variants_counts_what_is_planned_and_lists_what_finished(
+        backend, tmp_path, request, browser):  # noqa: F811
+    store = request.getfixturevalue("postgres_server").new_database() if backend == "postgresql" \
+        else str(tmp_path / "results.db")
+    items = ", ".join(f"{{id: i{n}, input: a{n}, expected: a{n}}}" for n in range(6))
+    (tmp_path / "evals.yaml").write_text(textwrap.dedent(VARIANTS_SLOW.format(store=store, items=items)),
+                                         encoding="utf-8")
+    writer = subprocess.Popen([sys.executable, "-m", "yamleval", "run", "evals.yaml"], cwd=tmp_path, env=cli_env(),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while backend == "sqlite" and not os.path.exists(store) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with serving(store, tmp_path) as base:
+            run_id = _running(base)
+            while requests.get(f"{base}/api/runs/{run_id}", timeout=10).json()["progress"]["finished"] < 2:
+                assert time.monotonic() < deadline, "no item finished"
+                time.sleep(0.05)
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(f"{base}/runs/{run_id}")
+            live = page.locator("#live")
+            finished, width = live.evaluate("l => [+l.querySelector('[data-live=finished]').textContent,"
+                                            " +l.querySelector('[data-live-bar=passed]').getAttribute('width')]")
+            planned = live.locator("[data-live=planned]").inner_text()
+            assert planned == "12" or finished == 12, "the variant not started runs the items of the one started"
+            assert width == pytest.approx(100 * finished / 12, abs=0.01), "the bar is the share finished, not all of it"
+            assert "2 experiments" in page.locator(".run-meta").inner_text()
+            names = live.locator("[data-live=experiments] tr td:first-child .mono").all_inner_texts()
+            assert names == ["prompts/baseline", "prompts/new-prompt"]
+            page.wait_for_selector("#live [data-live=latest] li:not(.none-yet)", timeout=5_000)
+            page.set_viewport_size({"width": 390, "height": 800})
+            _no_sideways_scroll(page, 390)
+            page.wait_for_selector("#live[data-ended]", timeout=60_000)
+            page.close()
+            assert writer.wait(timeout=60) == 0
+
+            served = requests.get(f"{base}/runs/{run_id}", timeout=10).text
+            assert "Reading each variant's answers…" in served, "the side-by-side table says it is loading"
+            for width in (1280, 390):
+                page = browser.new_page(viewport={"width": width, "height": 900})
+                page.goto(f"{base}/runs/{run_id}/items/prompts%2Fnew-prompt/i1")
+                page.wait_for_selector("html[data-ready=true]")
+                text = page.locator("body").inner_text()
+                assert page.title() == f"yamleval · item i1 · prompts/new-prompt · {run_id}"
+                assert page.locator("h1").inner_text() == "Item i1"
+                assert "of experiment prompts/new-prompt" in page.locator(".run-meta").inner_text()
+                assert page.locator("section.variants").count() == 0, "one variant has nothing to compare with"
+                assert "1 variants" not in text and "(baseline)" not in text and "1 experiment" not in text
+                _no_sideways_scroll(page, width)
+                page.goto(f"{base}/")
+                assert page.locator(".runs-table .badge").first.inner_text() == "PASSED"
+                _no_sideways_scroll(page, width)
+                scroller = page.locator(".runs-table").evaluate("t => [t.scrollWidth, t.parentElement.clientWidth]")
+                assert scroller[0] <= scroller[1], "the runs list is cut"
+                page.close()
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait()
+
+
+UNKNOWN_TOTAL = """
+    store: {store}
+    experiments:
+      - id: first
+        dataset: {{uses: "fixture_plugins.behaviours:countdown", limit: 8}}
+        runner: {{uses: "fixture_plugins.behaviours:sleeper", with: {{seconds: 0.4}}}}
+        scorers: [exact_match]
+        concurrency: 1
+"""
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_run_of_unknown_size_fills_no_share_of_its_bar(backend, tmp_path, request):
+    store = request.getfixturevalue("postgres_server").new_database() if backend == "postgresql" \
+        else str(tmp_path / "results.db")
+    # a dataset plugin's items are known only as they come: a full bar of the first two would read as all the run
+    (tmp_path / "evals.yaml").write_text(textwrap.dedent(UNKNOWN_TOTAL.format(store=store)), encoding="utf-8")
+    writer = subprocess.Popen([sys.executable, "-m", "yamleval", "run", "evals.yaml"], cwd=tmp_path, env=cli_env(),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while backend == "sqlite" and not os.path.exists(store) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with serving(store, tmp_path) as base:
+            while True:
+                assert time.monotonic() < deadline, "no item finished while the run ran"
+                runs = requests.get(base + "/api/runs", timeout=10).json()["runs"]
+                progress = runs[0]["progress"] if runs else None
+                if progress and progress["status"] == "running" and progress["finished"] >= 2:
+                    break
+                time.sleep(0.05)
+            assert progress["planned"] is None
+            assert sum(progress["counts"].values()) >= 2
+            assert [share["width"] for share in progress["shares"]] == [0, 0, 0, 0] and progress["done"] == 0
+        assert writer.wait(timeout=60) == 0
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait()

@@ -239,3 +239,96 @@ def test_a_variants_run_ends_with_one_table_against_the_baseline(write_config, t
     assert done.returncode == 0, done.stderr
     table = done.stdout[done.stdout.index("greet: 3 variants"):done.stdout.index("report: ")]
     assert_golden(Path(__file__).parent / "data" / "variants" / "terminal_table.expected.txt", table)
+
+
+def _prompts() -> str:
+    """Two prompts over 13 items: the new one passes 4 more, none fewer (McNemar p = 0.125 over 12
+    pairs), and errors on ``boom``, which the baseline passes."""
+    items = ([f"{{id: same-{n}, input: a, expected: a}}" for n in range(6)]
+             + [f"{{id: fixed-{n}, input: c, expected: a}}" for n in range(4)]
+             + [f"{{id: wrong-{n}, input: b, expected: a}}" for n in range(2)] + ["{id: boom, input: boom, expected: boom}"])
+    return f"""\
+version: 1
+experiments:
+  - id: support-prompt
+    dataset:
+      items: [{", ".join(items)}]
+    runner:
+      uses: echo
+      with: {{output: "{{{{ input }}}}"}}
+    variants:
+      - {{id: baseline}}
+      - {{id: new-prompt, with: {{output: "{{{{ (1 / 0) if input == 'boom' else 'a' if input == 'c' else input }}}}"}}}}
+    scorers: [exact_match]
+"""
+
+
+NOT_PROVEN = ("better, not proven with 12 items (about 65 items in each variant would show a difference of this size,"
+              " 80% of the time)")
+ERRORED = "1 item errored on either side, left out of the pairs: boom"
+
+
+def test_the_variants_table_gives_the_words_compare_gives_for_the_same_two_variants(write_config, tmp_path):
+    write_config(_prompts())
+    done = run_cli("run", "--report-dir", "out", "--store", "r.db", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr  # the new prompt's errored item fails it
+    compared = run_cli("compare", "latest:baseline", "latest:new-prompt", "--store", "r.db", cwd=tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    run_id = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))["run_id"]
+    assert f"{run_id}:baseline (completed) → {run_id}:new-prompt (completed)" in compared.stdout
+    assert f"pass rate 53.8% → 76.9% (+23.1 pp): {NOT_PROVEN}\n{ERRORED}\n" in compared.stdout
+    assert "variants of one run: its configuration, each with its own overrides" in compared.stdout
+    row = next(line for line in done.stdout.splitlines() if line.startswith("  new-prompt"))
+    assert row.endswith(f"{NOT_PROVEN}: 0 pass → fail, 4 fail → pass, McNemar p = 0.12; mean score +0.333 (95% CI +0.083 to +0.583); {ERRORED}")
+    summary = (tmp_path / "out" / "summary.md").read_text(encoding="utf-8")
+    assert f"{NOT_PROVEN}: 0 pass → fail" in summary and ERRORED in summary
+    report = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert NOT_PROVEN in report and ERRORED in report and "no significant change" not in report
+    results = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
+    new = next(v for e in results["experiments"] for v in e.get("variants", ()) if v["id"] == "new-prompt")
+    assert row.endswith("  " + new["against_baseline"]) and new["comparison"]["errored"] == ["boom"]
+    from test_serve import serving
+    import requests
+
+    with serving("r.db", tmp_path) as base:
+        page = requests.get(f"{base}/runs/{run_id}", timeout=10).text
+        address = f"{base}/runs/{run_id}/items/support-prompt%2Fnew-prompt"
+        served = requests.get(f"{base}/compare/{run_id}:baseline/{run_id}:new-prompt", timeout=10)
+    assert NOT_PROVEN in page and ERRORED in page
+    assert served.status_code == 200 and NOT_PROVEN in served.text and ERRORED in served.text
+    # the variant's address in the Eval Center names it as well as RUN:VARIANT does
+    pasted = run_cli("compare", f"{run_id}:support-prompt/baseline", address, "--store", "r.db", cwd=tmp_path)
+    assert pasted.returncode == 0, pasted.stderr
+    assert pasted.stdout.replace("support-prompt/baseline", "baseline") == compared.stdout
+
+
+def test_compare_with_a_variant_the_run_lacks_is_exit_2_with_the_variants_it_has(write_config, tmp_path):
+    write_config(_prompts())
+    run_cli("run", "--store", "r.db", "--report-dir", "out", cwd=tmp_path)
+    unknown = run_cli("compare", "latest:baseline", "latest:new-promt", "--store", "r.db", cwd=tmp_path)
+    assert unknown.returncode == 2 and "Traceback" not in unknown.stderr
+    assert "has no variant 'new-promt'; its variants: support-prompt/baseline, support-prompt/new-prompt" in unknown.stderr
+    one_side = run_cli("compare", "latest", "latest:new-prompt", "--store", "r.db", cwd=tmp_path)
+    assert one_side.returncode == 2 and "name a variant on both sides" in one_side.stderr
+
+
+def test_a_typo_every_variant_shares_is_told_once_of_the_experiment(write_config, tmp_path):
+    write_config(VARIANTS.replace('with: {output: "{{ input }}"}', 'with: {outptu: "{{ input }}"}'))
+    done = run_cli("validate", cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    said = done.stdout + done.stderr
+    assert said.count("unexpected argument 'outptu' for runner 'echo'") == 1, said
+    # the variant that sets its own `output:` lacks no argument, but keeps the typo of its experiment
+    assert "in experiment 'greet' (variants first, right, shouting)" in said
+
+
+def test_one_variant_is_counted_in_the_singular(write_config, tmp_path):
+    write_config(VARIANTS.replace("""      - {id: right, label: Echoes}
+      - {id: shouting, label: Shouts, with: {output: "{{ input | upper }}"}, gate: false}
+      - {id: first, baseline: true, vars: {unused: 1}}""", "      - {id: only}"))
+    done = run_cli("validate", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "greet: 1 variant\n" in done.stdout
+    assert run_cli("run", "-q", "--store", "r.db", "-e", "plain", cwd=tmp_path).returncode == 0
+    exported = run_cli("export", "--store", "r.db", "--output", "plain.csv", cwd=tmp_path)
+    assert exported.returncode == 0 and "(1 item)" in exported.stderr, exported.stderr

@@ -121,7 +121,8 @@ def compare(base: str, candidate: str = "latest", *, store: StoreLocation = None
     """Compare two stored runs item by item, with a paired verdict per experiment and scorer
     (``yamleval compare``); ``text`` is the comparison written as ``format`` (``text``,
     ``markdown``, ``json`` or ``html``); ``comparison.gate_failure()`` says why a gate fails.
-    ``verdicts``: as ``report`` takes it, for both runs."""
+    ``verdicts``: as ``report`` takes it, for both runs. ``RUN:VARIANT`` on both sides compares two
+    variants (of one run or of two) as two runs are compared."""
     return stored_runs.compare(store, base, candidate, alpha, margin, format, verdicts)
 
 
@@ -214,15 +215,13 @@ class Validated:
 def validate(config: Paths = stored_runs.DEFAULT_CONFIG, *, sets: Sequence[str] = ()) -> Validated:
     """Check a project without running anything (``yamleval validate``): schema, ids, plugins,
     arguments, datasets. ConfigError (every problem, each once) when it is not valid."""
-    from yamleval.config.variants import parents
+    from yamleval.config.variants import parents, told_once
     from yamleval.engine import plan
     from yamleval.records.errors import raise_all
 
     project = load_project(config, sets)
-    errors = {}  # variants share their experiment's problems: each once
-    for experiment in project.experiments:
-        errors.update((error.format_message(), error) for error in plan.check(experiment))
-    raise_all(list(errors.values()))
+    # variants share their experiment's problems: each told once
+    raise_all(told_once([(experiment, error) for experiment in project.experiments for error in plan.check(experiment)]))
     grouped = parents(list(project.experiments))
     return Validated(tuple(project.files), {eid: tuple(found) for eid, found in grouped.items()})
 

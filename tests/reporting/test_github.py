@@ -1,6 +1,8 @@
 """GitHub Actions: only inside Actions, the step summary file, annotations and their escaping and caps."""
 from __future__ import annotations
 
+import re
+
 import yamleval
 from conftest import run_cli
 from yamleval.reporting import github
@@ -14,6 +16,12 @@ def items(count: int, input: str = "x", expected: str = "y", indent: int = 16) -
     return "\n".join(f"{' ' * indent}- {{id: i{n:02}, input: {input}, expected: {expected}}}" for n in range(count))
 
 
+def unplaced(line: str) -> str:
+    """A workflow command without its ``file=…,line=N,`` properties: what it says, not where."""
+    kind, message = line[2:].split("::", 1)  # a property's ":" is escaped: the first "::" ends them
+    return f"::{re.sub(r'file=[^,]*,line=[0-9]+,?', '', kind).rstrip()}::{message}"
+
+
 def test_run_speaks_to_github_only_inside_actions(write_config, tmp_path):
     write_config("""
         experiments:
@@ -25,7 +33,7 @@ def test_run_speaks_to_github_only_inside_actions(write_config, tmp_path):
     summary = tmp_path / "step_summary.md"
     for value, inside in (("true", True), ("false", False), ("", False)):
         done = run_cli("run", "-q", cwd=tmp_path, GITHUB_ACTIONS=value, GITHUB_STEP_SUMMARY=str(summary))
-        assert done.returncode == 1 and ("::error title=yamleval%3A e" in done.stdout) is inside, done.stdout
+        assert done.returncode == 1 and ("::error file=evals.yaml,line=4,title=yamleval%3A e" in done.stdout) is inside, done.stdout
     assert summary.read_text(encoding="utf-8").count("## ❌ yamleval: 1 of 1 experiment failed") == 1
 
 
@@ -56,7 +64,7 @@ def test_item_output_cannot_inject_a_workflow_command(write_config):
             runner: {uses: echo, with: {output: "ok\\n::add-mask::secret\\r\\n::error::fake 100%"}}
             scorers: [exact_match]
     """)
-    [line] = github.annotations(results)
+    [line] = map(unplaced, github.annotations(results))
     assert "\n" not in line and "\r" not in line
     assert line.startswith("::error title=yamleval%3A inject › a%2Cb%3Ac failed::exact_match failed (0.000)%0A")
     assert line.endswith("output: ok ::add-mask::secret ::error::fake 100%25")
@@ -81,7 +89,7 @@ def test_levels_follow_what_fails_the_experiment(write_config):
             runner: echo
             scorers: [exact_match]
     """)
-    lines = github.annotations(results)
+    lines = [unplaced(line) for line in github.annotations(results)]
     assert [line.split("::")[1] for line in lines] == [
         "error title=yamleval%3A gated",
         "error title=yamleval%3A gated › mean_score >= 0.9",
@@ -109,7 +117,7 @@ def test_an_error_rate_criterion_speaks_for_the_errored_items(write_config):
             runner: fixture_plugins.behaviours:per_item
             pass_criteria: [{{type: error_rate, max: 0.2}}]
     """)
-    lines = github.annotations(results)
+    lines = [unplaced(line) for line in github.annotations(results)]
     assert [line.split("::")[1] for line in lines] == [
         "error title=yamleval%3A tolerant › error_rate <= 0.2",
         "warning title=yamleval%3A tolerant › boom error",
@@ -141,3 +149,24 @@ def test_at_most_ten_of_each_kind_then_a_notice(write_config):
     assert lines[-1] == ("::notice title=yamleval::5 more errors and 3 more warnings not shown "
                          "(GitHub shows 10 of each per step); see the job summary and the reports")
     assert github.annotations([]) == []
+
+
+def test_items_and_criteria_are_annotated_at_their_file_and_line_as_junit_places_them(write_config, tmp_path):
+    (tmp_path / "data.jsonl").write_text('{"id": "ok", "input": "a", "expected": "a"}\n'
+                                         '{"id": "bad", "input": "a", "expected": "b"}\n', encoding="utf-8")
+    write_config("""
+        experiments:
+          - id: e
+            dataset: {file: data.jsonl}
+            runner: echo
+            scorers: [exact_match]
+            pass_criteria:
+              - {type: pass_rate, min: 0.9}
+    """)
+    done = run_cli("run", "-q", "--junit-family", "xunit1", cwd=tmp_path, GITHUB_ACTIONS="true")
+    assert done.returncode == 1, done.stderr
+    lines = [line for line in done.stdout.splitlines() if line.startswith("::")]
+    assert lines[0].startswith("::error file=evals.yaml,line=8,title=yamleval%3A e › pass_rate >= 0.9::")
+    assert lines[1].startswith("::warning file=data.jsonl,line=2,title=yamleval%3A e › bad failed::")
+    junit = (tmp_path / "reports" / "junit.xml").read_text(encoding="utf-8")
+    assert 'name="bad" classname="yamleval.e" file="data.jsonl" line="2"' in junit

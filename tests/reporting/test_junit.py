@@ -93,6 +93,8 @@ def test_items_and_criteria_become_test_cases_with_the_right_counts(write_config
     assert "< 0.8" in failure.get("message")
     assert failure.text.split("\n", 1)[0] == failure.get("message"), "the body starts with the message"
     assert "input:\nLyon\nexpected:\nParis\noutput:\nLyon" in failure.text
+    assert "scores:\n  exact_match: failed 0.000\n  levenshtein: failed 0.000 (threshold 0.8) — " in failure.text, "the scorer's verdict, not that it ran"
+    assert "success" not in failure.text
     assert "no expected value" in cases["unjudged"].find("skipped").get("message")
 
     assert cases["criterion: mean_score >= 0.9"].find("failure").get("message").startswith("mean_score 0.")

@@ -29,7 +29,8 @@ def test_the_variants_table_marks_the_best_and_compares_with_the_baseline(browse
         assert [rows.nth(n).get_attribute("data-variant") for n in range(3)] == ["small", "large", "large-chatty"]
         assert rows.nth(0).locator("td.against").inner_text() == "baseline"
         against = rows.nth(1).locator("td.against").inner_text()
-        assert against.startswith("no significant change: 3 pairs, 0 pass → fail, 1 fail → pass, McNemar p = 1")
+        assert against.startswith("better, not proven with 3 items (about 11 items in each variant would show a "
+                                  "difference of this size, 80% of the time): 0 pass → fail, 1 fail → pass, McNemar p = 1")
         best = rows.nth(1).locator("td.best")
         assert "100.0%" in best.first.inner_text()  # the pass rate, best of the three
         assert rows.nth(0).locator("td.best").count() < best.count()
@@ -137,4 +138,29 @@ def test_on_a_phone_each_variant_is_a_card_that_needs_no_sideways_scroll(browser
         against = first.locator("td.against")
         assert against.evaluate("td => getComputedStyle(td, '::before').content") == '"Against the baseline: "'
         assert opened.page.evaluate("document.documentElement.scrollWidth") <= 390
+        opened.assert_quiet()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_answers_side_by_side_and_the_criteria_and_scorers_fit_the_screen(browser, demo, width):  # noqa: F811
+    with open_report(browser, str(demo), width=width) as opened:
+        page = opened.page
+        section = page.locator("section.variants")
+        assert section.locator(".side-showing").inner_text() == "3 of 3 items"
+        section.locator("tr.side-row[data-id=japan]").click()
+        answers = section.locator(".side-detail .side-answer")
+        assert answers.count() == 3
+        for n in range(3):
+            box = answers.nth(n).bounding_box()
+            assert box["x"] >= 0 and box["x"] + box["width"] <= width, f"answer {n + 1} is off the screen"
+            assert box["width"] >= 240, "an answer is a column of a few characters"
+        tables = page.locator("table.criteria-table, table.scorers-table")
+        assert tables.count() >= 2
+        for fits in tables.evaluate_all("ts => ts.map(t => t.scrollWidth <= t.parentElement.clientWidth"
+                                        " && t.getBoundingClientRect().right <= innerWidth)"):
+            assert fits, "a criteria or scorers table is cut"
+        if width == 390:
+            assert section.locator("tr.side-row[data-id=japan] td[data-label]").nth(1).evaluate(
+                "td => getComputedStyle(td, '::before').content") == '"small (baseline): "'
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
         opened.assert_quiet()

@@ -222,7 +222,7 @@ def test_a_missing_library_fails_the_load_saying_what_to_install(tmp_path):
     (tmp_path / "evals.yaml").write_text(BAD_TYPE.replace("{uses: rouge, with: {type: rouge9}}", "bleu"),
                                          encoding="utf-8")
     done = run_cli("validate", "evals.yaml", cwd=tmp_path, NO_COLOR="1",
-                   PYTHONPATH=os.pathsep.join([str(tmp_path / "missing"), str(DATA)]))
+                   PYTHONPATH=os.pathsep.join([str(tmp_path / "missing"), str(DATA), os.environ.get("PYTHONPATH", "")]))
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     _golden("missing_sacrebleu.expected.txt", done.stderr)

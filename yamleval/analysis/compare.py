@@ -8,13 +8,16 @@ the same dataset are compared in constant memory, whatever their size.
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import urllib.parse
 from itertools import zip_longest
 from array import array
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from yamleval.analysis import stats
+from yamleval.records.errors import UsageError
 from yamleval.records.types import ExperimentResult, ItemResults, RunInfo, Summary, Verdicts
 
 RANK = {"passed": 2, "skipped": 1, "failed": 0, "error": -1}
@@ -60,6 +63,8 @@ class ExperimentDiff:
     change: PairedChange | None = None          # of its items, paired (None when only in one run)
     scorer_changes: dict[str, PairedChange] = field(default_factory=dict)  # of each scorer in both runs
     pass_rates: tuple[float | None, float | None] = (None, None)  # base, candidate
+    errored: tuple[str, ...] = ()  # items in both that errored on either side: left out of the pairs
+    stored_as: tuple[str, str] | None = None  # (base, candidate) ids in their runs, when not experiment_id
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,7 @@ class Comparison:
     config_diff: tuple[str, ...] = ()  # unified diff of the stored configs; empty: the same configuration
     alpha: float = ALPHA
     margin: float = 0.0
+    same_run: bool = False  # two variants of one run: one configuration, each variant's overrides
 
     @property
     def regressions(self) -> list[Flip]:
@@ -256,9 +262,13 @@ def diff_experiments(base: ExperimentResult, candidate: ExperimentResult, alpha:
     scorers = dict.fromkeys([*base.summary.scorers, *candidate.summary.scorers])
     both = shared_scorers(base.summary, candidate.summary)
     tally, scorer_tallies, flips = _Tally(), {sid: _Tally() for sid in both}, []
+    errored = []
     for before, after in (pairing := _Pairing(base.items, candidate.items, both)):
         if before.status != after.status:
             flips.append((after.index, Flip(candidate.experiment_id, after.id, before.status, after.status)))
+        if "error" in (before.status, after.status):  # an item not evaluated says nothing of its quality
+            errored.append((after.index, after.id))
+            continue
         tally.add(before.judged, after.judged)
         for sid, scorer in scorer_tallies.items():
             scorer.add(before.scorers.get(sid, _UNJUDGED), after.scorers.get(sid, _UNJUDGED))
@@ -275,6 +285,7 @@ def diff_experiments(base: ExperimentResult, candidate: ExperimentResult, alpha:
         change=tally.change(alpha, margin),
         scorer_changes={sid: t.change(alpha, margin) for sid, t in scorer_tallies.items()},
         pass_rates=(base.summary.pass_rate, candidate.summary.pass_rate),
+        errored=tuple(item_id for _, item_id in sorted(errored)),
     )
 
 
@@ -302,3 +313,63 @@ def compare(base_run: RunInfo, base: Sequence[ExperimentResult], candidate_run: 
             diffs.append(ExperimentDiff(experiment_id, (), (), (), {}, {}, only_in=side))
     return Comparison(base_run.run_id, candidate_run.run_id, base_run.status, candidate_run.status, tuple(diffs),
                       config_diff(base_run.config_text, candidate_run.config_text), alpha, margin)
+
+
+def split_variant(ref: str) -> tuple[str, str | None]:
+    """A run's reference and the variant it names, if any: ``RUN:VARIANT``, ``RUN:EXPERIMENT/VARIANT``,
+    or an Eval Center address of the variant (``http://host/runs/RUN/items/EXPERIMENT%2FVARIANT``,
+    an item's address too): ``("RUN", "VARIANT")``; a plain ``RUN``: ``("RUN", None)``."""
+    if ref.startswith("runs/") or "/runs/" in ref:
+        parts = [urllib.parse.unquote(part) for part in ref.split("runs/", 1)[1].split("#")[0].split("?")[0].split("/")]
+        if len(parts) > 2 and parts[1] == "items" and parts[2]:
+            return parts[0], parts[2]
+        return parts[0], None
+    run, colon, variant = ref.partition(":")
+    return (run, variant) if colon and run and variant else (ref, None)
+
+
+def of_variant(results: Sequence[ExperimentResult], name: str, run_id: str) -> list[ExperimentResult]:
+    """The results of a run's variant ``name`` (its id, or ``experiment/variant``): one per experiment
+    with such a variant. A name no variant has is a usage error that lists the variants there are."""
+    found = [r for r in results if r.variant is not None and name in (r.variant.id, r.experiment_id)]
+    if found:
+        return found
+    known = [r.experiment_id for r in results if r.variant is not None]
+    there = f"its variants: {', '.join(known)}" if known else "it has no variants"
+    raise UsageError(f"run {run_id} has no variant '{name}'; {there}")
+
+
+def compare_variants(base_run: RunInfo, base: Sequence[ExperimentResult], candidate_run: RunInfo,
+                     candidate: Sequence[ExperimentResult], alpha: float = ALPHA, margin: float = 0.0) -> Comparison:
+    """Two variants (``of_variant``), of one run or of two, paired by the experiment each is a variant
+    of, and compared as two runs are (``diff_experiments``)."""
+    before = {r.variant.experiment_id: r for r in base}
+    after = {r.variant.experiment_id: r for r in candidate}
+    diffs = []
+    for experiment_id in dict.fromkeys([*before, *after]):
+        if experiment_id in before and experiment_id in after:
+            diff = diff_experiments(before[experiment_id], after[experiment_id], alpha, margin)
+            diffs.append(dataclasses.replace(diff, experiment_id=experiment_id, stored_as=(
+                before[experiment_id].experiment_id, after[experiment_id].experiment_id)))
+        else:
+            side = "base" if experiment_id in before else "candidate"
+            diffs.append(ExperimentDiff(experiment_id, (), (), (), {}, {}, only_in=side))
+    name = {id(results): "/".join(sorted({r.variant.id for r in results})) for results in (base, candidate)}
+    same = base_run.run_id == candidate_run.run_id
+    return Comparison(f"{base_run.run_id}:{name[id(base)]}", f"{candidate_run.run_id}:{name[id(candidate)]}",
+                      base_run.status, candidate_run.status, tuple(diffs),
+                      () if same else config_diff(base_run.config_text, candidate_run.config_text), alpha, margin,
+                      same_run=same)
+
+
+def compare_named(base_run: RunInfo, base: Sequence[ExperimentResult], base_variant: str | None,
+                  candidate_run: RunInfo, candidate: Sequence[ExperimentResult], candidate_variant: str | None,
+                  alpha: float = ALPHA, margin: float = 0.0) -> Comparison:
+    """Two runs (``compare``), or a variant of each (``compare_variants``) when both name one
+    (``split_variant``); a variant on one side only is a usage error."""
+    if base_variant is None and candidate_variant is None:
+        return compare(base_run, base, candidate_run, candidate, alpha, margin)
+    if base_variant is None or candidate_variant is None:
+        raise UsageError("name a variant on both sides (RUN:VARIANT RUN:VARIANT), or on neither")
+    return compare_variants(base_run, of_variant(base, base_variant, base_run.run_id), candidate_run,
+                            of_variant(candidate, candidate_variant, candidate_run.run_id), alpha, margin)

@@ -35,7 +35,7 @@ def validate(paths, sets):
     click.echo(f"ok: {count} experiment{'s' if count != 1 else ''} in {', '.join(found.files)}")
     for experiment_id, experiments in found.experiments.items():
         if experiments[0].variant is not None:
-            click.echo(f"{experiment_id}: {len(experiments)} variants")
+            click.echo(f"{experiment_id}: {len(experiments)} variant{'' if len(experiments) == 1 else 's'}")
             for variant in (e.variant for e in experiments):
                 notes = ", ".join(n for n, on in (("baseline", variant.baseline), ("not gated", not variant.gate)) if on)
                 click.echo(f"  {variant.id}" + (f"  {variant.label}" if variant.label else "")

@@ -182,7 +182,7 @@ def export(run_ref, store_file, fmt, experiment_ids, statuses, output):
     done = api.export(run_ref, store=store_file, format=fmt, experiments=experiment_ids, statuses=statuses,
                       output=click.get_text_stream("stdout") if output is None else output)
     if done.path is not None:
-        click.echo(f"export: {display_path(done.path)} ({done.count:,} items)", err=True)
+        click.echo(f"export: {display_path(done.path)} ({done.count:,} item{'' if done.count == 1 else 's'})", err=True)
 
 
 @cli.command()
@@ -208,7 +208,9 @@ def compare(base_ref, candidate_ref, store_file, fmt, alpha, margin, fail_on_reg
     or no significant change.
 
     BASE and CANDIDATE are each a run id, a tag (its newest completed run), a unique prefix of a
-    run id, or `latest`; CANDIDATE is `latest` when it is not given."""
+    run id, or `latest`; CANDIDATE is `latest` when it is not given. Two variants compare as two
+    runs do: `RUN:VARIANT` (or `RUN:EXPERIMENT/VARIANT`, or the variant's address in the Eval
+    Center) on both sides, e.g. `compare latest:baseline latest:new-prompt`."""
     compared = api.compare(base_ref, candidate_ref, store=store_file, alpha=alpha, margin=margin, format=fmt,
                            verdicts=verdicts)
     click.echo(compared.text, nl=False)

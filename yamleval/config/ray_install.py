@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import importlib.util
 
-INSTALL = "pip install 'yamleval[ray]'"
+from yamleval.records.install import install_hint
+
+INSTALL = install_hint("ray")
 
 
 def installed() -> bool:

@@ -135,3 +135,22 @@ def parents(experiments: list[Experiment]) -> dict[str, list[Experiment]]:
     for experiment in experiments:
         grouped.setdefault(experiment.variant.experiment_id if experiment.variant else experiment.id, []).append(experiment)
     return grouped
+
+
+def told_once(found: list[tuple[Experiment, ConfigError]]) -> list[ConfigError]:
+    """Each problem once: one that several variants share (a typo in their experiment's runner
+    ``with:``, at one place in the file) is told once, of the experiment and the variants that have it."""
+    shared: dict[tuple, tuple[ConfigError, list[Experiment]]] = {}
+    for experiment, error in found:
+        key = (error.location.prefix() if error.location else "", error.message, error.hint)
+        shared.setdefault(key, (error, []))[1].append(experiment)
+    told = []
+    for error, experiments in shared.values():
+        first = experiments[0]
+        if len(experiments) > 1 and first.variant is not None and error.context:
+            variant_ids = ", ".join(e.variant.id for e in experiments if e.variant is not None)
+            of_all = f"experiment '{first.variant.experiment_id}' (variants {variant_ids})"
+            error = ConfigError(error.message, error.location, error.hint,
+                                error.context.replace(f"experiment '{first.id}'", of_all), error.source_line)
+        told.append(error)
+    return told

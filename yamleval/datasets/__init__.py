@@ -1,6 +1,7 @@
 """Dataset items from inline lists, files, plugins and registered names, streamed lazily."""
 from __future__ import annotations
 
+import csv
 import difflib
 import inspect
 import itertools
@@ -8,7 +9,7 @@ import os
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from yamleval.config.model import DatasetSpec
-from yamleval.datasets.files import Row, detect_format, plain, read_rows
+from yamleval.datasets.files import Row, counted_rows, detect_format, plain, read_rows
 from yamleval.records.errors import ConfigError, Location, describe_exception, display_path
 from yamleval.records.reviews import verdict_of
 from yamleval.records.types import Item
@@ -226,6 +227,16 @@ def _count_rows(path: str) -> int | None:
         return None
 
 
+def _count_csv_rows(path: str) -> int | None:
+    """The rows of a CSV file below its header (blank ones left out), counted in one quick pass;
+    None when it cannot be read (reading it for the run says why)."""
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            return max(0, sum(1 for row in csv.reader(handle) if row) - 1)
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+
+
 def open_dataset(spec: DatasetSpec, limit: int | None = None,
                  load_plugin: Callable[[DatasetSpec], Callable[..., Any]] | None = None) -> Dataset:
     """Open ``spec`` for reading; ``limit`` (e.g. from the command line) caps the spec's own."""
@@ -243,8 +254,11 @@ def open_dataset(spec: DatasetSpec, limit: int | None = None,
                              hint="use a .jsonl, .json, .yaml or .csv file, or set `format:`")
         if not os.path.isfile(path):
             raise spec.error(f"dataset file not found: {spec.file}", sub=("file",), hint=_missing_file_hint(spec, path))
-        rows = read_rows(path, fmt, display_path(path))
-        total = _count_rows(path) if fmt == "jsonl" else None  # others are parsed before their rows are known
+        if fmt in ("yaml", "json"):  # parsed whole before their first row anyway: counted as they are read
+            rows, total = counted_rows(path, fmt, display_path(path))
+        else:  # counted in a quick pass
+            rows = read_rows(path, fmt, display_path(path))
+            total = _count_rows(path) if fmt == "jsonl" else _count_csv_rows(path)
         if total is not None and cap is not None:
             total = min(total, cap)
         description = spec.file

@@ -117,6 +117,10 @@ _JSON_SPACE = " \t\n\r"
 
 
 def _json(path: str, shown: str) -> Iterator[Row]:
+    yield from _json_counted(path, shown)[0]
+
+
+def _json_counted(path: str, shown: str) -> tuple[Iterator[Row], int]:
     with open(path, encoding=_ENCODING) as handle:
         text = handle.read()
     lines = text.splitlines()
@@ -145,25 +149,42 @@ def _json(path: str, shown: str) -> Iterator[Row]:
         line, col = position(start)
         raise ConfigError("a .json dataset must be an array of objects", Location(shown, line, col, "$"),
                           source_line=lines[line - 1][:_SHOWN] if line <= len(lines) else None)
-    # Find where each element starts: the text is valid JSON, so this walk cannot fail.
-    decoder = json.JSONDecoder()
-    offset = text.index("[") + 1
-    for index in range(len(data)):
-        while text[offset] in _JSON_SPACE + ",":
-            offset += 1
-        line, col = position(offset)
-        yield Row(data[index], Location(shown, line, col, f"$[{index}]"), lines[line - 1][:_SHOWN])
-        offset = decoder.raw_decode(text, offset)[1]
+    def rows() -> Iterator[Row]:
+        # Find where each element starts: the text is valid JSON, so this walk cannot fail.
+        decoder = json.JSONDecoder()
+        offset = text.index("[") + 1
+        for index in range(len(data)):
+            while text[offset] in _JSON_SPACE + ",":
+                offset += 1
+            line, col = position(offset)
+            yield Row(data[index], Location(shown, line, col, f"$[{index}]"), lines[line - 1][:_SHOWN])
+            offset = decoder.raw_decode(text, offset)[1]
+
+    return rows(), len(data)
 
 
 def _yaml(path: str, shown: str) -> Iterator[Row]:
+    yield from _yaml_counted(path, shown)[0]
+
+
+def counted_rows(path: str, fmt: str, shown: str) -> tuple[Iterator[Row], int]:
+    """A YAML or JSON dataset's rows and how many there are: the file is parsed whole before its
+    first row, so its count costs nothing more and the progress line can show a total and the time left."""
+    _check_start(path, shown)
+    try:
+        return (_yaml_counted if fmt == "yaml" else _json_counted)(path, shown)
+    except UnicodeDecodeError:
+        raise _first_bad_byte(path, shown) from None
+
+
+def _yaml_counted(path: str, shown: str) -> tuple[Iterator[Row], int]:
     data, source = yaml_source.load(path, shown)
     if data is None and not source.values:  # nothing but comments and white space
         raise _empty(shown)
     if not isinstance(data, list):
         raise source.error((), "a YAML dataset must be a list of mappings")
-    for index, value in enumerate(data):
-        yield Row(plain(value), source.locate((index,)), None, source, (index,))
+    rows = (Row(plain(value), source.locate((index,)), None, source, (index,)) for index, value in enumerate(data))
+    return rows, len(data)
 
 
 def _line_at(path: str, number: int) -> str | None:

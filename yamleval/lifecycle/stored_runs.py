@@ -251,11 +251,13 @@ def compare(given, base_ref: str, candidate_ref: str, alpha: float, margin: floa
 
     if fmt not in COMPARE_FORMATS:
         raise UsageError(f"unknown format {fmt}; choose from {', '.join(COMPARE_FORMATS)}")
+    (base_ref, base_variant), (candidate_ref, candidate_variant) = map(comparing.split_variant, (base_ref, candidate_ref))
     with opened(given) as store:
         base, candidate = store.find_run(base_ref), store.find_run(candidate_ref)
         base_results = store.results(base.run_id, verdicts=_verdicts(verdicts))
         candidate_results = store.results(candidate.run_id, verdicts=verdicts)
-    found = comparing.compare(base, base_results, candidate, candidate_results, alpha=alpha, margin=margin)
+    found = comparing.compare_named(base, base_results, base_variant, candidate, candidate_results, candidate_variant,
+                                    alpha, margin)
     if fmt == "html":
         from yamleval.reporting import compare_html
 

@@ -61,12 +61,14 @@ def render(c: compare.Comparison, base: Sequence[ExperimentResult], candidate: S
     experiments = []
     for e in c.experiments:
         rows = [_change_row(name, change, c.alpha) for name, change in compare.named_changes(e)]
-        flips = _flipped(e.flips, before[e.experiment_id].items, after[e.experiment_id].items) if e.flips else []
+        base_id, candidate_id = e.stored_as or (e.experiment_id, e.experiment_id)  # two variants: each its own id
+        flips = _flipped(e.flips, before[base_id].items, after[candidate_id].items) if e.flips else []
         experiments.append({"id": e.experiment_id, "only_in": e.only_in, "changes": rows, "flips": flips,
                             "more_flips": max(0, len(e.flips) - FLIPS_SHOWN), "added": list(e.added),
                             "removed": list(e.removed), "pass_rate": comparison.signed(e.summary_deltas.get("pass_rate"), True),
                             "mean_score": comparison.signed(e.summary_deltas.get("mean_score")),
-                            "headline": None if e.only_in else comparison.headline(e, c.alpha)})
+                            "headline": None if e.only_in else comparison.headline(e, c.alpha),
+                            "errored": comparison.errored_text(e)})
     style = asset("report.css")
     csp = ("default-src 'none'; style-src " + csp_hash(style) + "; img-src data:; connect-src 'none';"
            " form-action 'none'; base-uri 'none'; object-src 'none'")

@@ -21,7 +21,7 @@ def signed(value: float | None, percent: bool = False) -> str:
 
 def to_text(c: Comparison, markdown: bool = False) -> str:
     lines = [f"{'## ' if markdown else ''}{c.base} ({c.base_status}) → {c.candidate} ({c.candidate_status}): "
-             f"{len(c.regressions)} regressions"]
+             f"{figures.count(len(c.regressions), 'regression')}"]
     lines.append(verdict_line(c))
     if c.unfinished:
         lines.append(c.unfinished)
@@ -33,6 +33,8 @@ def to_text(c: Comparison, markdown: bool = False) -> str:
             lines.append(f"only in the {e.only_in} run")
             continue
         lines.append(headline(e, c.alpha))
+        if e.errored:
+            lines.append(errored_text(e))
         lines.append(f"mean score {signed(e.summary_deltas['mean_score'])}")
         if e.change:
             lines.append(change_text(e.change, c.alpha, markdown))
@@ -54,6 +56,8 @@ def to_text(c: Comparison, markdown: bool = False) -> str:
 def _config_lines(c: Comparison, markdown: bool) -> list[str]:
     """``same configuration``, or the start of the diff, safe to print (control characters
     removed, each line indented: a code block in Markdown)."""
+    if c.same_run:
+        return ["variants of one run: its configuration, each with its own overrides"]
     if not c.config_diff:
         return ["same configuration"]
     shown = terminal_block("\n".join(c.config_diff[:CONFIG_DIFF_LINES])).split("\n")
@@ -82,25 +86,46 @@ POWER = 0.8  # of the power estimate: how many items would show a difference thi
 
 def headline(e: ExperimentDiff, alpha: float) -> str:
     """``pass rate 10.0% → 30.0% (+20.0 pp): better, not proven with 20 items (about 59 items in
-    each run would show a difference this size)``: both rates, and a plain verdict on the paired
-    test of the items' verdicts (McNemar)."""
+    each run would show a difference this size)``: both rates, and ``verdict_words``."""
+    before, after = e.pass_rates
+    rates = f"pass rate {figures.percent(before)} → {figures.percent(after)} ({signed(e.summary_deltas['pass_rate'], True)})"
+    words = verdict_words(e, alpha, "run" if e.stored_as is None else "variant")
+    return f"{rates}: {words}" if words else rates
+
+
+def verdict_words(e: ExperimentDiff, alpha: float, sides: str = "run") -> str | None:
+    """``better, not proven with 20 items (about 59 items in each run would show ...)``: a plain
+    verdict on the paired test of the items' verdicts (McNemar), with how many items a difference
+    this size needs when it is not proven; None without pairs. ``sides``: what is compared (run, variant)."""
     from yamleval.analysis import stats
 
     before, after = e.pass_rates
-    rates = f"pass rate {figures.percent(before)} → {figures.percent(after)} ({signed(e.summary_deltas['pass_rate'], True)})"
     change = e.change
     if before is None or after is None or change is None or not change.pairs:
-        return rates
+        return None
     pairs = figures.count(change.pairs, "item")
     if change.verdict != NO_CHANGE:
-        return f"{rates}: {'better' if change.verdict == IMPROVED else 'worse'}, beyond chance over {pairs}"
+        return f"{'better' if change.verdict == IMPROVED else 'worse'}, beyond chance over {pairs}"
     if change.worse == change.better:
-        return f"{rates}: no difference over {pairs}"
+        return f"no difference over {pairs}"
     direction = "better" if change.better > change.worse else "worse"
     needed = stats.items_for_power(before, after, alpha, POWER)
     estimate = "" if needed is None or needed <= change.pairs else (
-        f" (about {needed:,} items in each run would show a difference of this size, {POWER:.0%} of the time)")
-    return f"{rates}: {direction}, not proven with {pairs}{estimate}"
+        f" (about {needed:,} items in each {sides} would show a difference of this size, {POWER:.0%} of the time)")
+    return f"{direction}, not proven with {pairs}{estimate}"
+
+
+ERRORED_NAMED = 10  # errored items named in a line; the JSON names them all
+
+
+def errored_text(e: ExperimentDiff) -> str | None:
+    """``2 items errored on either side, left out of the pairs: a, b``; None when none did."""
+    if not e.errored:
+        return None
+    named = ", ".join(e.errored[:ERRORED_NAMED])
+    more = len(e.errored) - ERRORED_NAMED
+    return (f"{figures.count(len(e.errored), 'item')} errored on either side, left out of the pairs: {named}"
+            + (f" and {more:,} more" if more > 0 else ""))
 
 
 def verdict_line(c: Comparison) -> str:
@@ -112,16 +137,23 @@ def verdict_line(c: Comparison) -> str:
 
 
 def change_text(change: PairedChange, alpha: float, markdown: bool) -> str:
+    """``no significant change: 3 pairs, 1 pass → fail, ...``: the paired verdict and its figures."""
     verdict = f"**{change.verdict}**" if markdown and change.verdict != NO_CHANGE else change.verdict
+    return f"{verdict}: {change_details(change, alpha)}"
+
+
+def change_details(change: PairedChange, alpha: float, pairs: bool = True) -> str:
+    """The figures of a paired verdict: its pairs (``pairs``: counted here, not in words before) and
+    flips with McNemar's p, and the mean score's difference."""
     parts, p, d = [], change.p_value, change.difference
     if change.pairs:
-        parts.append(f"{change.pairs} pairs, {change.worse} pass → fail, {change.better} fail → pass, "
+        parts.append(f"{figures.count(change.pairs, 'pair') + ', ' if pairs else ''}{change.worse} pass → fail, {change.better} fail → pass, "
                      f"McNemar p {f'= {p:.2g}' if p else '< 1e-300'}")
     if d.mean is not None:
         low, high = d.interval or (None, None)
         interval = f" ({figures.level(1 - alpha)} {signed(low)} to {signed(high)})" if d.interval else ""
         parts.append(f"mean score {signed(d.mean)}{interval}")
-    return f"{verdict}: {'; '.join(parts) or 'no item judged or scored in both runs'}"
+    return '; '.join(parts) or 'no item judged or scored in both runs'
 
 
 def _verdicts_json(c: Comparison) -> dict:
@@ -137,5 +169,5 @@ def _change_json(change: PairedChange) -> dict:
 
 
 def changes_json(e: ExperimentDiff) -> dict:
-    return {"change": _change_json(e.change) if e.change else None,
+    return {"change": _change_json(e.change) if e.change else None, "errored": list(e.errored),
             "scorer_changes": {sid: _change_json(change) for sid, change in e.scorer_changes.items()}}

@@ -165,7 +165,7 @@ def summary_text(result: ExperimentResult) -> str:
     if flaky:
         lines.append(f"  flaky       {s.flaky} item{'s' if s.flaky != 1 else ''} (their repeats disagree)")
         lines.extend(f"    {MARKS[r.status]} {terminal_line(r.item.id, 120)} {r.status}: "
-                     f"{sum(x.status == 'passed' for x in r.repeats)} of {len(r.repeats)} repeats passed"
+                     f"{sum(x.status == 'passed' for x in r.repeats)} of {figures.count(len(r.repeats), 'repeat')} passed"
                      for r in flaky)
         if s.flaky > len(flaky):
             lines.append(f"    … and {s.flaky - len(flaky)} more (see the report)")
@@ -189,7 +189,7 @@ def variants_text(results) -> list[str]:
     from yamleval.reporting import variants
 
     texts = []
-    for group in variants.groups(results):
+    for group in variants.tables(results):
         level = figures.level(group.baseline.summary.confidence)
         header = ("variant", f"pass rate ({level})", f"mean score ({level})", "cost", "against the baseline")
         rows = [header]
@@ -203,7 +203,7 @@ def variants_text(results) -> list[str]:
                          variants.cell(row, "cost"), terminal_line(variants.against_baseline(row), 400)))
         widths = [max(len(r[i]) for r in rows) for i in range(len(header) - 1)]
         title = group.experiment_id + (f" — {terminal_line(group.label, 200)}" if group.label else "")
-        lines = [f"{title}: {len(group.rows)} variants against the baseline {group.baseline.variant.id}"]
+        lines = [f"{title}: {figures.count(len(group.rows), 'variant')} against the baseline {group.baseline.variant.id}"]
         lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] for r in rows]
         texts.append("\n".join(lines))
     return texts

@@ -17,7 +17,9 @@ from __future__ import annotations
 import os
 from typing import Callable, Iterable, Iterator, Mapping
 
+from yamleval.analysis import figures
 from yamleval.analysis.criteria import tolerates_errors
+from yamleval.records.errors import display_path
 from yamleval.reporting.text import as_text, criterion_message, criterion_name, item_message, one_line
 from yamleval.records.types import ExperimentResult, ItemResult
 
@@ -46,35 +48,41 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def command(kind: str, message: str, title: str | None = None) -> str:
-    """One workflow command line, e.g. ``::error title=T::M``."""
-    properties = f" title={escape_property(one_line(title, TITLE_LIMIT))}" if title else ""
-    return f"::{kind}{properties}::{escape_data(message)}"
+def command(kind: str, message: str, title: str | None = None, source: str | None = None) -> str:
+    """One workflow command line, e.g. ``::error file=data.jsonl,line=3,title=T::M``; ``source``:
+    ``file:line`` of what it is about (a dataset row, a criterion), which GitHub shows the message at."""
+    properties = []
+    if source:
+        file, _, line = source.rpartition(":")
+        properties += [f"file={escape_property(display_path(file))}", f"line={line}"] if line.isdigit() else []
+    if title:
+        properties.append(f"title={escape_property(one_line(title, TITLE_LIMIT))}")
+    return f"::{kind}{' ' + ','.join(properties) if properties else ''}::{escape_data(message)}"
 
 
-def _experiment_problems(result: ExperimentResult) -> Iterator[tuple[str, str, str]]:
-    """(kind, title, message) for the experiment itself and its failed criteria."""
+def _experiment_problems(result: ExperimentResult) -> Iterator[tuple[str, str, str, str | None]]:
+    """(kind, title, message, source) for the experiment itself and its failed criteria (at their config line)."""
     name, s = result.experiment_id, result.summary
     if result.aborted:
-        yield "error", f"yamleval: {name} stopped", one_line(result.aborted, MESSAGE_LIMIT)
+        yield "error", f"yamleval: {name} stopped", one_line(result.aborted, MESSAGE_LIMIT), None
     if result.interrupted:
-        yield "warning", f"yamleval: {name} interrupted", f"interrupted after {s.completed} of {s.total} items"
+        yield "warning", f"yamleval: {name} interrupted", f"interrupted after {s.completed} of {figures.count(s.total, 'item')}", None
     if s.errored and not tolerates_errors(s):  # else its error_rate criterion speaks for them
         yield ("error", f"yamleval: {name}",
-               f"{s.errored} of {s.total} items errored; an errored item fails the experiment")
+               f"{s.errored} of {figures.count(s.total, 'item')} errored; an errored item fails the experiment", None)
     for c in s.criteria:
         if not c.passed:
             warn = c.severity == "warn"
             yield ("warning" if warn else "error", f"yamleval: {name} › {criterion_name(c)}",
-                   criterion_message(c) + (" (severity warn, not fatal)" if warn else ""))
+                   criterion_message(c) + (" (severity warn, not fatal)" if warn else ""), c.source)
 
 
-def _item_problem(result: ExperimentResult, item: ItemResult) -> tuple[str, str]:
-    """(title, message) for a failed or errored item."""
+def _item_problem(result: ExperimentResult, item: ItemResult) -> tuple[str, str, str | None]:
+    """(title, message, source) for a failed or errored item: at its dataset row, as JUnit places it."""
     message = one_line(item_message(item), MESSAGE_LIMIT)
     if item.output is not None:
         message += "\noutput: " + one_line(as_text(item.output, indent=None), 300)
-    return f"yamleval: {result.experiment_id} › {item.item.id} {item.status}", message
+    return f"yamleval: {result.experiment_id} › {item.item.id} {item.status}", message, item.item.source
 
 
 def annotations(results: Iterable[ExperimentResult]) -> list[str]:
@@ -86,17 +94,17 @@ def annotations(results: Iterable[ExperimentResult]) -> list[str]:
     shown = {"error": 0, "warning": 0}
     left_out = {"error": 0, "warning": 0}
 
-    def add(kind: str, make: Callable[[], tuple[str, str]]) -> None:
+    def add(kind: str, make: Callable[[], tuple[str, str, str | None]]) -> None:
         if shown[kind] < PER_KIND:
             shown[kind] += 1
-            title, message = make()
-            lines.append(command(kind, message, title))
+            title, message, source = make()
+            lines.append(command(kind, message, title, source))
         else:  # counted without being formatted: a large run may have many
             left_out[kind] += 1
 
     for result in results:
-        for kind, title, message in _experiment_problems(result):
-            add(kind if result.gated else "warning", lambda t=title, m=message: (t, m))  # gate: false fails nothing
+        for kind, title, message, source in _experiment_problems(result):
+            add(kind if result.gated else "warning", lambda t=title, m=message, s=source: (t, m, s))  # gate: false fails nothing
     for result in results:
         failed_kind = "warning" if result.summary.criteria or not result.gated else "error"
         errored_kind = "warning" if tolerates_errors(result.summary) or not result.gated else "error"

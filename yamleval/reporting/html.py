@@ -146,7 +146,7 @@ def _variants_views(results: Sequence[ExperimentResult]) -> list[dict[str, Any]]
     are the variants' experiment numbers, by which the page finds their items."""
     number = {id(result): n for n, result in enumerate(results)}
     views = []
-    for group in variants.groups(results):
+    for group in variants.tables(results):
         columns = variants.columns(group)
         rows = [{"id": row.result.variant.id, "label": row.result.variant.label, "gate": row.result.variant.gate,
                  "anchor": f"exp-{number[id(row.result)]}", "status": row.result.outcome,
@@ -192,6 +192,7 @@ def template(name: str = FILE_NAME):
     environment = jinja2.Environment(loader=jinja2.DictLoader(pages),
                                      autoescape=True, undefined=jinja2.StrictUndefined,
                                      trim_blocks=True, lstrip_blocks=True, bytecode_cache=cache)
+    environment.filters["count"] = figures.count  # {{ n | count("variant") }}: "1 variant", "3 variants"
     try:
         return environment.get_template(name)
     except OSError:  # the cache folder is unwritable: compile without it

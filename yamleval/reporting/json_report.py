@@ -99,6 +99,7 @@ def variant_dict(result: ExperimentResult, row: variants.VariantRow | None) -> d
            "label": variant.label, "baseline": variant.baseline, "gate": variant.gate}
     if row is not None and row.comparison is not None:
         out["comparison"] = changes_json(row.comparison)
+        out["against_baseline"] = variants.against_baseline(row)
         out["pairwise"] = [{"scorer": p.scorer_id, "wins": p.wins, "ties": p.ties, "losses": p.losses,
                             "win_rate": p.win_rate, "win_rate_ci": p.interval} for p in row.preferences]
     return out

@@ -125,13 +125,13 @@ def _details(result: ItemResult, message: str) -> str:
     if result.scores:
         parts.append("scores:")
         for sid, s in result.scores.items():
-            line = f"  {sid}: {s.status}"
+            # "failed 0.000 (threshold 0.5)": the scorer's verdict, not that it ran ("success")
+            verdict = s.status if s.status != "success" else None if s.passed is None else "passed" if s.passed else "failed"
+            line = f"  {sid}:" + (f" {verdict}" if verdict else "")
             if s.score is not None:
                 line += f" {score_text(s.score)}"
             if s.threshold is not None:
                 line += f" (threshold {s.threshold:g})"
-            if s.passed is not None:
-                line += " passed" if s.passed else " failed"
             if s.error or s.reason:
                 line += f" — {one_line(s.error or s.reason or '', 1000)}"
             parts.append(line)

@@ -67,9 +67,9 @@ def _headline(run: RunInfo, results: Sequence[ExperimentResult]) -> list[str]:
     failed = sum(not r.passed and r.gated for r in results)  # a variant with ``gate: false`` fails nothing
     total = len(results)
     if run.status == "interrupted":
-        line = f"## ⏹️ yamleval: interrupted — {total - failed} of {total} experiments passed"
+        line = f"## ⏹️ yamleval: interrupted — {total - failed} of {figures.count(total, 'experiment')} passed"
     elif run.status == "stopped":
-        line = f"## ⏹️ yamleval: stopped by a budget — {total - failed} of {total} experiments passed"
+        line = f"## ⏹️ yamleval: stopped by a budget — {total - failed} of {figures.count(total, 'experiment')} passed"
     elif run.status == "crashed":
         line = "## ❌ yamleval: the run crashed — its results are incomplete"
     elif run.status == "aborted":
@@ -118,7 +118,7 @@ def _statistics(result: ExperimentResult) -> list[str]:
             f"{figures.interval(s.mean_score_ci)}."
             + (f" Judges: {_usage_text(s.judge_tokens)}." if s.judge_tokens.total_tokens else ""), ""] + _scorers(result, level) + (
         [f"Throttled: {throttled}.", ""] if throttled else []) + ([f"Cache: {cached}.", ""] if cached else []) + (
-        [f"Flaky: {s.flaky} of {s.completed} items (their repeats disagree).", ""] if s.flaky else [])
+        [f"Flaky: {s.flaky} of {figures.count(s.completed, 'item')} (their repeats disagree).", ""] if s.flaky else [])
 
 
 def _scorers(result: ExperimentResult, level: str) -> list[str]:
@@ -251,7 +251,7 @@ def _variants(group: variants.VariantGroup) -> list[str]:
 
 def _blocks(results: list[ExperimentResult], worst: dict[int, list[ItemResult]] | None) -> Iterable[list[str]]:
     """Each experiment's lines; before the first variant of an experiment, its variants table."""
-    groups = {g.experiment_id: g for g in variants.groups(results)}
+    groups = {g.experiment_id: g for g in variants.tables(results)}
     for result in results:
         group = groups.pop(result.variant.experiment_id, None) if result.variant else None
         if group is not None:

@@ -175,7 +175,7 @@ def throttling_text(throttling: Throttling) -> str | None:
     turn, added up); None when nothing was refused and nothing waited: nothing to say."""
     if not throttling.throttled and throttling.waited_seconds < 0.05:
         return None
-    return (f"{throttling.throttled} of {throttling.calls} calls refused (429/503), "
+    return (f"{throttling.throttled} of {figures.count(throttling.calls, 'call')} refused (429/503), "
             f"{throttling.waited_seconds:.1f} s waited in all")
 
 

@@ -12,8 +12,8 @@ from typing import Sequence
 
 from yamleval.analysis import figures
 from yamleval.analysis import stats
-from yamleval.analysis.compare import ALPHA, ExperimentDiff, diff_experiments, mean_over
-from yamleval.reporting.comparison import change_text
+from yamleval.analysis.compare import ALPHA, NO_CHANGE, ExperimentDiff, diff_experiments, mean_over
+from yamleval.reporting.comparison import change_details, change_text, errored_text, verdict_words
 from yamleval.records.types import ExperimentResult
 
 PAIRWISE = "pairwise"
@@ -52,6 +52,11 @@ class VariantGroup:
     @property
     def baseline(self) -> ExperimentResult:
         return self.rows[0].result
+
+    @property
+    def comparable(self) -> bool:
+        """Whether it holds the baseline and another variant to compare with it."""
+        return len(self.rows) > 1 and self.baseline.variant.baseline
 
 
 def pairwise_scorers(result: ExperimentResult) -> list[str]:
@@ -110,11 +115,11 @@ def _group(results: list[ExperimentResult]) -> VariantGroup:
     pairwise = {sid for r in results for sid in pairwise_scorers(r)}
     scorers = tuple(sid for sid in dict.fromkeys(s for r in results for s in r.summary.scorers) if sid not in pairwise)
     values = [_values(r, scorers) for r in results]
-    base = results[0]
-    rows = tuple(VariantRow(r, v, frozenset(b), None if r is base else diff_experiments(base, r),
-                            () if r is base else _preferences(r))
+    base = results[0] if results[0].variant.baseline else None  # None: the baseline is not among them
+    rows = tuple(VariantRow(r, v, frozenset(b), None if base is None or r is base else diff_experiments(base, r),
+                            () if base is None or r is base else _preferences(r))
                  for r, v, b in zip(results, values, _best(values)))
-    return VariantGroup(base.variant.experiment_id, base.label, rows, scorers)
+    return VariantGroup(results[0].variant.experiment_id, results[0].label, rows, scorers)
 
 
 def groups(results: Sequence[ExperimentResult]) -> list[VariantGroup]:
@@ -124,6 +129,12 @@ def groups(results: Sequence[ExperimentResult]) -> list[VariantGroup]:
         if result.variant is not None:
             found.setdefault(result.variant.experiment_id, []).append(result)
     return [_group(members) for members in found.values()]
+
+
+def tables(results: Sequence[ExperimentResult]) -> list[VariantGroup]:
+    """The groups a variants table shows: those that hold the baseline and another variant (one
+    variant alone, as on an item's page or after ``--variant``, has nothing to be compared with)."""
+    return [group for group in groups(results) if group.comparable]
 
 
 def columns(group: VariantGroup) -> list[tuple[str, str]]:
@@ -149,10 +160,22 @@ def cell(row: VariantRow, column: str) -> str:
 
 
 def against_baseline(row: VariantRow, markdown: bool = False) -> str:
-    """How the variant compares with the baseline: paired verdict, and each pairwise scorer's wins."""
-    if row.comparison is None:
+    """How the variant compares with the baseline, in the words of ``yamleval compare``: the paired
+    verdict (``better, not proven with 12 items (about 17 ...)``) with its figures, the items left
+    out of the pairs because they errored, and each pairwise scorer's wins."""
+    e = row.comparison
+    if e is None:
         return "baseline"
-    parts = [change_text(row.comparison.change, ALPHA, markdown)] if row.comparison.change else []
+    parts = []
+    if e.change:
+        words = verdict_words(e, ALPHA, "variant")
+        if words is None:
+            parts.append(change_text(e.change, ALPHA, markdown))
+        else:
+            shown = f"**{words}**" if markdown and e.change.verdict != NO_CHANGE else words
+            parts.append(f"{shown}: {change_details(e.change, ALPHA, pairs=False)}")
+    if e.errored:
+        parts.append(errored_text(e))
     for p in row.preferences:
         if p.win_rate is None:
             rate = ""
@@ -160,5 +183,6 @@ def against_baseline(row: VariantRow, markdown: bool = False) -> str:
             rate = ", every one a tie: neither answer preferred"
         else:
             rate = f", win rate {figures.percent(p.win_rate)} ({figures.interval(p.interval, rate=True)})"
-        parts.append(f"{p.scorer_id}: {p.wins} wins, {p.ties} ties, {p.losses} losses{rate}")
+        parts.append(f"{p.scorer_id}: {figures.count(p.wins, 'win')}, {figures.count(p.ties, 'tie')}, "
+                     f"{figures.count(p.losses, 'loss', 'losses')}{rate}")
     return "; ".join(parts)

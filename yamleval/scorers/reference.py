@@ -22,9 +22,10 @@ from typing import Any, Callable, Literal, get_args
 
 from yamleval.plugins.registry import OptionError
 from yamleval.scorers.text import as_texts, to_text
+from yamleval.records.install import install_hint
 from yamleval.records.types import Score
 
-INSTALL_HINT = "pip install 'yamleval[metrics]'"
+INSTALL_HINT = install_hint("metrics")
 RougeType = Literal["rouge1", "rouge2", "rougeL", "rougeLsum"]
 Measure = Literal["f", "precision", "recall"]
 MEASURES = {"f": "fmeasure", "precision": "precision", "recall": "recall"}  # the field of rouge-score's Score

@@ -8,10 +8,11 @@ import os
 import re
 
 from yamleval.records.errors import UsageError
+from yamleval.records.install import install_hint
 
 LOCAL_HOSTS = ("localhost",)
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")  # who holds a token: ``ana=TOKEN``
-INSTALL = "pip install 'yamleval[serve]'"
+INSTALL = install_hint("serve")
 
 
 def is_local(host: str) -> bool:

@@ -28,6 +28,7 @@ POLL_SECONDS = 0.5  # how often the stream of a running run looks for news
 RUNS_PAGE = 50
 MAX_NUMBER = 10 ** 12  # of an offset or position a request gives: what the store can be asked
 HISTORY_RUNS = 10
+LATEST_SHOWN = 20  # items a running run's page lists as finished last when it opens
 log = logging.getLogger("yamleval.serve")
 
 
@@ -128,7 +129,7 @@ def _quoted(text: str) -> str:
     return urllib.parse.quote(text, safe="")
 
 
-def _served(info, results, live: bool, since: int = 0, item: bool = False) -> dict[str, Any]:
+def _served(info, results, live: bool, since: int = 0, item: str | None = None) -> dict[str, Any]:
     run = _quoted(info.run_id)
     return {"run": info.run_id, "run_href": "/runs/" + run, "results": "/api/runs/" + run,
             "rows": f"/api/runs/{run}/rows", "items": f"/runs/{run}/items/",
@@ -167,7 +168,9 @@ def application(location: str, tokens: dict[str, str] | None = None, reviews=Non
                 return RedirectResponse("/runs/" + _quoted(info.run_id), 303)
             live = info.status == "running"
             results = reading.results_of(store, info)
-            served = _served(info, results, live, views.last_written(store, info.run_id) if live else 0)
+            # the stream starts a few items back, so the page lists those that finished last at once
+            since = max(0, views.last_written(store, info.run_id) - LATEST_SHOWN) if live else 0
+            served = _served(info, results, live, since)
             served["review"] = reviewing.served(info.run_id, reviews, request)
             if live:
                 served["progress"] = reading.progress_json(store, info)
@@ -191,7 +194,7 @@ def application(location: str, tokens: dict[str, str] | None = None, reviews=Non
             item = found[0].items.find(item_id)
             if item is None:
                 raise NotFound(f"experiment {experiment_id} of run {info.run_id} has no item {item_id}")
-            served = {**_served(info, found, False, item=True), "review": reviewing.served(info.run_id, reviews, request)}
+            served = {**_served(info, found, False, item=item.item.id), "review": reviewing.served(info.run_id, reviews, request)}
             return page(html.served_page(info, found, served, [item]))
 
         return await read(work)
@@ -210,9 +213,10 @@ def application(location: str, tokens: dict[str, str] | None = None, reviews=Non
             from yamleval.analysis import compare
             from yamleval.reporting import compare_html
 
-            before, after = _run(store, base), _run(store, candidate)
+            (base_ref, base_variant), (candidate_ref, candidate_variant) = map(compare.split_variant, (base, candidate))
+            before, after = _run(store, base_ref), _run(store, candidate_ref)
             base_results, candidate_results = store.results(before.run_id), store.results(after.run_id)
-            found = compare.compare(before, base_results, after, candidate_results)
+            found = compare.compare_named(before, base_results, base_variant, after, candidate_results, candidate_variant)
             return compare_html.render(found, base_results, candidate_results)
 
         return page(await read(work))

@@ -5,6 +5,7 @@ running experiment's figures, counted from its items as ``yamleval report`` coun
 from __future__ import annotations
 
 import json
+import math
 import urllib.parse
 from typing import Any
 
@@ -37,11 +38,13 @@ def progress_json(store, info: RunInfo) -> dict[str, Any]:
     wanted = store.run_detail(info.run_id, "experiment_ids") or []
     counts = {s: sum(p.counts[s] for p in found) for s in STATUSES}
     finished = sum(counts.values())
-    known = [p.planned for p in found]
-    planned = (sum(known) if all(n is not None for n in known) and len(found) >= len(wanted) else None)
+    waiting = _waiting(found, wanted)
+    known = [p.planned for p in found] + [w["planned"] for w in waiting]
+    planned = sum(known) if all(n is not None for n in known) else None
     if info.status != "running" and planned is None:
         planned = finished
-    whole = max(planned or 0, finished, 1)
+    # of an unknown total the finished items are no share: a bar full of two failures would read as all failed
+    whole = max(planned or 0, finished, 1) if planned is not None else math.inf
     shares, start = [], 0.0
     for status in STATUSES:
         width = 100.0 * counts[status] / whole
@@ -49,7 +52,18 @@ def progress_json(store, info: RunInfo) -> dict[str, Any]:
         start += width
     return {"status": info.status, "verdict": verdict(info), "finished": finished,
             "planned": planned, "counts": counts, "done": 100.0 * finished / whole, "shares": shares,
-            "experiments": [{**p.as_json(), "label": p.label} for p in found]}
+            "experiments": [{**p.as_json(), "label": p.label} for p in found] + waiting,
+            "experiment_ids": list(wanted) or [p.experiment_id for p in found]}
+
+
+def _waiting(found: list, wanted: list[str]) -> list[dict[str, Any]]:
+    """The run's experiments not started yet; a variant's planned items are those of a variant of
+    the same experiment that has started (the same dataset), else unknown (None)."""
+    started = {p.experiment_id for p in found}
+    planned_of = {p.experiment_id.rpartition("/")[0]: p.planned for p in found if "/" in p.experiment_id}
+    return [{"experiment": eid, "status": "waiting", "finished": 0, "label": None,
+             "planned": planned_of.get(eid.rpartition("/")[0]) if "/" in eid else None,
+             "counts": dict.fromkeys(STATUSES, 0)} for eid in wanted if eid not in started]
 
 
 def run_json(store, info: RunInfo) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import json
 
 from yamleval.records.codec import storable_text
 from yamleval.records.errors import UsageError, display_path
+from yamleval.records.install import install_hint
 
 RESUME_HINT = "then `yamleval run --resume` continues the run"
 SCHEMA_OPTION = "?options=-csearch_path%3Dyamleval"  # a URL's way to keep yamleval's tables in that schema
@@ -33,7 +34,7 @@ _CAUSES = {
     "no database": (("does not exist",), "there is no such database on the server",
                     "create it (`createdb NAME`) or name another in the URL", False),
     "driver": (("psycopg is not installed",), "PostgreSQL needs the psycopg package",
-               "pip install 'yamleval[postgres]'", False),
+               install_hint("postgres"), False),
     "damaged": (("malformed", "corrupt"), "the file is damaged", "restore it from a backup, or save what is left with"
                 " `sqlite3 {path} .recover | sqlite3 recovered.db` and use recovered.db", False),
 }

@@ -480,7 +480,7 @@
     var filtered = view.length !== total;
     filtered = filtered || this.slice !== null || this.onlyFlaky;
     this.showing.textContent = view.length
-      ? "Showing " + fmt(from + 1) + "–" + fmt(to) + " of " + fmt(view.length) + (filtered ? " matching items (" + fmt(total) + " in total)" : " items")
+      ? "Showing " + fmt(from + 1) + "–" + fmt(to) + " of " + fmt(view.length) + (filtered ? " matching " + (view.length === 1 ? "item" : "items") + " (" + fmt(total) + " in total)" : view.length === 1 ? " item" : " items")
       : "No matching items (" + fmt(total) + " in total)";
     if (this.loading) this.showing.textContent += " · reading the items: " + fmt(total) + " of " + fmt(this.count);
     this.pageOf.textContent = "Page " + fmt(this.page + 1) + " of " + fmt(pages);
@@ -830,9 +830,10 @@
       tr.setAttribute("aria-expanded", self.open.has(row.id) ? "true" : "false");
       tr.tabIndex = 0;
       tr.appendChild(el("td", "item-id", row.id));
-      tr.appendChild(textCell(first[F.input]));
+      tr.appendChild(textCell(first[F.input])).setAttribute("data-label", "input");
       row.cells.forEach(function (it, v) {
         var verdict = el("td");
+        verdict.setAttribute("data-label", self.names[v] + (v === 0 ? " (baseline)" : ""));  // a phone shows no heading
         if (it) verdict.appendChild(el("span", "pill pill-" + VERDICT[it[F.status]], VERDICT[it[F.status]]));
         else verdict.appendChild(el("span", "nil", "not run"));
         tr.appendChild(verdict);
@@ -842,7 +843,7 @@
       tbody.appendChild(tr);
       if (self.open.has(row.id)) tbody.appendChild(self.answers(row, width));
     });
-    this.section.querySelector(".side-showing").textContent = fmt(shown.length) + " of " + fmt(this.rows.length) + " items";
+    this.section.querySelector(".side-showing").textContent = fmt(shown.length) + " of " + plural(this.rows.length, "item");
     this.section.querySelector(".side-page-of").textContent = "page " + (this.page + 1) + " of " + pages;
     this.section.querySelector("[data-side-page=prev]").disabled = this.page === 0;
     this.section.querySelector("[data-side-page=next]").disabled = this.page === pages - 1;

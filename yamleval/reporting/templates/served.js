@@ -230,6 +230,7 @@
     part("state").textContent = p.verdict;
     part("finished").textContent = fmt(p.finished);
     part("planned").textContent = fmt(p.planned);
+    part("noun").textContent = p.planned === 1 ? "item" : "items";
     p.shares.forEach(function (share) {
       var bar = live.querySelector("[data-live-bar=" + share.status + "]");
       bar.setAttribute("x", share.x);
@@ -237,14 +238,17 @@
     });
     var meter = part("meter");
     meter.setAttribute("aria-valuenow", Math.round(p.done));
-    meter.setAttribute("aria-valuetext", fmt(p.finished) + " of " + fmt(p.planned) + " items finished");
+    meter.setAttribute("aria-valuetext", fmt(p.finished) + " of " + fmt(p.planned) + (p.planned === 1 ? " item" : " items") + " finished");
     var rows = part("experiments");
     rows.replaceChildren();
     p.experiments.forEach(function (e) {
       var tr = document.createElement("tr");
-      [e.label || e.experiment, fmt(e.finished) + " of " + fmt(e.planned), e.status].forEach(function (text, n) {
+      [e.experiment, fmt(e.finished) + " of " + fmt(e.planned), e.status].forEach(function (text, n) {
         var td = document.createElement("td");
-        td.textContent = text;
+        if (n === 0) {  // the id names the variant; the label is its experiment's
+          td.appendChild(make("span", "mono", text));
+          if (e.label) td.appendChild(make("span", "muted", " " + e.label));
+        } else td.textContent = text;
         if (n === 1) td.className = "num";
         tr.appendChild(td);
       });
@@ -253,7 +257,8 @@
   }
 
   function showItems(items) {
-    var list = part("latest");
+    var list = part("latest"), none = list.querySelector(".none-yet");
+    if (none && items.length) none.remove();
     items.forEach(function (it) {
       var li = document.createElement("li"), link = document.createElement("a"), pill = document.createElement("span");
       pill.className = "pill pill-" + ({ passed: "pass", failed: "fail" }[it.status] || it.status);
