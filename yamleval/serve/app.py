@@ -20,11 +20,10 @@ from starlette.routing import Route
 
 from yamleval.records.errors import UsageError
 from yamleval.reporting import center, html
-from yamleval.serve import access, reading
+from yamleval.serve import access, reading, stream
 from yamleval.serve.answers import HEADERS, NotFound, find_run as _run, json_answer, local_path, page, raw_parts
 from yamleval.store import views
 
-POLL_SECONDS = 0.5  # how often the stream of a running run looks for news
 RUNS_PAGE = 50
 MAX_NUMBER = 10 ** 12  # of an offset or position a request gives: what the store can be asked
 HISTORY_RUNS = 10
@@ -147,6 +146,8 @@ def application(location: str, tokens: dict[str, str] | None = None, reviews=Non
 
     async def read(work: Callable, *args):
         return await anyio.to_thread.run_sync(center_store.read, work, *args)
+
+    polls = stream.Polls(read)  # one look at a followed run serves all its viewers
 
     # -- pages ------------------------------------------------------------------------------
 
@@ -308,31 +309,7 @@ def application(location: str, tokens: dict[str, str] | None = None, reviews=Non
         if again.isdigit():
             since = max(since, int(again))
         info = await read(_run, ref)
-
-        def poll(store, since):
-            now = store.find_run(info.run_id)
-            last, items = reading.latest_items(store, info.run_id, since)
-            return now, reading.progress_json(store, now), last, items
-
-        async def stream():
-            seen, last = None, since
-            while True:
-                try:
-                    now, progress, last, items = await read(poll, last)
-                except UsageError as exc:  # the store failed: say so, and let the browser try again
-                    yield _event("problem", {"error": exc.message})
-                    return
-                if progress != seen:
-                    yield _event("progress", progress)
-                    seen = progress
-                if items:
-                    yield f"id: {last}\n" + _event("items", items)
-                if now.status != "running":
-                    yield _event("end", {"status": reading.verdict(now)})
-                    return
-                await anyio.sleep(POLL_SECONDS)
-
-        return StreamingResponse(stream(), media_type="text/event-stream",
+        return StreamingResponse(stream.events(polls, info.run_id, since), media_type="text/event-stream",
                                  headers={**dict(HEADERS), "x-accel-buffering": "no"})
 
     # -- errors: a message, never a traceback -------------------------------------------------
@@ -378,6 +355,3 @@ def application(location: str, tokens: dict[str, str] | None = None, reviews=Non
         app.add_middleware(access.TokenRequired, tokens=tokens)
     return app
 
-
-def _event(kind: str, data: Any) -> str:
-    return f"event: {kind}\ndata: {json.dumps(data)}\n\n"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import urllib.parse
+from dataclasses import dataclass
 from typing import Any
 
 from yamleval.records.codec import encode_record, item_from_record, summary_from_json
@@ -22,6 +23,7 @@ from yamleval.store import views
 from yamleval.store.reader import read_rows
 
 PAGE_LIMIT = 5000  # rows or items one request may ask for
+NEWEST_KEPT = 20  # of the items stored since a live view last looked, the newest it is sent
 
 
 def verdict(info: RunInfo) -> str:
@@ -184,14 +186,24 @@ def _page(total: int, offset: int, limit: int, records: list[str]) -> str:
             + ',"items":[' + ",".join(records) + "]}")
 
 
-def latest_items(store, run_id: str, since: int, keep: int = 20) -> tuple[int, list[dict[str, Any]]]:
-    """The run's items stored after number ``since``: the last number read, and the newest ``keep`` of them."""
-    shown: list[dict[str, Any]] = []
-    while True:
-        found = views.written_after(store, run_id, since, PAGE_LIMIT)
-        if found:
-            since = found[-1][0]
-            shown = (shown + [{"experiment": experiment_id, "id": item.item.id, "status": item.status}
-                              for _, experiment_id, item in found[-keep:]])[-keep:]
-        if len(found) < PAGE_LIMIT:
-            return since, shown
+@dataclass(frozen=True)
+class Live:
+    """A running run as its live viewers see it at one moment: the run, its progress, and its
+    newest stored items (oldest first)."""
+
+    info: RunInfo
+    progress: dict[str, Any]
+    newest: tuple[views.Written, ...]
+
+
+def live(store, run_id: str, keep: int = NEWEST_KEPT) -> Live:
+    """The run now, read once however many viewers follow it: counts and keys, no item's record."""
+    info = store.find_run(run_id)
+    return Live(info, progress_json(store, info), tuple(views.newest_written(store, run_id, 0, keep)))
+
+
+def latest_items(found: Live, since: int) -> tuple[int, list[dict[str, Any]]]:
+    """Of the items ``found`` holds, those stored after number ``since``: the last number, and the items."""
+    news = [w for w in found.newest if w.number > since]
+    last = news[-1].number if news else since
+    return last, [{"experiment": w.experiment_id, "id": w.item_id, "status": w.status} for w in news]

@@ -11,6 +11,7 @@ from typing import Any, Sequence
 from yamleval.records.codec import item_from_record
 from yamleval.records.types import ItemResult, RunInfo
 from yamleval.store.reader import read_rows
+from yamleval.store.schema import HASHED
 
 # a run's status as the runs page filters it: the stored one, or its verdict
 RUN_STATUSES = ("passed", "failed", "running", "interrupted", "stopped", "aborted")
@@ -26,8 +27,9 @@ _AFTER = ("SELECT position, record FROM items WHERE run_id = {p} AND experiment_
           " ORDER BY position LIMIT {p}")
 _AFTER_WITH_STATUS = ("SELECT position, record FROM items WHERE run_id = {p} AND experiment_id = {p}"
                       " AND position > {p} AND status = {p} ORDER BY position LIMIT {p}")
-_WRITTEN = ("SELECT written, experiment_id, record FROM items WHERE run_id = {p} AND written > {p}"
-            " ORDER BY written LIMIT {p}")
+# the newest items by key and status; the record only of one keyed by a digest of its id (schema.item_key)
+_NEWEST = ("SELECT written, experiment_id, item_id, status, CASE WHEN item_id LIKE {p} THEN record END"
+           " FROM items WHERE run_id = {p} AND written > {p} ORDER BY written DESC LIMIT {p}")
 _LAST_WRITTEN = "SELECT MAX(written) FROM items WHERE run_id = {p}"
 
 
@@ -91,11 +93,23 @@ def items_after(store, run_id: str, experiment_id: str, after: int, limit: int,
             for position, text in read_rows(store.database, statement, parameters)]
 
 
-def written_after(store, run_id: str, written: int, limit: int) -> list[tuple[int, str, ItemResult]]:
-    """Up to ``limit`` of the run's items stored after the one numbered ``written``, in the order
-    stored: (number, experiment id, item)."""
-    return [(number, experiment_id, item_from_record(json.loads(text), text))
-            for number, experiment_id, text in read_rows(store.database, _WRITTEN, (run_id, written, limit))]
+@dataclass(frozen=True)
+class Written:
+    """An item as the live view announces it: its ``written`` number, experiment, id and status."""
+
+    number: int
+    experiment_id: str
+    item_id: str
+    status: str
+
+
+def newest_written(store, run_id: str, written: int, limit: int) -> list[Written]:
+    """The newest ``limit`` of the run's items stored after the one numbered ``written``, in the
+    order stored. Reads keys and statuses, not the items' records (a live view polls this)."""
+    found = [Written(number, experiment_id, key if record is None else json.loads(record)["id"], status)
+             for number, experiment_id, key, status, record
+             in store.query(_NEWEST, (HASHED + "%", run_id, written, limit))]
+    return found[::-1]
 
 
 def last_written(store, run_id: str) -> int:
