@@ -7,9 +7,7 @@ item's context and the run's models (``Models.for_run``, ``Models.calling``).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import time
-import uuid
 from typing import Any, Callable
 
 from yamleval.cache.answers import Use
@@ -17,7 +15,7 @@ from yamleval.cache.policy import Caching
 from yamleval.engine import plan
 from yamleval.engine.plan import Prepared
 from yamleval.engine.scoring import as_usage, error_result, item_status, score_output
-from yamleval.plugins.calls import ItemContext
+from yamleval.plugins.calls import EventLoops, ItemContext
 from yamleval.records import codec as records
 from yamleval.records.errors import describe_exception
 from yamleval.records.types import Item, ItemResult, RunnerResult, Usage
@@ -25,7 +23,6 @@ from yamleval.records.types import Item, ItemResult, RunnerResult, Usage
 # NaN and the infinities are kept as numbers (scorers see them) and stored as the strings "NaN",
 # "Infinity" and "-Infinity", as the same numbers read from a dataset are (``records.encode``).
 _PLAIN = (str, int, float, bool, type(None))
-SENT_KEPT = 16  # the processors a process items are sent to keeps made (one per experiment run there)
 
 
 class JunkOutput(Exception):
@@ -65,13 +62,12 @@ class ItemProcessor:
 
     Sent to another process (a Ray worker), it travels as its experiment, its network (the
     cluster's proxy) and ``worker_folder`` (where that process finds the config's folder), and
-    is prepared there once per process (``_made``); there it writes what the cache keeps after
+    is prepared there once per worker process (``processor_for``); there it writes what the cache keeps after
     every item, as the process may end at any time."""
 
     def __init__(self, prepared: Prepared, caching: Caching | None, network: Any,
-                 worker_folder: Callable[[str], str] | None = None, token: str | None = None, sent: bool = False):
+                 worker_folder: Callable[[str], str] | None = None, sent: bool = False):
         self.prepared = prepared
-        self.token = token or uuid.uuid4().hex  # which processor it is, in every process it is sent to
         self.runner = prepared.runner
         self.scorers = prepared.scorers
         self.vars = prepared.experiment.vars
@@ -82,6 +78,7 @@ class ItemProcessor:
         self.caching = caching
         self.baseline = prepared.baseline
         self.worker_folder = worker_folder
+        self.loops = EventLoops()  # for async plugins: one loop per thread of the run, closed with it
         self._sent = sent
 
     def __call__(self, item: Item, slot, repeat: int = 0) -> ItemResult:
@@ -96,7 +93,7 @@ class ItemProcessor:
         deadline = slot.started + self.timeout if self.timeout else None  # when the executor gives up
         use = self.caching.use(repeat) if self.caching is not None else None
         context = ItemContext(item, item.expected, self.vars, self._models(use, "runner"), deadline=deadline,
-                              config_dir=self.config_dir, network=self.network)
+                              config_dir=self.config_dir, network=self.network, loops=self.loops)
         entry = self.caching.runner_entry(use, item) if use is not None else None
         kept = use.get(entry, "output") if entry is not None else None
         started = time.perf_counter()
@@ -133,7 +130,7 @@ class ItemProcessor:
         return self.models.calling(use, role) if self.models is not None else None
 
     def __reduce__(self):
-        return processor_for, (self.token, self.prepared.experiment, self.baseline, self.caching is not None,
+        return processor_for, (self.prepared.experiment, self.baseline, self.caching is not None,
                                self.network, self.worker_folder)
 
     def scored(self, result: ItemResult, use: Use | None = None) -> ItemResult:
@@ -142,7 +139,7 @@ class ItemProcessor:
         context = ItemContext(result.item, result.item.expected, self.vars, self._models(use, "judge"), result.output,
                               result.trace, latency_ms=result.latency_ms, usage=result.usage,
                               baseline=self.baseline(result.item.id) if self.baseline is not None else None,
-                              network=self.network)
+                              network=self.network, loops=self.loops)
         scores = score_output(self.scorers, context) if self.scorers else {}
         status, error = item_status(scores)
         return dataclasses.replace(result, status=status, error=error, scores=scores,
@@ -150,38 +147,20 @@ class ItemProcessor:
                                    human=None)  # scored anew: a dataset's label is counted again (``labelled``)
 
     def close(self) -> None:
-        """Let go of the clients of the run's models and of the cache."""
+        """Let go of the clients of the run's models, of the cache and of the async plugins' loops."""
+        self.loops.close()
         if self.models is not None:
             self.models.close()
         if self.caching is not None:
             self.caching.close()
 
 
-class _Sent:
-    """A processor as it arrives in another process: what makes it there, the same by its token."""
-
-    def __init__(self, token: str, experiment, baseline, cached: bool, network, worker_folder):
-        self.token, self.experiment, self.baseline = token, experiment, baseline
-        self.cached, self.network, self.worker_folder = cached, network, worker_folder
-
-    def __hash__(self) -> int:
-        return hash(self.token)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Sent) and other.token == self.token
-
-
-def processor_for(token: str, experiment, baseline, cached: bool, network, worker_folder) -> ItemProcessor:
-    """The processor ``token`` of another process, made in this one the first time it comes."""
-    return _made(_Sent(token, experiment, baseline, cached, network, worker_folder))
-
-
-@functools.lru_cache(maxsize=SENT_KEPT)
-def _made(sent: _Sent) -> ItemProcessor:
-    experiment = sent.experiment
-    if sent.worker_folder is not None:
-        experiment = dataclasses.replace(experiment, base_dir=sent.worker_folder(experiment.base_dir))
+def processor_for(experiment, baseline, cached: bool, network, worker_folder) -> ItemProcessor:
+    """The processor of an experiment sent to another process, made there: prepared in the worker's
+    copy of the config's folder, calling out through the run's ``network`` (the cluster's proxy).
+    The executor that sent it unpickles it once per worker process (``executors.ray``)."""
+    if worker_folder is not None:
+        experiment = dataclasses.replace(experiment, base_dir=worker_folder(experiment.base_dir))
     with plan.importable(experiment):  # the dataset is the driver's to read
-        prepared = dataclasses.replace(plan.prepare(experiment, dataset=False), baseline=sent.baseline)
-    return ItemProcessor(prepared, caching(prepared) if sent.cached else None, sent.network, sent.worker_folder,
-                         sent.token, sent=True)
+        prepared = dataclasses.replace(plan.prepare(experiment, dataset=False), baseline=baseline)
+    return ItemProcessor(prepared, caching(prepared) if cached else None, network, worker_folder, sent=True)

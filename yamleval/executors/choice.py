@@ -25,9 +25,7 @@ def executor_for(experiment, concurrency: int, cluster: Any = None, network: Run
                                experiment.base_dir, cluster)
         return Placed(executor, executor.network, ray_shared.worker_folder)
     from yamleval.executors.local import LocalExecutor
-    from yamleval.plugins.calls import close_thread_loop
-
-    return Placed(LocalExecutor(concurrency, experiment.timeout, close_thread_loop),
+    return Placed(LocalExecutor(concurrency, experiment.timeout),
                   network if network is not None else Network())
 
 

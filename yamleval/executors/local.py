@@ -18,7 +18,6 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from typing import Callable
 
 from yamleval.executors.core import POLL_SECONDS, Done, Executor, LostResult, RunItem, Slot, Unit
 
@@ -26,11 +25,10 @@ __all__ = ["LocalExecutor", "LostResult", "POLL_SECONDS", "RunItem", "Slot", "Un
 
 
 class LocalExecutor(Executor):
-    """``Executor`` on threads of this process; ``thread_exit`` is called in each as it ends."""
+    """``Executor`` on threads of this process."""
 
-    def __init__(self, concurrency: int, timeout: float | None, thread_exit: Callable[[], None] | None = None):
+    def __init__(self, concurrency: int, timeout: float | None):
         super().__init__(concurrency, timeout)
-        self.thread_exit = thread_exit
         self._reading = threading.Lock()  # over the dataset: one thread reads at a time
         self._ahead: collections.deque[Unit] = collections.deque()  # read, not started
         self._closed = False  # the run has ended: nothing more is recorded
@@ -85,21 +83,17 @@ class LocalExecutor(Executor):
                 self._ahead.extend(self._read(self.concurrency))
 
     def _work(self) -> None:
-        try:
-            while (slot := self._next()) is not None:
-                result = self._process(slot.item, slot)
-                elapsed = time.monotonic() - slot.started
-                if self._running.pop(slot, False) is False:
-                    return  # given up on (recorded already, or dropped): a worker took this one's place
-                self._finished.append(self._in_time(slot.item, result, elapsed, lambda: self._where(slot)))
-                self._record_when_free()
-            with self._counting:
-                self._workers -= 1
-                if self._workers == 0:
-                    self._all_ended.set()
-        finally:
-            if self.thread_exit is not None:
-                self.thread_exit()
+        while (slot := self._next()) is not None:
+            result = self._process(slot.item, slot)
+            elapsed = time.monotonic() - slot.started
+            if self._running.pop(slot, False) is False:
+                return  # given up on (recorded already, or dropped): a worker took this one's place
+            self._finished.append(self._in_time(slot.item, result, elapsed, lambda: self._where(slot)))
+            self._record_when_free()
+        with self._counting:
+            self._workers -= 1
+            if self._workers == 0:
+                self._all_ended.set()
 
     def _record_when_free(self) -> None:
         """Record the finished results, unless another thread is recording: it records them.

@@ -11,7 +11,7 @@ none of its time.
 
 A worker gets the experiment as a task argument held in Ray's object store (with the values of
 its ``${VAR}``, which never go into the runtime environment or a log), prepares it once per
-worker process (``engine.item.processor_for``), in Ray's copy of the config's folder (its
+worker process (``_task_of``, ``engine.item.processor_for``), in Ray's copy of the config's folder (its
 ``working_dir``, ``worker_folder``), so that the project's plugins import there.
 
 The rate limits of every endpoint hold across the cluster, and an endpoint that cannot be
@@ -139,16 +139,29 @@ def start(experiments) -> Connection | None:
 
 # -- the task a worker runs ---------------------------------------------------------------------
 
-def _run_unit(process: Callable, unit: Unit, state, number: int):
-    """On a worker: one item (or one repeat of one) through the experiment's processor (made in
-    this process as Ray handed it over, with this run's network), its start told to the run's actor."""
-    state.started.remote(number)
-    network = ray_shared.worker_network(state)  # the one the processor calls out through
-    network.task, network.lost = number, None  # the rate limits it takes are released for it if it is cancelled
-    result = process(unit, Slot(unit))
-    if network.lost is not None:  # the item's error (if it has one) would be the cluster's, not its own
-        raise network.lost
-    return result
+def _task_of(shipped: list):
+    """The task one executor's items run as: ``shipped`` holds (in a list, so that Ray hands the
+    reference over unread) what runs an item and the run's network, put in Ray's object store once.
+    A worker process loads a remote function once, and this one reads what it was shipped the
+    first time it runs there: the experiment is prepared once per worker process, and what it
+    made belongs to the executor's task, not to a module of the worker."""
+    held: list = []
+
+    def run_unit(unit: Unit, state, number: int):
+        """On a worker: one item (or one repeat of one), its start told to the run's actor."""
+        state.started.remote(number)
+        if not held:
+            import ray
+
+            held.append(ray.get(shipped[0]))
+        process, network = held[0]
+        network.task, network.lost = number, None  # the rate limits it takes are released for it if it is cancelled
+        result = process(unit, Slot(unit))
+        if network.lost is not None:  # the item's error (if it has one) would be the cluster's, not its own
+            raise network.lost
+        return result
+
+    return run_unit
 
 
 class RayExecutor(Executor):
@@ -182,12 +195,13 @@ class RayExecutor(Executor):
     def _begin(self) -> None:
         self._recording.acquire()  # records in this thread, from now to the end of the run
         self._ray = _ray()
-        self._task = self._ray.remote(_run_unit).options(num_cpus=self.settings.num_cpus, max_retries=0)
-        self._shipped = self._ray.put(self._process)
+        # one pickle for both: the network the processor calls out through is the one the task tells its number
+        shipped = [self._ray.put((self._process, self.network))]
+        self._task = self._ray.remote(_task_of(shipped)).options(num_cpus=self.settings.num_cpus, max_retries=0)
 
     def _send(self, unit: Unit, tries: int = 0) -> None:
         number = next(self._numbers)
-        ref = self._task.remote(self._shipped, unit, self.connection.state, number)
+        ref = self._task.remote(unit, self.connection.state, number)
         self._running[ref] = _Task(unit, number, tries, time.monotonic())
 
     def _wait(self, seconds: float) -> bool:

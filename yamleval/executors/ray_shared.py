@@ -6,13 +6,12 @@
 - which tasks have started on a worker (``ray``'s timeouts count from then).
 
 The driver and every worker reach it through a ``SharedNetwork``: the face of the run's
-network, each call asked of the actor. In a worker there is one per run (``worker_network``),
-which knows the task it runs (its rate limits are released for it if it is cancelled) and
+network, each call asked of the actor. In a worker there is one per executor's task function
+(``ray._task_of``), which knows the task it runs (its rate limits are released for it if it is cancelled) and
 whether it found the actor gone (``lost``).
 """
 from __future__ import annotations
 
-import functools
 import os
 import threading
 
@@ -21,7 +20,6 @@ from yamleval.records.errors import YamlevalError, describe_exception
 from yamleval.records.types import Throttling
 
 ROOT_VARIABLE = "YAMLEVAL_WORKING_DIR"  # the workers' working_dir as the driver knows it: a path, no secret
-RUNS_KEPT = 16  # the runs a worker process keeps the network proxy of
 
 
 class RunState:
@@ -129,8 +127,11 @@ class SharedNetwork:
         self.task: int | None = None
         self.lost: StateLost | None = None
 
-    def __reduce__(self):  # a worker has one per run, whatever it was sent in
-        return worker_network, (self.actor,)
+    def __getstate__(self):  # sent to a worker: the run's actor, nothing of this process
+        return {"actor": self.actor}
+
+    def __setstate__(self, state):
+        self.__init__(state["actor"])
 
     def get(self, ref):
         """``ray.get`` of a call to the run's actor; StateLost when the actor is gone or out of reach
@@ -179,12 +180,6 @@ class SharedNetwork:
 
     def unusable(self, before, first: int):
         return self.get(self.actor.unusable.remote(before, first))
-
-
-@functools.lru_cache(maxsize=RUNS_KEPT)
-def worker_network(actor) -> SharedNetwork:
-    """This process's proxy of the run whose actor is ``actor`` (the same for every task of it)."""
-    return SharedNetwork(actor)
 
 
 class _SharedLimiter:

@@ -42,6 +42,7 @@ class ItemContext:
     config_dir: str | None = None
     baseline: Any = None  # the baseline variant's ItemResult for this item, for a scorer that compares (``pairwise``)
     network: Any = None
+    loops: EventLoops | None = None  # the run's event loops, for an async plugin
 
     @property
     def input(self) -> Any:
@@ -69,26 +70,46 @@ RUNNER_CONTEXT = ("item", "input", "expected", "context", "metadata", "vars", "m
 SCORER_CONTEXT = ("output", "expected", "input", "item", "context", "assertions", "metadata", "trace", "vars",
                   "models", "latency_ms", "usage", "baseline")
 
-_local = threading.local()
 _NEVER_AWAITABLE = frozenset({bool, int, float, str, type(None), dict, list, tuple})
 
 
-def run_awaitable(awaitable: Any) -> Any:
-    """Run a coroutine to completion on this thread's own event loop."""
-    loop = getattr(_local, "loop", None)
-    if loop is None or loop.is_closed():
-        import asyncio  # only when a plugin is async: asyncio is slow to import
+class EventLoops:
+    """The event loops async plugins run on for one experiment's run: one per thread that calls
+    them, kept from item to item (a plugin's async client stays usable) and closed with the run
+    (``close``). Made by whoever runs the items (``engine.item.ItemProcessor``)."""
 
-        loop = _local.loop = asyncio.new_event_loop()
-    return loop.run_until_complete(awaitable)
+    def __init__(self):
+        self._here = threading.local()
+        self._made: list = []
+        self._lock = threading.Lock()
+
+    def run(self, awaitable: Any) -> Any:
+        """Run a coroutine to completion on this thread's loop of the run."""
+        loop = getattr(self._here, "loop", None)
+        if loop is None or loop.is_closed():
+            import asyncio  # only when a plugin is async: asyncio is slow to import
+
+            loop = self._here.loop = asyncio.new_event_loop()
+            with self._lock:
+                self._made.append(loop)
+        return loop.run_until_complete(awaitable)
+
+    def close(self) -> None:
+        """Close every loop the run's threads made."""
+        with self._lock:
+            made, self._made = self._made, []
+        for loop in made:
+            if not loop.is_closed() and not loop.is_running():
+                loop.close()
 
 
-def close_thread_loop() -> None:
-    """Close this thread's event loop, if async plugins made one (called as a worker ends)."""
-    loop = getattr(_local, "loop", None)
-    if loop is not None and not loop.is_closed():
-        loop.close()
-    _local.loop = None
+def run_awaitable(awaitable: Any, loops: EventLoops | None = None) -> Any:
+    """Run a coroutine to completion: on the run's loop of this thread, or on a loop of its own."""
+    if loops is not None:
+        return loops.run(awaitable)
+    import asyncio
+
+    return asyncio.run(awaitable)
 
 
 class BoundCall:
@@ -130,7 +151,7 @@ class BoundCall:
     def __call__(self, context: ItemContext) -> Any:
         result = self.function(**self.arguments(context))
         if self.is_async or (type(result) not in _NEVER_AWAITABLE and inspect.isawaitable(result)):
-            result = run_awaitable(result)
+            result = run_awaitable(result, context.loops)
         return result
 
 
