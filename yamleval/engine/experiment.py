@@ -129,6 +129,7 @@ def run_experiment(prepared: Prepared, *, executor: ExecutorFactory, network: Ru
     try:
         first_calls = health.first_calls(executor.concurrency)
         unusable: list[health.Unusable] = []
+        errored = False  # an item ended in error: an outage may be why (``unreachable``, at the end)
         over_budget: list[str] = []
 
         def check_budgets() -> None:
@@ -153,6 +154,7 @@ def run_experiment(prepared: Prepared, *, executor: ExecutorFactory, network: Ru
             return True
 
         def record(result: ItemResult) -> None:
+            nonlocal errored
             result = labelled(redact_item(result, prepared.secrets))  # before anything stores or shows it
             if keep_items:
                 results.append(result)
@@ -161,8 +163,10 @@ def run_experiment(prepared: Prepared, *, executor: ExecutorFactory, network: Ru
             try:
                 # an endpoint turns unusable only through calls that failed, and those leave an error on
                 # their item: an item without one has nothing to add (on Ray each look is a call to the actor)
-                if _has_error(result) and halted():
-                    executor.halt()
+                if _has_error(result):
+                    errored = True
+                    if halted():
+                        executor.halt()
             except YamlevalError as exc:  # the endpoints' records, kept elsewhere (Ray), are gone: after this item
                 lost = exc
             if budgets and not over_budget:
@@ -188,8 +192,10 @@ def run_experiment(prepared: Prepared, *, executor: ExecutorFactory, network: Ru
                 results.append(result)
             aggregator.add(result)
             done.add(result.item.id)
-            if dataset is None and halted():  # scored again by a judge whose endpoint cannot be used
-                break
+            if dataset is None and _has_error(result):  # scored again by a judge whose endpoint cannot be used
+                errored = True
+                if halted():
+                    break
         rows = iter(()) if dataset is None else iter(dataset) if shard is None else shard.items(dataset, sharding.key(experiment))
         items = _unfinished(rows, done, experiment.id) if done else rows
         if budgets:  # one reached already (a resumed run): nothing starts
@@ -223,6 +229,8 @@ def run_experiment(prepared: Prepared, *, executor: ExecutorFactory, network: Ru
         # the endpoints' counters since the start: this experiment's, as a run's experiments run one at a time
         summary = dataclasses.replace(criteria.with_criteria(summary, experiment.pass_criteria),
                                       throttling=limits.since(calls, network.throttling()))
+        if errored and not unusable and executor.failure is None:  # nothing answered, however few items: an outage
+            unusable.extend(filter(None, [network.unreachable(endpoint_counts)]))
         interrupted = bool(stop is not None and stop.is_set())
         aborted, could_not_evaluate, stopped_by_budget = None, False, False
         if executor.failure is not None:

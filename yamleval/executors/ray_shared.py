@@ -73,6 +73,9 @@ class RunState:
     def unusable(self, before, first: int):
         return self._network.unusable(before, first)
 
+    def unreachable(self, before):
+        return self._network.unreachable(before)
+
     # the tasks' starts
     def started(self, number: int) -> None:
         with self._lock:
@@ -166,6 +169,9 @@ class SharedNetwork:
 
     def unusable(self, before, first: int):
         return self.get(self.actor.unusable.remote(before, first))
+
+    def unreachable(self, before):
+        return self.get(self.actor.unreachable.remote(before))
 
 
 @functools.lru_cache(maxsize=RUNS_KEPT)
