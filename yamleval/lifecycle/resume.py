@@ -49,6 +49,17 @@ def kept_items(db, run_id: str, experiment_id: str) -> Iterator[ItemResult]:
     return (r for r in db.item_view(run_id, experiment_id, 0) if r.status != "error")
 
 
+def forget_outage(db, run_id: str, begun, holds) -> None:
+    """Before a resumed experiment goes on: when it could not be evaluated (``begun.status``
+    unevaluated: an endpoint nothing answered, or one that refused every first call), its items
+    that ended in error are forgotten, so it runs them again as never started; an error met in an
+    outage is no verdict on its item (``holds``: which items are this process's, a shard's own)."""
+    from yamleval.store import unevaluated
+
+    if begun is not None and begun.status == "unevaluated":
+        unevaluated.forget_errors(db, run_id, begun.experiment_id, holds)
+
+
 def experiments_of(db, run: RunInfo, project, doing: str = "resume") -> list:
     """A resumed run goes on with exactly its own experiments, in its own order."""
     known = {e.id: e for e in project.experiments}

@@ -301,9 +301,10 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: StoredExperime
     from yamleval.engine import plan
     from yamleval.engine import shards as sharding
     from yamleval.store import repeats as stored_repeats
-    from yamleval.lifecycle.resume import replace_items
+    from yamleval.lifecycle.resume import forget_outage, replace_items
 
     experiment_id = ready.experiment.id
+    forget_outage(db, run_id, begun, lambda item_id: shard is None or shard.holds(sharding.key(ready.experiment), item_id))
     previous = db.item_view(run_id, experiment_id, 0) if begun else ()  # read as it goes
     partial = stored_repeats.unfinished(db, run_id, experiment_id) if begun and ready.experiment.repeats > 1 else {}
     if shard is not None:  # the other shards' items are theirs
