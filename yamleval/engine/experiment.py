@@ -169,13 +169,13 @@ def run_experiment(prepared: Prepared, *, executor: ExecutorFactory, network: Ru
                         executor.halt()
             except YamlevalError as exc:  # the endpoints' records, kept elsewhere (Ray), are gone: after this item
                 lost = exc
-            if budgets and not over_budget:
-                check_budgets()
             if on_item is not None:
                 try:
                     on_item(result)
                 except Exception as exc:
                     warn_callback("on_item", exc)
+            if budgets and not over_budget:  # after ``on_item`` stored the item: a budget shared by shards counts it
+                check_budgets()
             if on_progress is not None:
                 try:
                     on_progress(aggregator.completed, total)

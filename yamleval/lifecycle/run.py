@@ -16,7 +16,7 @@ from typing import Sequence
 from yamleval import __version__
 from yamleval.records.errors import UsageError, display_path
 from yamleval.records.outcome import ReportsInterrupted, RunOutcome, RunWatcher  # noqa: F401  (the lifecycle's types)
-from yamleval.records.types import CacheUse, ExperimentResult, RunInfo, StoredExperiment, now
+from yamleval.records.types import ExperimentResult, RunInfo, StoredExperiment, now
 from yamleval.lifecycle.outputs import Outputs, open_outputs, write_reports_then_finish
 from yamleval.lifecycle.stored import ended_as, new_run_id, run_passed, store_experiment
 from yamleval.store import reviews as stored_reviews
@@ -88,6 +88,7 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
     from yamleval.engine import shards as sharding
     from yamleval.lifecycle.resume import changes, experiments_of, kept_items, resumable, retried
     from yamleval.executors import choice
+    from yamleval.lifecycle import budgets
 
     if run_id is not None:
         sharding.check_run_id(run_id, resume)
@@ -189,8 +190,8 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
                 kept = None if origin is None else kept_items(db, origin.run_id, experiment_id)
                 result = _run_experiment(db, run_id, position, ready, begun.get(experiment_id), rescore,
                                          dataset_hashes[experiment_id], limit, concurrency, stop, abandon, watcher,
-                                         _limits(project, ready.experiment, _spent_by(db, run_id, shard, project, results),
-                                                 time.perf_counter() - began), shard,
+                                         budgets.limits(project, ready.experiment, results, time.perf_counter() - began,
+                                                        budgets.shared(db, run_id, shard, project, ready.experiment)), shard,
                                          executors, kept)
             results.append(result)
             watcher.experiment_finished(result)
@@ -348,22 +349,3 @@ def _counted(watcher: RunWatcher, experiment_id: str, results):
     for result in results:
         watcher.item_kept(experiment_id, result)
         yield result
-
-
-def _spent_by(db, run_id: str, shard, project, results: Sequence[ExperimentResult]) -> Sequence[ExperimentResult]:
-    """What the run has spent before an experiment starts: its experiments so far, and for a shard
-    what every shard of the run has stored (shards in one store share the run's budget)."""
-    return results if shard is None or project.budget is None else db.results(run_id)
-
-
-def _limits(project, experiment, results: Sequence[ExperimentResult], seconds: float) -> list:
-    """The budgets ``experiment`` runs under: its own, and the run's against what the experiments
-    before it spent (and the ``seconds`` this call has taken)."""
-    from yamleval.engine import budget
-
-    limits = [budget.Limit(experiment.budget)] if experiment.budget is not None else []
-    if project.budget is not None:
-        usages = [usage for r in results for usage in (r.summary.tokens, r.summary.judge_tokens)]
-        saved = sum((r.summary.cache for r in results), CacheUse())
-        limits.append(budget.Limit(project.budget, "the run's", budget.spent(usages, seconds, saved)))
-    return limits
