@@ -47,9 +47,11 @@ class Unusable:
         failed = {"first": f"the first {calls} all failed", "last": f"the last {calls} all failed",
                   "some": f"{calls} failed"}[self.which]
         ended = "The run stopped early" if self.which != "some" else "The run is unfinished"
+        # a server that is back needs no change: a changed key or address is a changed config to resume
+        then = (", and once it answers, resuming the run (`yamleval run --resume`) evaluates the rest"
+                if self.cause in UNREACHABLE else "")
         return (f"could not evaluate: {self.endpoint}: {failed} ({self.cause}); {self.advice}. {ended}: the items"
-                " that finished are stored and reported, and resuming the run (`yamleval run --resume`) evaluates"
-                " the rest")
+                f" that finished are stored and reported{then}")
 
 
 class Endpoint:
