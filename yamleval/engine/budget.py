@@ -6,7 +6,8 @@ it, with which budget and at what figure, and a resumed run with a larger one go
 The run's budget binds the shards of one run in one store together: each counts, at every
 item it finishes, what the others have stored meanwhile (``Elsewhere``), so four shards
 started at once spend the budget once, not four times. Items running when it is reached
-finish: a run ends at most one item per running slot of each shard past it.
+finish: a run of shards ends at most, for each shard, one item per running slot and one
+finished but not yet counted past it.
 """
 from __future__ import annotations
 
