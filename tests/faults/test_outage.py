@@ -85,3 +85,26 @@ def test_a_resume_while_the_judge_is_still_down_stays_could_not_evaluate(write_c
     assert status == "aborted", "nothing was evaluated: the run is not completed"
     assert counts["passed"] == ANSWERED and counts["error"] >= 1
     assert f"finish the run with `yamleval run --resume {run_id}`" in again.stderr
+
+
+def test_a_limited_run_against_a_judge_that_is_down_is_finished_only_by_a_resume_that_judges_it(
+        write_config, tmp_path, store_at):
+    judge = StoppingJudge().start()
+    port = judge.port
+    write_config(_config(store_at, judge))
+    judge.stop()  # nothing listens there now
+    first = run_cli("run", "--limit", "4", cwd=tmp_path)
+    assert first.returncode == 3, first.stdout + first.stderr
+    assert "the first 3 requests all failed (connection refused)" in first.stderr
+    assert _stored(store_at) == ("aborted", {"error": 3}), "three refusals stop it before the fourth item"
+    still_down = run_cli("run", "--resume", "--limit", "4", cwd=tmp_path)
+    assert still_down.returncode == 3, "the items were tried again, and none could be evaluated"
+    assert _stored(store_at) == ("aborted", {"error": 3}), "not completed: nothing was evaluated"
+    back = StoppingJudge().start(port)
+    try:
+        done = run_cli("run", "--resume", "--limit", "4", cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert back.answers == 4
+    finally:
+        back.stop()
+    assert _stored(store_at) == ("completed", {"passed": 4})
