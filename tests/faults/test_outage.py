@@ -108,3 +108,24 @@ def test_a_limited_run_against_a_judge_that_is_down_is_finished_only_by_a_resume
     finally:
         back.stop()
     assert _stored(store_at) == ("completed", {"passed": 4})
+
+
+def test_a_shard_whose_judge_stopped_halfway_resumes_its_outage_errors_too(write_config, tmp_path, store_at):
+    judge = StoppingJudge(stop_after=2).start()
+    try:
+        write_config(_config(store_at, judge))
+        first = run_cli("run", "--shard", "1/2", "--run-id", "split-1", cwd=tmp_path)
+        assert first.returncode == 3, first.stdout + first.stderr
+        port = judge.port
+    finally:
+        judge.stop()
+    assert dict(store_at.query("r.db", "SELECT status, COUNT(*) FROM items GROUP BY status")) == {"passed": 2, "error": 3}
+    back = StoppingJudge().start(port)
+    try:
+        resumed = run_cli("run", "--resume", "split-1", "--shard", "1/2", cwd=tmp_path)
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    finally:
+        back.stop()
+    counts = dict(store_at.query("r.db", "SELECT status, COUNT(*) FROM items GROUP BY status"))
+    assert "error" not in counts and counts["passed"] == 2 + back.answers, counts
+    assert store_at.query("r.db", "SELECT status FROM run_shards WHERE shard = 1") == [("completed",)]

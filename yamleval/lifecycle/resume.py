@@ -49,15 +49,22 @@ def kept_items(db, run_id: str, experiment_id: str) -> Iterator[ItemResult]:
     return (r for r in db.item_view(run_id, experiment_id, 0) if r.status != "error")
 
 
-def forget_outage(db, run_id: str, begun, holds) -> None:
+def forget_outage(db, run_id: str, experiment, begun, shard) -> None:
     """Before a resumed experiment goes on: when it could not be evaluated (``begun.status``
-    unevaluated: an endpoint nothing answered, or one that refused every first call), its items
-    that ended in error are forgotten, so it runs them again as never started; an error met in an
-    outage is no verdict on its item (``holds``: which items are this process's, a shard's own)."""
+    unevaluated, or ``shard``'s part of it: an endpoint nothing answered, or one that refused
+    every first call), its items that ended in error (a shard's: its own) are forgotten, so it
+    runs them again as never started; an error met in an outage is no verdict on its item."""
+    from yamleval.engine import shards as sharding
+    from yamleval.lifecycle import shards as shard_runs
     from yamleval.store import unevaluated
 
-    if begun is not None and begun.status == "unevaluated":
-        unevaluated.forget_errors(db, run_id, begun.experiment_id, holds)
+    if begun is None:
+        return
+    if shard is None and begun.status == "unevaluated":
+        unevaluated.forget_errors(db, run_id, experiment.id)
+    elif shard is not None and experiment.id in shard_runs.unevaluated(db, run_id, shard):
+        hashed = sharding.key(experiment)
+        unevaluated.forget_errors(db, run_id, experiment.id, lambda item_id: shard.holds(hashed, item_id))
 
 
 def experiments_of(db, run: RunInfo, project, doing: str = "resume") -> list:

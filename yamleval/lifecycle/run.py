@@ -305,7 +305,7 @@ def _run_experiment(db, run_id: str, position: int, ready, begun: StoredExperime
     from yamleval.lifecycle.resume import forget_outage, replace_items
 
     experiment_id = ready.experiment.id
-    forget_outage(db, run_id, begun, lambda item_id: shard is None or shard.holds(sharding.key(ready.experiment), item_id))
+    forget_outage(db, run_id, ready.experiment, begun, shard)
     previous = db.item_view(run_id, experiment_id, 0) if begun else ()  # read as it goes
     partial = stored_repeats.unfinished(db, run_id, experiment_id) if begun and ready.experiment.repeats > 1 else {}
     if shard is not None:  # the other shards' items are theirs
