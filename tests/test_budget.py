@@ -6,6 +6,8 @@ import json
 import re
 import shlex
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -220,3 +222,43 @@ def test_durations_read_as_written(written, seconds):
     from yamleval.config.budget import seconds as read
 
     assert read(written) == seconds
+
+
+SHARDS, CALL_TOKENS, BUDGET_CALLS = 4, 100, 10
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_shards_started_together_in_one_store_share_the_run_budget(write_config, tmp_path, store_at, concurrency):
+    """Each shard stores each item it finishes and counts what the others have stored: past the
+    budget, a shard can have an item in each running slot and one finished but not yet counted
+    (recorded by another thread while its worker took the next item), so the calls stay within
+    the budget plus shards x (concurrency + 1), however the shards interleave; each shard alone
+    would spend the whole budget (about 40 calls)."""
+    from conftest import cli_env
+    from servers.outage import CountingService
+
+    items = ", ".join(f"{{id: q{n:02d}, input: q{n:02d}}}" for n in range(60))
+    with CountingService(tokens=CALL_TOKENS, seconds=0.1) as service:  # the shards' runs overlap
+        write_config(store_at.config(f"""
+            store: r.db
+            budget: {{max_tokens: {BUDGET_CALLS * CALL_TOKENS}}}
+            reports: {{formats: [json]}}
+            experiments:
+              - id: spend
+                concurrency: {concurrency}
+                dataset: {{items: [{items}]}}
+                runner: {{uses: http, with: {{url: "{service.url}/answer", body: {{q: "{{{{ input }}}}"}},
+                          output: output, usage: usage, retries: 0}}}}
+        """))
+        shards = [subprocess.Popen([sys.executable, "-m", "yamleval", "run", "-q", "--shard", f"{n}/{SHARDS}",
+                                    "--run-id", "shared-1", "--report-dir", f"reports{n}"], cwd=tmp_path,
+                                   env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                  for n in range(1, SHARDS + 1)]
+        ended = [(shard.wait(120), shard.communicate()) for shard in shards]
+    assert all(code in (0, 4) for code, _ in ended), ended
+    assert any(code == 4 for code, _ in ended), "the run's budget stopped a shard"
+    assert BUDGET_CALLS <= service.calls <= BUDGET_CALLS + SHARDS * (concurrency + 1), service.calls
+    [(stored,)] = store_at.query("r.db", "SELECT COUNT(*) FROM items")
+    assert stored == service.calls, "every call made is a stored item"
+    shard_statuses = dict(store_at.query("r.db", "SELECT shard, status FROM run_shards"))
+    assert {n: "stopped" for n, (code, _) in enumerate(ended, 1) if code == 4}.items() <= shard_statuses.items()

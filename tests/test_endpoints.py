@@ -160,3 +160,37 @@ def test_a_base_url_from_the_environment_is_named_and_how_to_see_it_is_said(writ
         '${LLM_BASE_URL} stands for the value of the environment variable, which yamleval never prints:'
         ' `echo "$LLM_BASE_URL"` shows what was tried')
     assert f"127.0.0.1:{port}".encode() not in (tmp_path / "r.db").read_bytes()
+
+
+def test_a_refused_endpoint_with_fewer_items_than_the_first_calls_still_could_not_evaluate(write_config, tmp_path):
+    port = _closed_port()
+    write_config(_config("{uses: openai, with: {model: sut}}", concurrency=8, base=f"http://127.0.0.1:{port}/v1"))
+    done = run_cli("run", "--store", "r.db", "--limit", "4", cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    report = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert report["status"] == "aborted" and len(report["experiments"]) == 1
+    assert report["experiments"][0]["aborted"].startswith("could not evaluate: model 'sut'")
+    assert "4 requests failed (connection refused)" in done.stderr
+    assert f"finish the run with `yamleval run --resume {report['run_id']} --limit 4 --store r.db`" in done.stderr
+
+
+def test_a_runner_exception_or_a_wrong_answer_stays_a_verdict(write_config, tmp_path):
+    write_config("""
+        reports: {dir: out}
+        experiments:
+          - id: chat
+            dataset: {items: [{id: a, input: a, expected: a}, {id: b, input: b, expected: c}]}
+            runner: echo
+            scorers: [exact_match]
+          - id: broken
+            dataset: {items: [{id: a, input: raise, expected: a}]}
+            runner: {uses: "fixture_plugins.behaviours:per_item"}
+            scorers: [exact_match]
+    """)
+    done = run_cli("run", "--store", "r.db", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert report["status"] == "completed"
+    chat, broken = report["experiments"]
+    assert (chat["summary"]["failed"], broken["summary"]["errored"]) == (1, 1)
+    assert chat["aborted"] is None and broken["aborted"] is None and "could not evaluate" not in done.stderr

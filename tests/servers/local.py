@@ -27,12 +27,13 @@ class LocalServer:
         assert self._httpd is not None, "server not started"
         return self._httpd.server_address[1]
 
-    def start(self):
+    def start(self, port: int = 0):
+        """Serve on ``port`` (0: a free one; a port it served on before: back where it was)."""
         attributes = {"daemon_threads": True, "request_queue_size": self.queue_size}
         if self.quiet:
             attributes["handle_error"] = lambda server, request, client_address: None
         httpd = type("Server", (ThreadingHTTPServer,), attributes)
-        self._httpd = httpd(("127.0.0.1", 0), self.handler)
+        self._httpd = httpd(("127.0.0.1", port), self.handler)
         self._httpd.owner = self
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                         name=self.thread_name, daemon=True)

@@ -165,6 +165,7 @@ class _Experiment:
         self.results: list[ItemResult] = []
         self.warnings: list[str] = []
         self.unusable: list[health.Unusable] = []
+        self.errored = False  # an item ended in error: an outage may be why (``unreachable``, at the end)
         self.over_budget: list[str] = []
         self.first_calls = health.first_calls(self.executor.concurrency)
 
@@ -185,6 +186,8 @@ class _Experiment:
         # the endpoints' counters since the start: this experiment's, as a run's experiments run one at a time
         summary = dataclasses.replace(criteria.with_criteria(summary, self.experiment.pass_criteria),
                                       throttling=limits.since(calls, self.network.throttling()))
+        if self.errored and not self.unusable and self.executor.failure is None:  # nothing answered, however few items
+            self.unusable.extend(filter(None, [self.network.unreachable(self.endpoint_counts)]))
         return self._result(summary, finished)
 
     def _items(self) -> Iterator[Item]:
@@ -196,8 +199,10 @@ class _Experiment:
                 self.results.append(result)
             self.aggregator.add(result)
             done.add(result.item.id)
-            if self.dataset is None and self._halted():  # scored again by a judge whose endpoint cannot be used
-                break
+            if self.dataset is None and _has_error(result):  # scored again by a judge whose endpoint cannot be used
+                self.errored = True
+                if self._halted():
+                    break
         shard, dataset = self.source.shard, self.dataset
         rows = (iter(()) if dataset is None else iter(dataset) if shard is None else
                 shard.items(dataset, sharding.key(self.experiment)))
@@ -233,14 +238,16 @@ class _Experiment:
         try:
             # an endpoint turns unusable only through calls that failed, and those leave an error on
             # their item: an item without one has nothing to add (on Ray each look is a call to the actor)
-            if _has_error(result) and self._halted():
-                self.executor.halt()
+            if _has_error(result):
+                self.errored = True
+                if self._halted():
+                    self.executor.halt()
         except YamlevalError as exc:  # the endpoints' records, kept elsewhere (Ray), are gone: after this item
             lost = exc
-        if self.bounds.budgets and not self.over_budget:
-            self._check_budgets()
         if self.hooks.on_item is not None:
             self._call("on_item", self.hooks.on_item, result)
+        if self.bounds.budgets and not self.over_budget:  # after ``on_item`` stored the item: shards sharing a budget count it
+            self._check_budgets()
         if self.hooks.on_progress is not None:
             self._call("on_progress", self.hooks.on_progress, self.aggregator.completed, self.total)
         if lost is not None:

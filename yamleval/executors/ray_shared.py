@@ -71,6 +71,9 @@ class RunState:
     def unusable(self, before, first: int):
         return self._network.unusable(before, first)
 
+    def unreachable(self, before):
+        return self._network.unreachable(before)
+
     # the tasks' starts
     def started(self, number: int) -> None:
         with self._lock:
@@ -180,6 +183,9 @@ class SharedNetwork:
 
     def unusable(self, before, first: int):
         return self.get(self.actor.unusable.remote(before, first))
+
+    def unreachable(self, before):
+        return self.get(self.actor.unreachable.remote(before))
 
 
 class _SharedLimiter:

@@ -73,10 +73,11 @@ class FromDatasets:
         from yamleval.engine import experiment as engine
         from yamleval.engine import plan
         from yamleval.engine import shards as sharding
-        from yamleval.lifecycle.resume import replace_items
+        from yamleval.lifecycle.resume import forget_outage, replace_items
         from yamleval.store import repeats as stored_repeats
 
         db, run_id, shard, experiment_id = run.db, run.run_id, run.shard, ready.experiment.id
+        forget_outage(db, run_id, ready.experiment, begun, shard)
         previous = db.item_view(run_id, experiment_id, 0) if begun else ()  # read as it goes
         partial = (stored_repeats.unfinished(db, run_id, experiment_id)
                    if begun and ready.experiment.repeats > 1 else {})

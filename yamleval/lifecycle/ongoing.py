@@ -19,7 +19,7 @@ from yamleval import __version__
 from yamleval.lifecycle.outputs import Outputs, write_reports_then_finish
 from yamleval.lifecycle.stored import ended_as, new_run_id, run_passed
 from yamleval.records.outcome import RunOutcome, RunWatcher
-from yamleval.records.types import CacheUse, ExperimentResult, RunInfo, now
+from yamleval.records.types import ExperimentResult, RunInfo, now
 
 
 @dataclass(frozen=True)
@@ -128,18 +128,13 @@ class Run:
     def budgets(self, experiment, results: Sequence[ExperimentResult]) -> list:
         """The budgets ``experiment`` runs under: its own, and the run's against what the experiments
         before it (``results``) spent and the time this call has taken; a shard of a run stored with
-        its other shards spends the run's budget with them."""
-        from yamleval.engine import budget
+        its other shards spends the run's budget with them, read again as they store items
+        (``lifecycle.budgets``)."""
+        from yamleval.lifecycle import budgets
 
         project = self.work.project
-        limits = [budget.Limit(experiment.budget)] if experiment.budget is not None else []
-        if project.budget is not None:
-            spent_by = results if self.shard is None else self.db.results(self.run_id)
-            usages = [usage for r in spent_by for usage in (r.summary.tokens, r.summary.judge_tokens)]
-            saved = sum((r.summary.cache for r in spent_by), CacheUse())
-            limits.append(budget.Limit(project.budget, "the run's",
-                                       budget.spent(usages, time.perf_counter() - self.controls.began, saved)))
-        return limits
+        return budgets.limits(project, experiment, results, time.perf_counter() - self.controls.began,
+                              budgets.shared(self.db, self.run_id, self.shard, project, experiment))
 
 
 def finish_run(run: Run, results: list[ExperimentResult]) -> RunOutcome:

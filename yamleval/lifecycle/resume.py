@@ -49,6 +49,24 @@ def kept_items(db, run_id: str, experiment_id: str) -> Iterator[ItemResult]:
     return (r for r in db.item_view(run_id, experiment_id, 0) if r.status != "error")
 
 
+def forget_outage(db, run_id: str, experiment, begun, shard) -> None:
+    """Before a resumed experiment goes on: when it could not be evaluated (``begun.status``
+    unevaluated, or ``shard``'s part of it: an endpoint nothing answered, or one that refused
+    every first call), its items that ended in error (a shard's: its own) are forgotten, so it
+    runs them again as never started; an error met in an outage is no verdict on its item."""
+    from yamleval.engine import shards as sharding
+    from yamleval.lifecycle import shards as shard_runs
+    from yamleval.store import unevaluated
+
+    if begun is None:
+        return
+    if shard is None and begun.status == "unevaluated":
+        unevaluated.forget_errors(db, run_id, experiment.id)
+    elif shard is not None and experiment.id in shard_runs.unevaluated(db, run_id, shard):
+        hashed = sharding.key(experiment)
+        unevaluated.forget_errors(db, run_id, experiment.id, lambda item_id: shard.holds(hashed, item_id))
+
+
 def experiments_of(db, run: RunInfo, project, doing: str = "resume") -> list:
     """A resumed run goes on with exactly its own experiments, in its own order."""
     known = {e.id: e for e in project.experiments}

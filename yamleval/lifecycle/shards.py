@@ -122,11 +122,18 @@ def start(store, run_id: str, shard: Shard, joining: bool) -> None:
 
 
 def _part(result: ExperimentResult, breakdowns) -> list:
-    """What a shard's part of an experiment tells that its items do not, and the fields its
-    figures are broken down by (None: the default)."""
+    """What a shard's part of an experiment tells that its items do not, the fields its figures
+    are broken down by (None: the default), and whether it could not be evaluated (an outage)."""
     t = result.summary.throttling
     return [result.summary.duration_ms, t.calls, t.throttled, t.waited_seconds, result.started_at,
-            result.completed_at, list(result.warnings), None if breakdowns is None else list(breakdowns)]
+            result.completed_at, list(result.warnings), None if breakdowns is None else list(breakdowns),
+            result.could_not_evaluate]
+
+
+def unevaluated(store, run_id: str, shard: Shard) -> set[str]:
+    """The experiments whose part ``shard`` could not evaluate when it last ended, by id."""
+    *_, written = _rows(store, run_id).get(shard.number, (None,))
+    return {experiment_id for experiment_id, part in json.loads(written or "{}").items() if len(part) > 8 and part[8]}
 
 
 def copy(store, run_id: str, source, source_run_id: str) -> None:

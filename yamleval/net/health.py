@@ -6,7 +6,12 @@ where they go (``transport.request(endpoint=...)``), kept by the run (``Endpoint
 run's ``Network``), which counts the requests that ended (retries done) and those of them that failed for a lasting reason: nothing
 listens at the address (connection refused), the host name is unknown, or HTTP 401, 403 or
 404. An experiment reads the counts since it started: when the first ``first_calls`` requests
-to one endpoint all failed for a lasting reason, and none ended otherwise, it is ``unusable``.
+to one endpoint all failed for a lasting reason, and none ended otherwise, it is ``unusable``;
+so is one whose last ``first_calls`` requests in a row found nothing there (it stopped midway).
+
+Nothing answering (connection refused, unknown host) is an outage, not a verdict on the items:
+an experiment with any request that ended so is ``unreachable`` at its end, for however few
+items, and could not be evaluated; resuming its run runs those items again.
 """
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from dataclasses import dataclass
 from typing import Hashable, Mapping
 
 FIRST_CALLS = (3, 5)  # the fewest and the most first requests that must all fail
+UNREACHABLE = frozenset({"connection refused", "unknown host"})  # nothing there to answer: an outage
 
 
 def first_calls(concurrency: int) -> int:
@@ -27,17 +33,25 @@ def first_calls(concurrency: int) -> int:
 
 @dataclass(frozen=True)
 class Unusable:
-    """An endpoint whose first ``calls`` requests (at least) all failed for the lasting ``cause``."""
+    """An endpoint whose ``calls`` requests failed for the lasting ``cause``: its ``first`` ones
+    (at least), its ``last`` ones in a row, or ``some`` of them, nothing answering."""
 
     endpoint: str  # as messages show it: no credentials, no query string
     calls: int
     cause: str
     advice: str
+    which: str = "first"  # first, last or some
 
     def message(self) -> str:
         calls = "request" if self.calls == 1 else f"{self.calls} requests"
-        return (f"could not evaluate: {self.endpoint}: the first {calls} all failed ({self.cause}); "
-                f"{self.advice}. The run stopped early: the items that finished are stored and reported")
+        failed = {"first": f"the first {calls} all failed", "last": f"the last {calls} all failed",
+                  "some": f"{calls} failed"}[self.which]
+        ended = "The run stopped early" if self.which != "some" else "The run is unfinished"
+        # a server that is back needs no change: a changed key or address is a changed config to resume
+        then = (", and once it answers, resuming the run (`yamleval run --resume`) evaluates the rest"
+                if self.cause in UNREACHABLE else "")
+        return (f"could not evaluate: {self.endpoint}: {failed} ({self.cause}); {self.advice}. {ended}: the items"
+                f" that finished are stored and reported{then}")
 
 
 class Endpoint:
@@ -46,8 +60,10 @@ class Endpoint:
 
     def __init__(self, shown: str, advice: Mapping[str, str], lock: threading.Lock):
         self.shown, self.advice, self._lock = shown, advice, lock
-        self.calls = self.lasting = 0
+        self.calls = self.lasting = self.unreachable = 0
+        self.streak = 0  # the requests that found nothing there since the last one that did
         self.cause: str | None = None
+        self.unreached: str | None = None  # why the last request that found nothing there failed
 
     def ended(self, lasting: str | None) -> None:
         """A request ended; ``lasting``: the cause of its failure, when it will not go away by itself."""
@@ -56,9 +72,34 @@ class Endpoint:
             if lasting is not None:
                 self.lasting += 1
                 self.cause = lasting
+            if lasting in UNREACHABLE:
+                self.unreachable += 1
+                self.streak += 1
+                self.unreached = lasting
+            else:
+                self.streak = 0
+
+    def unusable(self, since: "tuple[int, int, int]", first: int) -> Unusable | None:
+        """This endpoint as unusable, when its requests since ``since`` (its counts then) are at
+        least ``first``, all failed for a lasting reason, or its last ``first`` found nothing there."""
+        calls, lasting, unreachable = (now - then for now, then in zip(self.counts(), since))
+        if calls >= first and lasting == calls:
+            cause = self.cause or "failed"
+            return Unusable(self.shown, first, cause, self.advice.get(cause, "check its settings"))
+        if self.streak >= first and unreachable >= first:
+            return self.unreached_as(min(self.streak, unreachable), "last")
+        return None
+
+    def counts(self) -> "tuple[int, int, int]":
+        """The requests ended, those failed for a lasting reason, and those that found nothing there."""
+        return self.calls, self.lasting, self.unreachable
+
+    def unreached_as(self, calls: int, which: str) -> Unusable:
+        cause = self.unreached or "connection refused"
+        return Unusable(self.shown, calls, cause, self.advice.get(cause, "check its settings"), which)
 
 
-Counts = Mapping[Hashable, "tuple[int, int]"]
+Counts = Mapping[Hashable, "tuple[int, int, int]"]  # per endpoint: ``Endpoint.counts``
 
 
 class Endpoints:
@@ -88,18 +129,27 @@ class Endpoints:
             return found
 
     def snapshot(self) -> Counts:
-        """The requests ended and those failed for a lasting reason, per endpoint, so far."""
+        """The requests ended, those failed for a lasting reason and those that found nothing
+        there, per endpoint, so far."""
         with self._lock:
-            return {key: (record.calls, record.lasting) for key, record in self._endpoints.items()}
+            return {key: record.counts() for key, record in self._endpoints.items()}
 
     def unusable(self, before: Counts, first: int) -> Unusable | None:
         """An endpoint whose requests since ``before`` are at least ``first``, every one of them
-        failed for a lasting reason; None when there is none."""
+        failed for a lasting reason, or whose last ``first`` found nothing there; None when there is none."""
         with self._lock:
             for key, record in self._endpoints.items():
-                calls, lasting = before.get(key, (0, 0))
-                calls, lasting = record.calls - calls, record.lasting - lasting
-                if calls >= first and lasting == calls:
-                    cause = record.cause or "failed"
-                    return Unusable(record.shown, first, cause, record.advice.get(cause, "check its settings"))
+                found = record.unusable(before.get(key, (0, 0, 0)), first)
+                if found is not None:
+                    return found
+        return None
+
+    def unreachable(self, before: Counts) -> Unusable | None:
+        """An endpoint with requests since ``before`` that found nothing there (connection
+        refused, unknown host), however few; None when there is none."""
+        with self._lock:
+            for key, record in self._endpoints.items():
+                missed = record.unreachable - before.get(key, (0, 0, 0))[2]
+                if missed > 0:
+                    return record.unreached_as(missed, "some")
         return None

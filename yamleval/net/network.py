@@ -27,6 +27,8 @@ class RunNetwork(Protocol):
 
     def unusable(self, before: Counts, first: int) -> Unusable | None: ...
 
+    def unreachable(self, before: Counts) -> Unusable | None: ...
+
     def throttling(self) -> Throttling: ...
 
     def session(self) -> Any: ...
@@ -53,8 +55,13 @@ class Network:
         return self._endpoints.snapshot()
 
     def unusable(self, before: Counts, first: int) -> Unusable | None:
-        """An endpoint whose first ``first`` requests since ``before`` all failed for a lasting reason."""
+        """An endpoint whose first ``first`` requests since ``before`` all failed for a lasting reason,
+        or whose last ``first`` found nothing there."""
         return self._endpoints.unusable(before, first)
+
+    def unreachable(self, before: Counts) -> Unusable | None:
+        """An endpoint with requests since ``before`` that found nothing there (``Endpoints.unreachable``)."""
+        return self._endpoints.unreachable(before)
 
     def throttling(self) -> Throttling:
         """The rate limits' counters of every endpoint, added up."""
