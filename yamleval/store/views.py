@@ -30,6 +30,8 @@ _AFTER_WITH_STATUS = ("SELECT position, record FROM items WHERE run_id = {p} AND
 # the newest items by key and status; the record only of one keyed by a digest of its id (schema.item_key)
 _NEWEST = ("SELECT written, experiment_id, item_id, status, CASE WHEN item_id LIKE {p} THEN record END"
            " FROM items WHERE run_id = {p} AND written > {p} ORDER BY written DESC LIMIT {p}")
+_WRITTEN = ("SELECT written, experiment_id, record FROM items WHERE run_id = {p} AND written > {p}"
+            " ORDER BY written LIMIT {p}")
 _LAST_WRITTEN = "SELECT MAX(written) FROM items WHERE run_id = {p}"
 
 
@@ -91,6 +93,13 @@ def items_after(store, run_id: str, experiment_id: str, after: int, limit: int,
                              else (_AFTER, (run_id, experiment_id, after, limit)))
     return [(position, item_from_record(json.loads(text), text))
             for position, text in read_rows(store.database, statement, parameters)]
+
+
+def written_after(store, run_id: str, written: int, limit: int) -> list[tuple[int, str, ItemResult]]:
+    """Up to ``limit`` of the run's items stored after the one numbered ``written``, in the order
+    stored: (number, experiment id, item)."""
+    return [(number, experiment_id, item_from_record(json.loads(text), text))
+            for number, experiment_id, text in read_rows(store.database, _WRITTEN, (run_id, written, limit))]
 
 
 @dataclass(frozen=True)
