@@ -1,7 +1,7 @@
 """Drive every item of one prepared experiment through its runner and scorers.
 
 Orchestration only: the executor (chosen by the caller) runs items, ``item`` runs one,
-``scoring`` judges them, the aggregator counts them, ``criteria`` gives the verdict. The
+``scoring`` judges them, the aggregator counts them, ``analysis.verdict`` decides. The
 run's network (its limiters and endpoint records) is the caller's, or the experiment's own.
 """
 from __future__ import annotations
@@ -13,12 +13,13 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from yamleval.analysis.aggregate import Aggregator
 from yamleval.analysis import criteria
+from yamleval.analysis.verdict import judged
 from yamleval.engine import budget, repeats
 from yamleval.engine import shards as sharding
 from yamleval.engine.item import ItemProcessor, caching as caching_of
 from yamleval.engine.plan import Prepared
 from yamleval.records.redaction import redact_experiment, redact_item
-from yamleval.records.reviews import counted, labelled
+from yamleval.records.reviews import labelled
 from yamleval.engine.scoring import error_result
 from yamleval.engine.shards import Shard
 from yamleval.net import health, limits
@@ -34,13 +35,12 @@ ProgressCallback = Callable[[int, "int | None"], Any]
 # run's own) and ``worker_folder`` (None: the items run in this process)
 ExecutorFactory = Callable[[Any, int], Any]
 
-def rescored(prepared: Prepared, results: Iterable[ItemResult], network: RunNetwork | None = None,
-             human: Callable[[str], Any] | None = None) -> Iterator[ItemResult]:
+def rescored(prepared: Prepared, results: Iterable[ItemResult], network: RunNetwork | None = None) -> Iterator[ItemResult]:
     """Finished items scored again by ``prepared``'s scorers, their outputs kept (no runner
     call; judges through the cache, calling out through ``network``, the run's, else a network
-    of their own); an item whose runner failed has no output to score and stays as it was.
-    ``human``: a person's verdict on an item by its id (``records.reviews.HumanVerdict``), which
-    counts over its scorers' (else its dataset's label does)."""
+    of their own); an item whose runner failed has no output to score and stays as it was. Each
+    keeps its scorers' verdict (or its dataset's label) as its own: people's reviews stay reviews,
+    counted where the run is read (``analysis.reviewed``)."""
     caching = caching_of(prepared)
     processor = ItemProcessor(prepared, caching, network if network is not None else Network())
     use = caching.use if caching is not None else lambda number: None
@@ -52,8 +52,7 @@ def rescored(prepared: Prepared, results: Iterable[ItemResult], network: RunNetw
                 result = redact_item(result, prepared.secrets)
             elif result.error is None or result.scores:
                 result = redact_item(processor.scored(result, use(0)), prepared.secrets)
-            verdict = human(result.item.id) if human is not None else None
-            yield labelled(result) if verdict is None else counted(result, verdict)
+            yield labelled(result)
     finally:
         processor.close()
 
@@ -233,14 +232,13 @@ def run_experiment(prepared: Prepared, *, executor: ExecutorFactory, network: Ru
             aborted, could_not_evaluate = unusable[0].message(), True
         elif over_budget:
             aborted, stopped_by_budget = over_budget[0], True
-        return redact_experiment(ExperimentResult(
-            experiment_id=experiment.id, label=experiment.label,
-            passed=criteria.verdict(summary, bool(experiment.pass_criteria)) and not interrupted and aborted is None,
+        return redact_experiment(judged(ExperimentResult(
+            experiment_id=experiment.id, label=experiment.label, passed=False,
             summary=summary, items=finished, started_at=started_at, completed_at=now(),
             interrupted=interrupted, warnings=tuple(warnings), aborted=aborted, could_not_evaluate=could_not_evaluate,
             stopped_by_budget=stopped_by_budget, variant=experiment.variant,
             description=experiment.description, tags=experiment.tags, runner=experiment.runner.written(),
             dataset=experiment.dataset.describe(), scorers=tuple(s.plugin.written() for s in experiment.scorers),
-        ), prepared.secrets)
+        )), prepared.secrets)
     finally:
         executor.close()

@@ -17,9 +17,8 @@ from yamleval.lifecycle.outputs import DEFAULT_STORE, open_outputs
 from yamleval.lifecycle.run import RunOutcome, RunWatcher, finish_run, git_state, new_run
 from yamleval.lifecycle.stored import store_experiment
 from yamleval.records.types import ExperimentResult, ItemResult, RunInfo
-from yamleval.store import reviewed
+from yamleval.analysis.verdict import judged
 from yamleval.store import reviews as stored_reviews
-from yamleval.store.schema import item_key
 
 
 def rescore_run(project, source: str, wanted: Sequence[str] = (), *, store: str | None = None,
@@ -131,11 +130,10 @@ def _rescore_experiment(db, run_id: str, position: int, ready, origin: RunInfo, 
 
         stored = db.item_view(origin.run_id, experiment_id, 0)
         executors = choice.on(None)  # the judges call out through the run's network: its endpoint checks stop it
-        verdicts = reviewed.verdicts_of(db, origin.run_id).get(experiment_id, {})
-        rescored = engine.rescored(ready, stored, executors.network,
-                                   (lambda item_id: verdicts.get(item_key(item_id))) if verdicts else None)
+        # the scorers' verdicts are stored as the items' own; the source's reviews, copied, count as the run is read
+        rescored = engine.rescored(ready, stored, executors.network)
         result = engine.run_experiment(ready, executor=executors, previous=kept(rescored), stop=stop,
                                        keep_items=False, run_new=False)
-        return result if finished else dataclasses.replace(result, passed=False, incomplete=True)
+        return result if finished else judged(dataclasses.replace(result, incomplete=True))
 
     return store_experiment(db, run_id, position, ready, dataset_hash, stop, watcher, rescore)

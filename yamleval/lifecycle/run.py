@@ -18,7 +18,9 @@ from yamleval.records.errors import UsageError, display_path
 from yamleval.records.outcome import ReportsInterrupted, RunOutcome, RunWatcher  # noqa: F401  (the lifecycle's types)
 from yamleval.records.types import CacheUse, ExperimentResult, RunInfo, StoredExperiment, now
 from yamleval.lifecycle.outputs import Outputs, open_outputs, write_reports_then_finish
-from yamleval.lifecycle.stored import ended_as, new_run_id, run_passed, store_experiment
+from yamleval.analysis import reviewed
+from yamleval.analysis.verdict import run_passed, run_status
+from yamleval.lifecycle.stored import new_run_id, store_experiment
 from yamleval.store import reviews as stored_reviews
 
 
@@ -175,7 +177,7 @@ def run_project(project, experiments: Sequence | None = None, *, store: str | No
         run_tags.add(db, run_id, out.tags)
         watcher.run_started(run_id, bool(resume))
         completed = set() if rescore else {eid for eid, stored in begun.items() if stored.status == "completed"}
-        stored_results = {r.experiment_id: r for r in db.results(run_id, completed)} if completed else {}
+        stored_results = {r.experiment_id: r for r in reviewed.results(db, run_id, completed)} if completed else {}
         results = []
         for position, ready in enumerate(prepared):
             experiment_id = ready.experiment.id
@@ -268,14 +270,16 @@ def finish_run(out: Outputs, run_id: str, results: list[ExperimentResult], plann
     from yamleval.lifecycle import shards as shard_runs
 
     interrupted = stop.is_set()
+    # reviews of an experiment given while a later one ran count in the run's verdict too
+    results = reviewed.applied(out.store, run_id, results)
     own = tuple(results) if shard is not None else ()
     passed = run_passed(results, planned, interrupted)
-    status = ended_as(results, interrupted, planned)
+    status = run_status(results, interrupted, planned)
     run_info = dataclasses.replace(out.store.find_run(run_id), status=status, passed=passed, completed_at=now())
     if shard is not None:
         whole = shard_runs.finish(out.store, run_id, shard, status, results, breakdowns or {})
         run_info = out.store.find_run(run_id)
-        results = whole or [r for r in out.store.results(run_id)]
+        results = whole or reviewed.results(out.store, run_id)
     watcher.run_finished(results)
     watcher.writing_reports()
     written = write_reports_then_finish(out.store, out.report_dir, out.formats, run_info, results, shard is None)
@@ -352,7 +356,7 @@ def _counted(watcher: RunWatcher, experiment_id: str, results):
 def _spent_by(db, run_id: str, shard, project, results: Sequence[ExperimentResult]) -> Sequence[ExperimentResult]:
     """What the run has spent before an experiment starts: its experiments so far, and for a shard
     what every shard of the run has stored (shards in one store share the run's budget)."""
-    return results if shard is None or project.budget is None else db.results(run_id)
+    return results if shard is None or project.budget is None else reviewed.results(db, run_id)
 
 
 def _limits(project, experiment, results: Sequence[ExperimentResult], seconds: float) -> list:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Callable, Iterable, Iterator, Mapping
 
-from yamleval.analysis.criteria import tolerates_errors
+from yamleval.analysis.verdict import tolerates_errors
 from yamleval.reporting.text import as_text, criterion_message, criterion_name, item_message, one_line
 from yamleval.records.types import ExperimentResult, ItemResult
 

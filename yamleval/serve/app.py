@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from yamleval.analysis import reviewed
 from yamleval.records.errors import UsageError
 from yamleval.reporting import center, html
 from yamleval.serve import access, reading
@@ -185,7 +186,7 @@ def application(location: str, tokens: dict[str, str] | None = None, reviews=Non
 
         def work(store):
             info = _run(store, ref)
-            found = store.results(info.run_id, {experiment_id})
+            found = reviewed.results(store, info.run_id, {experiment_id})
             if not found:
                 raise NotFound(f"run {info.run_id} has no experiment {experiment_id}")
             item = found[0].items.find(item_id)
@@ -211,7 +212,7 @@ def application(location: str, tokens: dict[str, str] | None = None, reviews=Non
             from yamleval.reporting import compare_html
 
             before, after = _run(store, base), _run(store, candidate)
-            base_results, candidate_results = store.results(before.run_id), store.results(after.run_id)
+            base_results, candidate_results = reviewed.results(store, before.run_id), reviewed.results(store, after.run_id)
             found = compare.compare(before, base_results, after, candidate_results)
             return compare_html.render(found, base_results, candidate_results)
 

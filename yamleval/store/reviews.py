@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from yamleval.records.reviews import Review
+from yamleval.records.reviews import HumanVerdict, Review
 from yamleval.store.schema import REVIEWS, item_key
 
 _COLUMNS = ("run_id", "experiment_id", "item_id", "verdict", "machine", "reviewer", "note", "at")
@@ -55,3 +55,23 @@ def copy_from(store, run_id: str, source_store, source_run: str) -> None:
     if rows:
         store.write(store.database.insert(REVIEWS, _COLUMNS), [(run_id, *row) for row in rows],
                     then="then merge again")
+
+
+def human_verdict(reviews: Sequence[Review]) -> HumanVerdict:
+    """The verdict of an item's reviews (oldest first): its newest."""
+    last = reviews[-1]
+    return HumanVerdict(last.verdict, last.machine, "review", last.by, last.at, last.note, len(reviews))
+
+
+def verdicts_of(store, run_id: str) -> dict[str, dict[str, HumanVerdict]]:
+    """The human verdict of each reviewed item of the run: by experiment, then by item key."""
+    return {experiment_id: {key: human_verdict(found) for key, found in items.items()}
+            for experiment_id, items in of_run(store, run_id).items()}
+
+
+_SETTLED = "UPDATE runs SET passed = {p} WHERE run_id = {p} AND status = 'completed'"
+
+
+def settled(store, run_id: str, passed: bool) -> None:
+    """Store the verdict a completed run has as its reviews count (its items and reviews stay as stored)."""
+    store.write(_SETTLED, [(int(passed), run_id)], then="then review again")

@@ -1,24 +1,20 @@
-"""A stored run as people reviewed it: each reviewed item counted with its newest review's
-verdict (``records.reviews.counted``), its experiment's figures, criteria and verdict counted
-again. The store reads every run so (``Store.results``): reports, comparisons, gates and the
-Eval Center all see the verdict that counts."""
+"""A stored run counted as it is shown and gated: the store returns what was stored, and here an
+experiment that never finished is counted from its items, a summary stored before a figure was kept
+has it counted, and each reviewed item counts with its newest review's verdict
+(``records.reviews.counted``), its experiment's figures and criteria counted again and its verdict
+decided again (``analysis.verdict``). Whatever reads a run for a person reads it through ``results``."""
 from __future__ import annotations
 
 import dataclasses
 from typing import Callable, Iterator, Sequence
 
-from yamleval.analysis import criteria
+from yamleval.analysis import criteria, verdict
 from yamleval.analysis.aggregate import recount
-from yamleval.records.reviews import JUDGED, HumanVerdict, Review, counted
-from yamleval.records.types import ExperimentResult, ItemResult, ItemResults, RunInfo, Summary, Verdicts
+from yamleval.records.reviews import JUDGED, HumanVerdict, counted
+from yamleval.records.types import ExperimentResult, ItemResult, ItemResults, Summary, Verdicts
 from yamleval.store import reviews as stored_reviews
+from yamleval.store.reviews import verdicts_of
 from yamleval.store.schema import item_key
-
-
-def human_verdict(reviews: Sequence[Review]) -> HumanVerdict:
-    """The verdict of an item's reviews (oldest first): its newest."""
-    last = reviews[-1]
-    return HumanVerdict(last.verdict, last.machine, "review", last.by, last.at, last.note, len(reviews))
 
 
 class CountedItems(ItemResults):
@@ -60,19 +56,49 @@ def machine(result: ItemResult) -> ItemResult:
 
 
 # which verdicts a user may count a stored run with: people's where given, or its scorers' alone
-# (``Store.results`` also reads a run as it stored its end: ``stored``)
+# (``results`` also reads a run as it stored its end: ``stored``)
 VERDICTS = ("reviewed", "machine")
+
+
+def results(store, run_id: str, only: set[str] | None = None, verdicts: str = "reviewed") -> list[ExperimentResult]:
+    """The stored experiments of the run ``run_id`` (those in ``only``, if given), counted with
+    ``verdicts``: ``reviewed``, an item's newest review counting; ``machine``, its scorers' alone (a
+    dataset's labels taken back too); ``stored``, as the run stored its end."""
+    found = [_counted(store, run_id, result) for result in store.results(run_id, only)]
+    if verdicts == "stored":
+        return found
+    return applied(store, run_id, found) if verdicts == "reviewed" else machine_only(found)
+
+
+def _counted(store, run_id: str, result: ExperimentResult) -> ExperimentResult:
+    """A stored experiment with what its stored summary lacks counted from its items: all of it for
+    one that never finished (no end stored), the figures kept since for an older one."""
+    items = result.items
+    if result.incomplete and result.completed_at is None:
+        summary = criteria.with_criteria(recount(result.summary, items), result.summary.criteria if result.summary else ())
+    else:
+        summary = with_counted(result.summary, items)
+    if summary is result.summary:
+        return result
+    return dataclasses.replace(result, summary=summary, items=store.item_view(run_id, result.experiment_id, summary.completed))
+
+
+def with_counted(summary: Summary, items: ItemResults) -> Summary:
+    """A summary stored before score histograms or intervals were kept (with judged items, a pass
+    rate has one), with them counted from its items."""
+    if not summary.completed or (all(s.histogram for s in summary.scorers.values())
+                                 and (summary.pass_rate_ci or summary.completed == summary.skipped)):
+        return summary
+    found = criteria.with_criteria(recount(summary, items), summary.criteria)
+    scorers = {sid: dataclasses.replace(s, histogram=c.histogram, pass_rate_ci=c.pass_rate_ci, mean_ci=c.mean_ci)
+               for (sid, s), c in zip(summary.scorers.items(), found.scorers.values())}
+    return dataclasses.replace(summary, scorers=scorers, pass_rate_ci=found.pass_rate_ci,
+                               mean_score_ci=found.mean_score_ci)
 
 
 def machine_only(results: list[ExperimentResult]) -> list[ExperimentResult]:
     """``results`` as their scorers judged them: the labels of their datasets taken back."""
     return [_recounted(result, CountedItems(result.items, machine)) if result.summary.reviewed else result for result in results]
-
-
-def verdicts_of(store, run_id: str) -> dict[str, dict[str, HumanVerdict]]:
-    """The human verdict of each reviewed item of the run: by experiment, then by item key."""
-    return {experiment_id: {key: human_verdict(found) for key, found in items.items()}
-            for experiment_id, items in stored_reviews.of_run(store, run_id).items()}
 
 
 def applied(store, run_id: str, results: list[ExperimentResult]) -> list[ExperimentResult]:
@@ -89,10 +115,7 @@ def _reviewed(result: ExperimentResult, verdicts: dict[str, HumanVerdict]) -> Ex
 
 
 def _recounted(result: ExperimentResult, items: ItemResults) -> ExperimentResult:
-    summary = recounted(result.summary, items)
-    return dataclasses.replace(result, items=items, summary=summary,
-                               passed=criteria.verdict(summary, bool(summary.criteria)) and not result.interrupted
-                               and result.aborted is None and not result.incomplete)
+    return verdict.judged(dataclasses.replace(result, items=items, summary=recounted(result.summary, items)))
 
 
 def recounted(summary: Summary, items: ItemResults) -> Summary:
@@ -108,23 +131,12 @@ def recounted(summary: Summary, items: ItemResults) -> Summary:
                                total=summary.total, confidence=summary.confidence, scorers=scorers)
 
 
-def run_info(info: RunInfo, results: Sequence[ExperimentResult]) -> RunInfo:
-    """``info`` with the verdict ``results`` give it, counted however they are: a completed run
-    passes when every gated experiment does."""
-    if info.status != "completed":
-        return info
-    return dataclasses.replace(info, passed=all(r.passed for r in results if r.gated))
-
-
-_SETTLE = "UPDATE runs SET passed = {p} WHERE run_id = {p} AND status = 'completed'"
-
-
 def settle(store, run_id: str) -> list[ExperimentResult]:
     """After reviews of the run ``run_id``: its results as they count now, and a completed run's
     verdict stored as they give it, so that every list of runs shows it (the items' own verdicts,
     and every review, stay as they were stored)."""
-    results = store.results(run_id)
-    info = run_info(store.find_run(run_id), results)
+    found = results(store, run_id)
+    info = verdict.run_counted(store.find_run(run_id), found)
     if info.status == "completed":
-        store.write(_SETTLE, [(int(bool(info.passed)), run_id)], then="then review again")
-    return results
+        stored_reviews.settled(store, run_id, bool(info.passed))
+    return found
