@@ -13,8 +13,8 @@ from yamleval.analysis.aggregate import recount
 from yamleval.records.reviews import JUDGED, HumanVerdict, counted
 from yamleval.records.types import ExperimentResult, ItemResult, ItemResults, Summary, Verdicts
 from yamleval.store import reviews as stored_reviews
-from yamleval.store.reviews import verdicts_of
 from yamleval.store.schema import item_key
+from yamleval.store.views import ExperimentProgress
 
 
 class CountedItems(ItemResults):
@@ -73,14 +73,15 @@ def results(store, run_id: str, only: set[str] | None = None, verdicts: str = "r
 def _counted(store, run_id: str, result: ExperimentResult) -> ExperimentResult:
     """A stored experiment with what its stored summary lacks counted from its items: all of it for
     one that never finished (no end stored), the figures kept since for an older one."""
-    items = result.items
-    if result.incomplete and result.completed_at is None:
-        summary = criteria.with_criteria(recount(result.summary, items), result.summary.criteria if result.summary else ())
+    items, stored = result.items, result.summary
+    if (result.incomplete and result.completed_at is None) or stored is None:
+        summary = criteria.with_criteria(recount(stored, items), stored.criteria if stored else ())
     else:
-        summary = with_counted(result.summary, items)
-    if summary is result.summary:
+        summary = with_counted(stored, items)
+    if summary is stored:
         return result
-    return dataclasses.replace(result, summary=summary, items=store.item_view(run_id, result.experiment_id, summary.completed))
+    items = store.item_view(run_id, result.experiment_id, summary.completed)
+    return dataclasses.replace(result, summary=summary, items=items)
 
 
 def with_counted(summary: Summary, items: ItemResults) -> Summary:
@@ -98,20 +99,48 @@ def with_counted(summary: Summary, items: ItemResults) -> Summary:
 
 def machine_only(results: list[ExperimentResult]) -> list[ExperimentResult]:
     """``results`` as their scorers judged them: the labels of their datasets taken back."""
-    return [_recounted(result, CountedItems(result.items, machine)) if result.summary.reviewed else result for result in results]
-
-
-def applied(store, run_id: str, results: list[ExperimentResult]) -> list[ExperimentResult]:
-    """``results`` of the stored run ``run_id`` with its reviews counted."""
-    verdicts = verdicts_of(store, run_id)
-    if not verdicts:
-        return results
-    return [_reviewed(result, verdicts[result.experiment_id]) if result.experiment_id in verdicts else result
+    return [_recounted(result, CountedItems(result.items, machine)) if result.summary.reviewed else result
             for result in results]
 
 
-def _reviewed(result: ExperimentResult, verdicts: dict[str, HumanVerdict]) -> ExperimentResult:
-    return _recounted(result, with_reviews(result.items, verdicts))
+def applied(store, run_id: str, results: list[ExperimentResult]) -> list[ExperimentResult]:
+    """``results`` of the stored run ``run_id`` with its reviews counted: each finished experiment's
+    figures as ``keep`` stored them when its newest review landed, else counted again."""
+    reviews = stored_reviews.of_run(store, run_id)
+    if not reviews:
+        return results
+    kept = stored_reviews.kept_counted(store, run_id)
+    out = []
+    for result in results:
+        given = reviews.get(result.experiment_id)
+        if given is None:
+            out.append(result)
+            continue
+        verdicts = {key: stored_reviews.human_verdict(found) for key, found in given.items()}
+        items = with_reviews(result.items, verdicts)
+        stamp, summary = kept.get(result.experiment_id, (None, None))
+        if summary is not None and stamp == _stamp(result, given):
+            out.append(verdict.judged(dataclasses.replace(result, items=items, summary=summary)))
+        else:
+            out.append(_recounted(result, items))
+    return out
+
+
+def _stamp(result: ExperimentResult, reviews: dict) -> tuple | None:
+    """Which reviewed summary of ``result`` counts now: its reviews in all and its end (None: it has
+    not ended, its items still come)."""
+    if result.incomplete and result.completed_at is None:
+        return None
+    return (sum(map(len, reviews.values())), result.completed_at)
+
+
+def keep(store, run_id: str, results: list[ExperimentResult]) -> None:
+    """Store the summary of each of ``results`` that its reviews count (``applied``), so that the
+    next reader of the run counts nothing again: rows pages, lists of runs, progress bars."""
+    reviews = stored_reviews.of_run(store, run_id)
+    stamped = {r.experiment_id: (_stamp(r, reviews[r.experiment_id]), r.summary) for r in results
+               if r.experiment_id in reviews}
+    stored_reviews.keep_counted(store, run_id, {eid: kept for eid, kept in stamped.items() if kept[0] is not None})
 
 
 def _recounted(result: ExperimentResult, items: ItemResults) -> ExperimentResult:
@@ -131,12 +160,43 @@ def recounted(summary: Summary, items: ItemResults) -> Summary:
                                total=summary.total, confidence=summary.confidence, scorers=scorers)
 
 
-def settle(store, run_id: str) -> list[ExperimentResult]:
-    """After reviews of the run ``run_id``: its results as they count now, and a completed run's
-    verdict stored as they give it, so that every list of runs shows it (the items' own verdicts,
-    and every review, stay as they were stored)."""
-    found = results(store, run_id)
+def settle(store, run_id: str, found: list[ExperimentResult] | None = None) -> list[ExperimentResult]:
+    """After reviews of the run ``run_id``: its results as they count now (``found``, else all of
+    them), each experiment's figures and a completed run's verdict stored as they give them, so that
+    every reader shows them without counting again (the items' own verdicts, and every review, stay
+    as they were stored)."""
+    found = results(store, run_id) if found is None else found
+    keep(store, run_id, found)
     info = verdict.run_counted(store.find_run(run_id), found)
     if info.status == "completed":
         stored_reviews.settled(store, run_id, bool(info.passed))
     return found
+
+
+def listed_summaries(store, run_id: str) -> list[Summary]:
+    """The run's summaries as a list of runs counts them: each finished experiment's as its reviews
+    count it (as ``keep`` stored it), an unfinished one's as stored."""
+    found = [r for r in store.results(run_id) if r.summary is not None]
+    finished = applied(store, run_id, [r for r in found if not (r.incomplete and r.completed_at is None)])
+    counted_by_id = {r.experiment_id: r.summary for r in finished}
+    return [counted_by_id.get(r.experiment_id, r.summary) for r in found]
+
+
+def progress(store, run_id: str, found: list[ExperimentProgress]) -> list[ExperimentProgress]:
+    """``found`` (each experiment's items by stored status) with each reviewed experiment's items
+    counted as people's verdicts count them, as ``keep`` stored its figures; unchanged without reviews."""
+    reviews = stored_reviews.of_run(store, run_id)
+    if not reviews:
+        return found
+    kept = stored_reviews.kept_counted(store, run_id)
+    ended = {r.experiment_id: r for r in store.results(run_id, set(reviews) & set(kept))}
+    out = []
+    for shown in found:
+        stamp, summary = kept.get(shown.experiment_id, (None, None))
+        result = ended.get(shown.experiment_id)
+        if summary is None or result is None or stamp != _stamp(result, reviews[shown.experiment_id]):
+            out.append(shown)
+            continue
+        counts = {"passed": summary.passed, "failed": summary.failed, "error": summary.errored, "skipped": summary.skipped}
+        out.append(dataclasses.replace(shown, counts=counts))
+    return out

@@ -90,4 +90,6 @@ def finished_experiment(db, run_id: str, result: ExperimentResult) -> Experiment
     result = dataclasses.replace(result, items=db.item_view(run_id, result.experiment_id, result.summary.completed))
     from yamleval.analysis import reviewed
 
-    return reviewed.applied(db, run_id, [result])[0]  # as people reviewed it: a retry's kept items, say
+    [result] = reviewed.applied(db, run_id, [result])  # as people reviewed it: a retry's kept items, say
+    reviewed.keep(db, run_id, [result])
+    return result

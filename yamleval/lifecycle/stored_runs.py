@@ -127,7 +127,7 @@ def runs(given, limit: int) -> tuple[ListedRun, ...]:
 
     with opened(given) as store:
         return tuple(ListedRun(info, tuple(store.run_detail(info.run_id, "experiment_ids") or ()),
-                               summarize(store.summaries(info.run_id)), run_tags.of_run(store, info.run_id))
+                               summarize(reviewed.listed_summaries(store, info.run_id)), run_tags.of_run(store, info.run_id))
                      for info in store.runs(limit))
 
 
@@ -253,6 +253,9 @@ def compare(given, base_ref: str, candidate_ref: str, alpha: float, margin: floa
         base_results = reviewed.results(store, base.run_id, verdicts=_verdicts(verdicts))
         candidate_results = reviewed.results(store, candidate.run_id, verdicts=verdicts)
     found = comparing.compare(base, base_results, candidate, candidate_results, alpha=alpha, margin=margin)
+    if base.run_id == candidate.run_id:  # each item paired with itself (refused once read: a damaged store says so first)
+        raise UsageError(f"'{base_ref}' and '{candidate_ref}' are both run {base.run_id}: a run compared with"
+                         " itself shows nothing; give two runs (`yamleval runs` lists them)")
     if fmt == "html":
         from yamleval.reporting import compare_html
 

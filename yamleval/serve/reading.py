@@ -32,7 +32,7 @@ def verdict(info: RunInfo) -> str:
 def progress_json(store, info: RunInfo) -> dict[str, Any]:
     """How far the run is: items finished by status, of how many planned (None: not known yet,
     an experiment has not started), each experiment's share, and the bar's geometry."""
-    found = views.progress(store, info.run_id)
+    found = reviewed.progress(store, info.run_id, views.progress(store, info.run_id))
     wanted = store.run_detail(info.run_id, "experiment_ids") or []
     counts = {s: sum(p.counts[s] for p in found) for s in STATUSES}
     finished = sum(counts.values())

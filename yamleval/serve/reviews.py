@@ -72,7 +72,7 @@ def store_review(store, ref: str, review: reviewing.Asked) -> dict[str, Any]:
     stored_reviews.add(store, info.run_id, found)
     # a completed run's verdict stored as they count now, as every list of runs shows it; of a
     # running run, the experiments that finished
-    results = reviewed.settle(store, info.run_id) if info.status == "completed" else reading.results_of(store, info)
+    results = reviewed.settle(store, info.run_id, None if info.status == "completed" else reading.results_of(store, info))
     number = next((n for n, r in enumerate(results) if r.experiment_id == review.experiment), len(results))
     result = results[number] if number < len(results) else reviewed.results(store, info.run_id, {review.experiment})[0]
     item = result.items.find(review.item)

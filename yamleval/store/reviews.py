@@ -3,10 +3,16 @@
 newest review of an item is its human verdict."""
 from __future__ import annotations
 
+import json
 from typing import Sequence
 
+from yamleval.records.codec import summary_from_json, summary_to_json
 from yamleval.records.reviews import HumanVerdict, Review
+from yamleval.records.types import Summary
 from yamleval.store.schema import REVIEWS, item_key
+
+KEPT_SINCE = 12  # the schema version whose experiments keep their reviewed summary
+Stamp = tuple  # (reviews counted, the experiment's completed_at): which reviewed summary is current
 
 _COLUMNS = ("run_id", "experiment_id", "item_id", "verdict", "machine", "reviewer", "note", "at")
 _OF_RUN = ("SELECT experiment_id, item_id, verdict, reviewer, at, machine, note FROM reviews WHERE run_id = {p}"
@@ -75,3 +81,34 @@ _SETTLED = "UPDATE runs SET passed = {p} WHERE run_id = {p} AND status = 'comple
 def settled(store, run_id: str, passed: bool) -> None:
     """Store the verdict a completed run has as its reviews count (its items and reviews stay as stored)."""
     store.write(_SETTLED, [(int(passed), run_id)], then="then review again")
+
+
+def _keeps(store) -> bool:
+    """Whether the database keeps reviewed summaries (a read-only one of an older schema is read unmigrated)."""
+    return store.database.schema_version() >= KEPT_SINCE
+
+
+_KEEP = "UPDATE experiments SET reviewed = {p} WHERE run_id = {p} AND experiment_id = {p}"
+_KEPT = "SELECT experiment_id, reviewed FROM experiments WHERE run_id = {p} AND reviewed IS NOT NULL"
+
+
+def keep_counted(store, run_id: str, counted: dict[str, tuple[Stamp, Summary]]) -> None:
+    """Store each experiment's summary as its reviews count it, stamped with how many reviews it
+    counts and when the experiment's items ended (reviews are only ever added, and an experiment
+    that ends again has a new end: the stamp says whether it is still the summary that counts)."""
+    if counted and _keeps(store):
+        store.write(_KEEP, [(json.dumps({"reviews": stamp[0], "ended": stamp[1],
+                                         "summary": json.loads(summary_to_json(summary))}), run_id, experiment_id)
+                            for experiment_id, (stamp, summary) in counted.items()], then="then review again")
+
+
+def kept_counted(store, run_id: str) -> dict[str, tuple[Stamp, Summary]]:
+    """The summaries ``keep_counted`` stored for the run's experiments, by experiment, each with its
+    stamp (none in a database older than them)."""
+    if not _keeps(store):
+        return {}
+    found = {}
+    for experiment_id, text in store.query(_KEPT, (run_id,)):
+        kept = json.loads(text)
+        found[experiment_id] = ((kept["reviews"], kept["ended"]), summary_from_json(json.dumps(kept["summary"])))
+    return found
