@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -23,6 +24,7 @@ import urllib.request
 TARGET = 1.2
 CONFIG = """
 store: results.db
+reports: {formats: [json]}
 experiments:
   - id: answers
     dataset: {file: items.jsonl}
@@ -79,7 +81,7 @@ def main() -> int:
     folder = tempfile.mkdtemp(prefix="yamleval-r19-")
     write_project(folder, options.items)
     command = [sys.executable, "-m", "yamleval"]
-    subprocess.run([*command, "run", "-q", "--format", "json"], cwd=folder, check=False)
+    subprocess.run([*command, "run", "-q"], cwd=folder, check=False)
     run_id = subprocess.run([*command, "runs", "--ids"], cwd=folder, capture_output=True, text=True).stdout.split()[0]
     port = free_port()
     server = subprocess.Popen([*command, "serve", "--store", "results.db", "--port", str(port), "--reviews",
@@ -97,6 +99,7 @@ def main() -> int:
     finally:
         server.terminate()
         server.wait(timeout=30)
+        shutil.rmtree(folder, ignore_errors=True)
     print(f"R19  {options.items:,} items, breakdown by metadata.topic, medians of {options.repeat}")
     worst = 0.0
     for name in plain:

@@ -118,29 +118,33 @@ def applied(store, run_id: str, results: list[ExperimentResult]) -> list[Experim
             continue
         verdicts = {key: stored_reviews.human_verdict(found) for key, found in given.items()}
         items = with_reviews(result.items, verdicts)
-        stamp, summary = kept.get(result.experiment_id, (None, None))
-        if summary is not None and stamp == _stamp(result, given):
-            out.append(verdict.judged(dataclasses.replace(result, items=items, summary=summary)))
+        found = kept.get(result.experiment_id)
+        if _current(found, given) and found.ended == _ended(result):
+            out.append(verdict.judged(dataclasses.replace(result, items=items, summary=found.summary)))
         else:
             out.append(_recounted(result, items))
     return out
 
 
-def _stamp(result: ExperimentResult, reviews: dict) -> tuple | None:
-    """Which reviewed summary of ``result`` counts now: its reviews in all and its end (None: it has
-    not ended, its items still come)."""
-    if result.incomplete and result.completed_at is None:
-        return None
-    return (sum(map(len, reviews.values())), result.completed_at)
+def _ended(result: ExperimentResult) -> str | None:
+    """When the experiment's items ended (None: they still come, or it never ended)."""
+    return None if result.incomplete and result.completed_at is None else result.completed_at
+
+
+def _current(kept: stored_reviews.Kept | None, reviews: dict) -> bool:
+    """Whether ``kept`` counts every review of its experiment (``reviews``, by item) and its experiment's end now."""
+    return (kept is not None and kept.ended is not None and kept.ended == kept.ended_now
+            and kept.reviews == sum(map(len, reviews.values())))
 
 
 def keep(store, run_id: str, results: list[ExperimentResult]) -> None:
     """Store the summary of each of ``results`` that its reviews count (``applied``), so that the
     next reader of the run counts nothing again: rows pages, lists of runs, progress bars."""
     reviews = stored_reviews.of_run(store, run_id)
-    stamped = {r.experiment_id: (_stamp(r, reviews[r.experiment_id]), r.summary) for r in results
-               if r.experiment_id in reviews}
-    stored_reviews.keep_counted(store, run_id, {eid: kept for eid, kept in stamped.items() if kept[0] is not None})
+    stored_reviews.keep_counted(store, run_id, {
+        r.experiment_id: stored_reviews.Kept(sum(map(len, reviews[r.experiment_id].values())), _ended(r), r.summary,
+                                             _ended(r))
+        for r in results if r.experiment_id in reviews and _ended(r) is not None})
 
 
 def _recounted(result: ExperimentResult, items: ItemResults) -> ExperimentResult:
@@ -189,14 +193,13 @@ def progress(store, run_id: str, found: list[ExperimentProgress]) -> list[Experi
     if not reviews:
         return found
     kept = stored_reviews.kept_counted(store, run_id)
-    ended = {r.experiment_id: r for r in store.results(run_id, set(reviews) & set(kept))}
     out = []
     for shown in found:
-        stamp, summary = kept.get(shown.experiment_id, (None, None))
-        result = ended.get(shown.experiment_id)
-        if summary is None or result is None or stamp != _stamp(result, reviews[shown.experiment_id]):
+        given, counted_now = reviews.get(shown.experiment_id), kept.get(shown.experiment_id)
+        if given is None or not _current(counted_now, given):
             out.append(shown)
             continue
+        summary = counted_now.summary
         counts = {"passed": summary.passed, "failed": summary.failed, "error": summary.errored, "skipped": summary.skipped}
         out.append(dataclasses.replace(shown, counts=counts))
     return out

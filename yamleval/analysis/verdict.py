@@ -43,7 +43,8 @@ def judged(result: ExperimentResult) -> ExperimentResult:
 
 
 def run_passed(results: Sequence[ExperimentResult], planned: int | None = None, interrupted: bool = False) -> bool:
-    """A run's verdict: every gated experiment passed (and all ``planned`` of them ran, uninterrupted)."""
+    """A run's verdict: every gated experiment passed (and all ``planned`` of them ran, uninterrupted);
+    an experiment's with variants, of ``results`` its variants."""
     ran = planned is None or len(results) == planned
     return ran and all(r.passed for r in results if r.gated) and not interrupted
 

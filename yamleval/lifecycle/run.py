@@ -270,9 +270,9 @@ def finish_run(out: Outputs, run_id: str, results: list[ExperimentResult], plann
     from yamleval.lifecycle import shards as shard_runs
 
     interrupted = stop.is_set()
-    # reviews of an experiment given while a later one ran count in the run's verdict too
-    results = reviewed.applied(out.store, run_id, results)
-    reviewed.keep(out.store, run_id, results)
+    if shard is None:  # reviews of an experiment given while a later one ran count in the run's verdict too
+        results = reviewed.applied(out.store, run_id, results)
+        reviewed.keep(out.store, run_id, results)
     own = tuple(results) if shard is not None else ()
     passed = run_passed(results, planned, interrupted)
     status = run_status(results, interrupted, planned)

@@ -3,7 +3,7 @@
 newest review of an item is its human verdict."""
 from __future__ import annotations
 
-import json
+from dataclasses import dataclass
 from typing import Sequence
 
 from yamleval.records.codec import summary_from_json, summary_to_json
@@ -12,7 +12,6 @@ from yamleval.records.types import Summary
 from yamleval.store.schema import REVIEWS, item_key
 
 KEPT_SINCE = 12  # the schema version whose experiments keep their reviewed summary
-Stamp = tuple  # (reviews counted, the experiment's completed_at): which reviewed summary is current
 
 _COLUMNS = ("run_id", "experiment_id", "item_id", "verdict", "machine", "reviewer", "note", "at")
 _OF_RUN = ("SELECT experiment_id, item_id, verdict, reviewer, at, machine, note FROM reviews WHERE run_id = {p}"
@@ -89,26 +88,42 @@ def _keeps(store) -> bool:
 
 
 _KEEP = "UPDATE experiments SET reviewed = {p} WHERE run_id = {p} AND experiment_id = {p}"
-_KEPT = "SELECT experiment_id, reviewed FROM experiments WHERE run_id = {p} AND reviewed IS NOT NULL"
+_KEPT = ("SELECT experiment_id, reviewed, completed_at, status FROM experiments WHERE run_id = {p}"
+         " AND reviewed IS NOT NULL")
 
 
-def keep_counted(store, run_id: str, counted: dict[str, tuple[Stamp, Summary]]) -> None:
-    """Store each experiment's summary as its reviews count it, stamped with how many reviews it
-    counts and when the experiment's items ended (reviews are only ever added, and an experiment
-    that ends again has a new end: the stamp says whether it is still the summary that counts)."""
+@dataclass(frozen=True)
+class Kept:
+    """An experiment's summary as its reviews counted it (``keep_counted``): how many reviews it
+    counts and the end of the experiment it counted, and that experiment's end now (None: it runs)."""
+
+    reviews: int
+    ended: str | None
+    summary: Summary
+    ended_now: str | None
+
+
+def keep_counted(store, run_id: str, counted: dict[str, Kept]) -> None:
+    """Store each experiment's summary as its reviews count it, with how many reviews it counts and
+    the end it counted (reviews are only ever added, and an experiment that ends again has a new
+    end: together they say whether it is still the summary that counts)."""
     if counted and _keeps(store):
-        store.write(_KEEP, [(json.dumps({"reviews": stamp[0], "ended": stamp[1],
-                                         "summary": json.loads(summary_to_json(summary))}), run_id, experiment_id)
-                            for experiment_id, (stamp, summary) in counted.items()], then="then review again")
+        # the figures' own JSON after a line of what they count: read back with one parse
+        store.write(_KEEP, [(f"{kept.reviews}\t{kept.ended or ''}\t{summary_to_json(kept.summary)}", run_id, experiment_id)
+                            for experiment_id, kept in counted.items()], then="then review again")
 
 
-def kept_counted(store, run_id: str) -> dict[str, tuple[Stamp, Summary]]:
-    """The summaries ``keep_counted`` stored for the run's experiments, by experiment, each with its
-    stamp (none in a database older than them)."""
+def kept_counted(store, run_id: str) -> dict[str, Kept]:
+    """The summaries ``keep_counted`` stored for the run's experiments, by experiment (none in a
+    database older than them)."""
     if not _keeps(store):
         return {}
     found = {}
-    for experiment_id, text in store.query(_KEPT, (run_id,)):
-        kept = json.loads(text)
-        found[experiment_id] = ((kept["reviews"], kept["ended"]), summary_from_json(json.dumps(kept["summary"])))
+    for experiment_id, text, completed_at, status in store.query(_KEPT, (run_id,)):
+        parts = text.split("\t", 2)
+        if len(parts) != 3 or not parts[0].isdigit():  # not as keep_counted writes it: counted anew
+            continue
+        reviews, ended, summary = parts
+        found[experiment_id] = Kept(int(reviews), ended or None, summary_from_json(summary),
+                                    None if status == "running" else completed_at)
     return found
