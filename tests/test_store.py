@@ -292,7 +292,8 @@ def test_a_candidate_that_did_not_complete_fails_the_regression_gate(write_confi
     assert (data["base_status"], data["candidate_status"]) == ("completed", status)
     markdown = run_cli("compare", base, "--store", db, "--format", "markdown", cwd=tmp_path)
     assert markdown.returncode == 0 and markdown.stdout.startswith(f"## {base} (completed) → {candidate} ({status})")
-    assert run_cli("compare", base, base, "--store", db, "--fail-on-regression", cwd=tmp_path).returncode == 0
+    itself = run_cli("compare", base, base, "--store", db, "--fail-on-regression", cwd=tmp_path)
+    assert itself.returncode == 2 and "a run compared with itself" in itself.stderr  # refused, not passed
 
 
 def test_unknown_run_and_ambiguous_prefix(write_config, tmp_path, store_at):
@@ -595,6 +596,7 @@ def test_a_database_of_an_older_schema_opens_and_takes_tags(write_config, tmp_pa
                       "ALTER TABLE runs DROP COLUMN rescored_from", "ALTER TABLE runs DROP COLUMN retried_from",
                       "ALTER TABLE experiments DROP COLUMN variant", "DROP INDEX items_written",
                       "ALTER TABLE items DROP COLUMN written", "ALTER TABLE experiments DROP COLUMN planned",
+                      "ALTER TABLE experiments DROP COLUMN reviewed",
                       "UPDATE yamleval_schema SET version = 3" if store_at.postgres else "PRAGMA user_version = 3"):
         store_at.query("r.db", statement)
     db = store_at.url("r.db")

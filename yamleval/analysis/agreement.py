@@ -30,7 +30,7 @@ def _kappa(matrix, confidence: float) -> tuple[float | None, tuple[float, float]
     cols = [p[0][j] + p[1][j] for j in range(2)]  # the scorer's
     observed = p[0][0] + p[1][1]
     chance = rows[0] * cols[0] + rows[1] * cols[1]
-    if chance >= 1.0:  # both said the same one verdict of every item: chance explains it all
+    if 0.0 in rows:  # people said one verdict only: chance explains whatever the scorer said
         return None, None
     kappa = (observed - chance) / (1.0 - chance)
     if n < 2:

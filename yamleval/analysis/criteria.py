@@ -1,11 +1,14 @@
-"""Pass criteria and the experiment's verdict (DESIGN §4)."""
+"""Pass criteria, each judged against a counted summary (DESIGN §4); the verdict they give is
+``analysis.verdict``'s."""
 from __future__ import annotations
 
 import dataclasses
 from typing import Iterable
 
+from yamleval.analysis.aggregate import Aggregator
 from yamleval.analysis.agreement import MIN_VERDICTS
-from yamleval.config.model import CriterionSpec
+from yamleval.config.model import CriterionSpec, Experiment
+from yamleval.records.reviews import UNMEASURABLE
 from yamleval.records.types import CriterionResult, Summary
 
 
@@ -59,7 +62,7 @@ def _agreement(criterion: CriterionSpec, summary: Summary) -> float | None:
     """The scorer's kappa (or plain agreement rate) with people, or its interval's lower end; None
     with fewer than ``MIN_VERDICTS`` items both judged."""
     found = summary.agreement.get(criterion.scorer)
-    if found is None or found.n < MIN_VERDICTS:
+    if found is None or found.n < MIN_VERDICTS or found.one_verdict:
         return None
     point, interval = (found.rate, found.rate_ci) if criterion.metric == "agreement" else (found.kappa, found.kappa_ci)
     return (None if interval is None else interval[0]) if criterion.bound == "lower" else point
@@ -69,6 +72,8 @@ def _too_few(criterion: CriterionSpec, summary: Summary) -> str | None:
     """Why a judge_agreement criterion has no value: too few human verdicts (it does not pass)."""
     found = summary.agreement.get(criterion.scorer)
     n = found.n if found is not None else 0
+    if found is not None and found.one_verdict:
+        return UNMEASURABLE
     if n < MIN_VERDICTS:
         return f"not enough human verdicts (n = {n} < {MIN_VERDICTS})"
     return "no kappa: the scorer and the people gave every item the same one verdict"
@@ -99,19 +104,11 @@ def evaluate(criteria: Iterable[CriterionSpec], summary: Summary) -> tuple[Crite
     return tuple(results)
 
 
-def verdict(summary: Summary, has_criteria: bool) -> bool:
-    """Passes when no item errored (with an ``error_rate`` criterion: when it holds) and every
-    error-severity criterion holds; without criteria, when no item failed or errored."""
-    if summary.errored and not tolerates_errors(summary):
-        return False
-    if not has_criteria:
-        return summary.failed == 0
-    return all(c.passed for c in summary.criteria if c.severity == "error")
-
-
-def tolerates_errors(summary: Summary) -> bool:
-    """Whether an ``error_rate`` criterion, not the rule that no item errors, judges its errors."""
-    return any(c.type == "error_rate" for c in summary.criteria)
+def started(experiment: Experiment) -> Summary:
+    """The summary of ``experiment`` before any item: its scorers and criteria, with which its stored
+    items are counted should its run never finish it."""
+    scorers = {s.id: (s.name, s.threshold) for s in experiment.scorers}
+    return with_criteria(Aggregator(scorers, experiment.confidence).summary(0.0), experiment.pass_criteria)
 
 
 def with_criteria(summary: Summary, criteria: Iterable[CriterionSpec]) -> Summary:

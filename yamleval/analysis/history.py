@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from yamleval.analysis import reviewed
 from yamleval.store import tags as run_tags
 from yamleval.records.types import RunInfo, Summary
 
@@ -60,7 +61,7 @@ def read(store, runs: Sequence[RunInfo], failing_first: bool = False) -> list[Ex
     statuses: dict[str, dict[str, list[str | None]]] = {}
     for at, run in enumerate(runs):
         tags = run_tags.of_run(store, run.run_id)
-        for result in store.results(run.run_id):
+        for result in reviewed.results(store, run.run_id):
             eid = result.experiment_id
             points.setdefault(eid, []).append(Point(run, result.summary, result.passed, tags))
             by_item = statuses.setdefault(eid, {})

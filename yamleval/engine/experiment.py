@@ -2,8 +2,8 @@
 
 Orchestration only: the items come from an ``ItemSource`` (the dataset, items finished before,
 stored outputs to score again), an executor chosen by the caller runs them (``placement``),
-``item`` runs one, ``scoring`` judges them, the aggregator counts them, ``criteria`` gives the
-verdict. The network the items call out through (its limiters and endpoint records) is the
+``item`` runs one, ``scoring`` judges them, the aggregator counts them, ``analysis.verdict``
+decides. The network the items call out through (its limiters and endpoint records) is the
 placement's: the run's, or a cluster's.
 """
 from __future__ import annotations
@@ -16,13 +16,14 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from yamleval.analysis.aggregate import Aggregator
 from yamleval.analysis import criteria
+from yamleval.analysis.verdict import judged
 from yamleval.engine import budget, repeats
 from yamleval.engine import shards as sharding
 from yamleval.engine.item import ItemProcessor, caching as caching_of
 from yamleval.engine.placement import Placed, Placement
 from yamleval.engine.plan import Prepared
 from yamleval.records.redaction import redact_experiment, redact_item
-from yamleval.records.reviews import counted, labelled
+from yamleval.records.reviews import labelled
 from yamleval.engine.scoring import error_result
 from yamleval.engine.shards import Shard
 from yamleval.net import health, limits
@@ -80,13 +81,12 @@ class Bounds:
     budgets: Sequence[budget.Limit] = ()
 
 
-def rescored(prepared: Prepared, results: Iterable[ItemResult], network: RunNetwork | None = None,
-             human: Callable[[str], Any] | None = None) -> Iterator[ItemResult]:
+def rescored(prepared: Prepared, results: Iterable[ItemResult], network: RunNetwork | None = None) -> Iterator[ItemResult]:
     """Finished items scored again by ``prepared``'s scorers, their outputs kept (no runner
     call; judges through the cache, calling out through ``network``, the run's, else a network
-    of their own); an item whose runner failed has no output to score and stays as it was.
-    ``human``: a person's verdict on an item by its id (``records.reviews.HumanVerdict``), which
-    counts over its scorers' (else its dataset's label does)."""
+    of their own); an item whose runner failed has no output to score and stays as it was. Each
+    keeps its scorers' verdict (or its dataset's label) as its own: people's reviews stay reviews,
+    counted where the run is read (``analysis.reviewed``)."""
     caching = caching_of(prepared)
     processor = ItemProcessor(prepared, caching, network if network is not None else Network())
     use = caching.use if caching is not None else lambda number: None
@@ -98,8 +98,7 @@ def rescored(prepared: Prepared, results: Iterable[ItemResult], network: RunNetw
                 result = redact_item(result, prepared.secrets)
             elif result.error is None or result.scores:
                 result = redact_item(processor.scored(result, use(0)), prepared.secrets)
-            verdict = human(result.item.id) if human is not None else None
-            yield labelled(result) if verdict is None else counted(result, verdict)
+            yield labelled(result)
     finally:
         processor.close()
 
@@ -292,12 +291,12 @@ class _Experiment:
             aborted, could_not_evaluate = self.unusable[0].message(), True
         elif self.over_budget:
             aborted, stopped_by_budget = self.over_budget[0], True
-        return redact_experiment(ExperimentResult(
+        return redact_experiment(judged(ExperimentResult(
             experiment_id=experiment.id, label=experiment.label,
-            passed=criteria.verdict(summary, bool(experiment.pass_criteria)) and not interrupted and aborted is None,
+            passed=False,
             summary=summary, items=finished, started_at=self.started_at, completed_at=now(),
             interrupted=interrupted, warnings=tuple(self.warnings), aborted=aborted,
             could_not_evaluate=could_not_evaluate, stopped_by_budget=stopped_by_budget, variant=experiment.variant,
             description=experiment.description, tags=experiment.tags, runner=experiment.runner.written(),
             dataset=experiment.dataset.describe(), scorers=tuple(s.plugin.written() for s in experiment.scorers),
-        ), self.prepared.secrets)
+        )), self.prepared.secrets)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from yamleval.analysis import compare
+from yamleval.analysis import compare, verdict
 from yamleval.reporting import comparison as comparison_text
 from yamleval.store import tags as run_tags
 from yamleval.records.errors import UsageError
@@ -22,9 +22,7 @@ def judge(store, run_id: str, result: ExperimentResult) -> ExperimentResult:
     result = dataclasses.replace(result, items=store.item_view(run_id, result.experiment_id, result.summary.completed))
     judged = tuple(_judged(store, run_id, c, result) if c.type == "no_regression" else c
                    for c in result.summary.criteria)
-    failed = any(not c.passed and c.severity == "error" for c in judged)
-    return dataclasses.replace(result, summary=dataclasses.replace(result.summary, criteria=judged),
-                               passed=result.passed and not failed)
+    return verdict.judged(dataclasses.replace(result, summary=dataclasses.replace(result.summary, criteria=judged)))
 
 
 def _baseline(store, name: str, experiment_id: str, run_id: str) -> RunInfo | str:
@@ -55,7 +53,7 @@ def _judged(store, run_id: str, criterion: CriterionResult, result: ExperimentRe
     if isinstance(base, str):
         return dataclasses.replace(criterion, detail=f"skipped: {base}")
     # like with like: the baseline as it stored its end, without the reviews given since (this run has none yet)
-    comparison = compare.compare(base, store.results(base.run_id, {result.experiment_id}, "stored"), store.find_run(run_id),
+    comparison = compare.compare(base, store.results(base.run_id, {result.experiment_id}), store.find_run(run_id),
                                  [result], alpha=criterion.alpha, margin=criterion.margin)
     diff = comparison.experiments[0]
     change = diff.scorer_changes.get(criterion.scorer) if criterion.scorer else diff.change

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Mapping, Sequence
 
+from yamleval.analysis import reviewed
 from yamleval.lifecycle.ongoing import Run
 from yamleval.lifecycle.stored import store_experiment
 from yamleval.records.options import RunOptions
@@ -29,7 +30,7 @@ class FromDatasets:
         """The experiments the run had completed (read as stored), unless their items are scored again."""
         completed = set() if self.rescore else {eid for eid, stored in self.begun.items()
                                                 if stored.status == "completed"}
-        return {r.experiment_id: r for r in run.db.results(run.run_id, completed)} if completed else {}
+        return {r.experiment_id: r for r in reviewed.results(run.db, run.run_id, completed)} if completed else {}
 
     def baseline_items(self, run: Run):
         return lambda stored_id: run.db.item_view(run.run_id, stored_id, 0).find

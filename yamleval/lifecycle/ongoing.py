@@ -17,7 +17,9 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from yamleval import __version__
 from yamleval.lifecycle.outputs import Outputs, write_reports_then_finish
-from yamleval.lifecycle.stored import ended_as, new_run_id, run_passed
+from yamleval.analysis import reviewed
+from yamleval.analysis.verdict import run_passed, run_status
+from yamleval.lifecycle.stored import new_run_id
 from yamleval.records.outcome import RunOutcome, RunWatcher
 from yamleval.records.types import ExperimentResult, RunInfo, now
 
@@ -145,15 +147,18 @@ def finish_run(run: Run, results: list[ExperimentResult]) -> RunOutcome:
 
     out, run_id, shard = run.out, run.run_id, run.shard
     interrupted = run.stop.is_set()
+    if shard is None:  # reviews of an experiment given while a later one ran count in the run's verdict too
+        results = reviewed.applied(out.store, run_id, results)
+        reviewed.keep(out.store, run_id, results)
     own = tuple(results) if shard is not None else ()
     passed = run_passed(results, run.planned, interrupted)
-    status = ended_as(results, interrupted, run.planned)
+    status = run_status(results, interrupted, run.planned)
     run_info = dataclasses.replace(out.store.find_run(run_id), status=status, passed=passed, completed_at=now())
     if shard is not None:
         breakdowns = {e.id: e.breakdowns for e in run.work.experiments}
         whole = shard_runs.finish(out.store, run_id, shard, status, results, breakdowns)
         run_info = out.store.find_run(run_id)
-        results = whole or [r for r in out.store.results(run_id)]
+        results = whole or reviewed.results(out.store, run_id)
     run.watcher.run_finished(results)
     run.watcher.writing_reports()
     written = write_reports_then_finish(out.store, out.report_dir, out.formats, run_info, results, shard is None)

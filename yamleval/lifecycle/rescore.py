@@ -19,9 +19,8 @@ from yamleval.lifecycle.stored import store_experiment
 from yamleval.records.options import RescoreOptions
 from yamleval.records.outcome import RunOutcome, RunWatcher
 from yamleval.records.types import ExperimentResult, ItemResult, RunInfo
-from yamleval.store import reviewed
+from yamleval.analysis.verdict import judged
 from yamleval.store import reviews as stored_reviews
-from yamleval.store.schema import item_key
 
 
 def rescore_run(project, source: str, options: RescoreOptions | None = None, *, stop: threading.Event | None = None,
@@ -145,14 +144,12 @@ class StoredOutputs:
                         return
 
             stored = db.item_view(self.origin.run_id, experiment_id, 0)
-            verdicts = reviewed.verdicts_of(db, self.origin.run_id).get(experiment_id, {})
-            # the judges call out through the run's network: its endpoint checks stop it
-            rescored = engine.rescored(ready, stored, run.executors.network,
-                                       (lambda item_id: verdicts.get(item_key(item_id))) if verdicts else None)
+            # the judges call out through the run's network: its endpoint checks stop it; the scorers'
+            # verdicts are stored as the items' own, the source's reviews, copied, count as the run is read
+            rescored = engine.rescored(ready, stored, run.executors.network)
             result = engine.run_experiment(ready, run.executors, engine.ItemSource.stored(kept(rescored)),
                                            bounds=engine.Bounds(stop=stop), keep_items=False)
-            return result if experiment_id in self.done else dataclasses.replace(result, passed=False,
-                                                                                 incomplete=True)
+            return result if experiment_id in self.done else judged(dataclasses.replace(result, incomplete=True))
 
         return store_experiment(db, run.run_id, position, ready, run.work.dataset_hashes[experiment_id],
                                 run.controls, rescore)

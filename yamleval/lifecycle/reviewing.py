@@ -14,7 +14,7 @@ from yamleval.lifecycle.stored_runs import opened
 from yamleval.records.errors import UsageError, display_path
 from yamleval.records.reviews import JUDGED, Review, machine_verdict, verdict_of
 from yamleval.records.types import ExperimentResult, RunInfo, now
-from yamleval.store import reviewed
+from yamleval.analysis import reviewed
 from yamleval.store import reviews as stored_reviews
 
 FIELDS = ("experiment", "item", "verdict", "note", "by")
@@ -154,4 +154,4 @@ def _jsonl(path: str, text: str) -> Iterable[tuple[str, dict]]:
 def agreement(given, run_ref: str) -> Agreements:
     with opened(given) as store:
         info = store.find_run(run_ref)
-        return Agreements(info, tuple(store.results(info.run_id)))
+        return Agreements(info, tuple(reviewed.results(store, info.run_id)))

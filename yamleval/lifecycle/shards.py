@@ -13,7 +13,8 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from yamleval.lifecycle.stored import finished_experiment, run_passed
+from yamleval.analysis.verdict import judged, run_passed
+from yamleval.lifecycle.stored import finished_experiment
 from yamleval.analysis import criteria
 from yamleval.analysis.aggregate import recount
 from yamleval.records.errors import UsageError
@@ -173,7 +174,7 @@ def complete(store, run_id: str) -> list[ExperimentResult] | None:
         for experiment_id, part in json.loads(written or "{}").items():
             parts.setdefault(experiment_id, []).append(part)
     results = [finished_experiment(store, run_id, _counted(store, run_id, stored, parts.get(stored.experiment_id, [])))
-               for stored in store.results(run_id, verdicts="stored")]
+               for stored in store.results(run_id)]
     store.finish_run(run_id, "completed", run_passed(results), max(r.completed_at or "" for r in results))
     return results
 
@@ -185,8 +186,8 @@ def _counted(store, run_id: str, stored: ExperimentResult, parts: list[list]) ->
     summary = dataclasses.replace(summary, duration_ms=max((p[0] for p in parts), default=0.0),
                                   throttling=Throttling(sum(p[1] for p in parts), sum(p[2] for p in parts),
                                                         sum(p[3] for p in parts)))
-    return dataclasses.replace(
-        stored, summary=summary, passed=criteria.verdict(summary, bool(summary.criteria)), incomplete=False,
+    return judged(dataclasses.replace(
+        stored, summary=summary, incomplete=False,
         started_at=min((p[4] for p in parts if p[4]), default=stored.started_at),
         completed_at=max((p[5] for p in parts if p[5]), default=stored.completed_at),
-        warnings=tuple(dict.fromkeys(w for p in parts for w in p[6])))
+        warnings=tuple(dict.fromkeys(w for p in parts for w in p[6]))))

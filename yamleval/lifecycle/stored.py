@@ -1,6 +1,6 @@
 """The steps every stored run takes, however its items come (a run, a rescore, the last shard
 or a merge): its id, each experiment stored from its start to its end (start → run or score
-again → baselines judged → finished), and the run's verdict.
+again → baselines judged → finished). The verdicts are ``analysis.verdict``'s.
 """
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import dataclasses
 import threading
 import uuid
 from datetime import datetime, timezone
-from typing import Callable, Sequence
+from typing import Callable
 
+from yamleval.analysis import criteria
 from yamleval.records.outcome import RunWatcher
 from yamleval.records.types import ExperimentResult, ItemResult, now
 
@@ -17,25 +18,6 @@ from yamleval.records.types import ExperimentResult, ItemResult, now
 def new_run_id() -> str:
     """A new run's id: the time it starts (UTC, so ids sort as runs began), then 8 random hex digits."""
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
-
-
-def run_passed(results: Sequence[ExperimentResult], planned: int | None = None, interrupted: bool = False) -> bool:
-    """A run's verdict: every gated experiment passed (and all ``planned`` of them ran, uninterrupted)."""
-    ran = planned is None or len(results) == planned
-    return ran and all(r.passed for r in results if r.gated) and not interrupted
-
-
-def ended_as(results: Sequence[ExperimentResult], interrupted: bool = False, planned: int | None = None) -> str:
-    """How a run (or a shard) ended: interrupted, stopped by a budget, aborted (an experiment ended
-    early: a dataset error, an endpoint that cannot be used, a source run that was not complete;
-    or fewer than the ``planned`` experiments ran), else completed. Only a completed run has a
-    verdict a gate may pass."""
-    if interrupted:
-        return "interrupted"
-    if any(r.stopped_by_budget for r in results):
-        return "stopped"
-    short = planned is not None and len(results) < planned
-    return "aborted" if short or any(r.aborted or r.incomplete for r in results) else "completed"
 
 
 class Keeper:
@@ -80,7 +62,8 @@ def store_experiment(db, run_id: str, position: int, ready, dataset_hash: str | 
     counted once every shard has stored its own (``lifecycle.shards``), so only its items are kept."""
     from yamleval.engine import plan
 
-    db.start_experiment(run_id, position, ready.experiment, dataset_hash, now(), shared=shared)
+    db.start_experiment(run_id, position, ready.experiment, dataset_hash, now(), criteria.started(ready.experiment),
+                        shared=shared)
     keeper = Keeper(db, run_id, ready.experiment.id, controls.stop, controls.watcher)
     try:
         with plan.importable(ready.experiment):
@@ -105,6 +88,8 @@ def finished_experiment(db, run_id: str, result: ExperimentResult) -> Experiment
     result = baseline.judge(db, run_id, result)  # its no_regression criteria, against their baselines
     db.finish_experiment(run_id, result)
     result = dataclasses.replace(result, items=db.item_view(run_id, result.experiment_id, result.summary.completed))
-    from yamleval.store import reviewed
+    from yamleval.analysis import reviewed
 
-    return reviewed.applied(db, run_id, [result])[0]  # as people reviewed it: a retry's kept items, say
+    [result] = reviewed.applied(db, run_id, [result])  # as people reviewed it: a retry's kept items, say
+    reviewed.keep(db, run_id, [result])
+    return result

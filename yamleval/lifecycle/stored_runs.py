@@ -9,6 +9,7 @@ import os
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Iterator, Sequence
 
+from yamleval.analysis import reviewed, verdict
 from yamleval.analysis.run_summary import RunSummary, summarize
 from yamleval.lifecycle.outputs import DEFAULT_STORE
 from yamleval.records.errors import UsageError, display_path
@@ -126,7 +127,7 @@ def runs(given, limit: int) -> tuple[ListedRun, ...]:
 
     with opened(given) as store:
         return tuple(ListedRun(info, tuple(store.run_detail(info.run_id, "experiment_ids") or ()),
-                               summarize(store.summaries(info.run_id)), run_tags.of_run(store, info.run_id))
+                               summarize(reviewed.listed_summaries(store, info.run_id)), run_tags.of_run(store, info.run_id))
                      for info in store.runs(limit))
 
 
@@ -144,7 +145,7 @@ def show(given, run_ref: str, by: str | None, config: bool) -> Shown:
         info = store.find_run(run_ref)
         if config:
             return Shown(info, ())
-        results = tuple(store.results(info.run_id))
+        results = tuple(reviewed.results(store, info.run_id))
     return Shown(info, results, () if by is None else tuple(_breakdown(result, by) for result in results))
 
 
@@ -181,15 +182,13 @@ def report(given, run_ref: str, formats: Sequence[str], report_dir: str, junit_f
            max_html_mb: float | None, verdicts: str = "reviewed") -> RunOutcome:
     from yamleval.config.loader import stored_report_settings, with_html_budget, with_junit_family
     from yamleval.reporting import write_reports
-    from yamleval.store import reviewed
-
     with opened(given) as store:
         info = store.find_run(run_ref)
         if gate:
             _gateable(store, info)
-        results = store.results(info.run_id, verdicts=_verdicts(verdicts))
+        results = reviewed.results(store, info.run_id, verdicts=_verdicts(verdicts))
     if verdicts == "machine":  # a review stored the run's verdict as people gave it: count it again
-        info = reviewed.run_info(info, results)
+        info = verdict.run_counted(info, results)
     configured = stored_report_settings(info.config_files, info.config_text)  # as the run wrote them
     wanted = with_junit_family(with_html_budget(report_formats(formats, configured), max_html_mb), junit_family)
     written = write_reports(report_dir, wanted, info, results)
@@ -217,7 +216,7 @@ def export(given, run_ref: str, fmt: str, experiment_ids: Sequence[str], statuse
 
     with opened(given) as store:
         info = store.find_run(run_ref)
-        results = store.results(info.run_id, set(experiment_ids) if experiment_ids else None)
+        results = reviewed.results(store, info.run_id, set(experiment_ids) if experiment_ids else None)
         missing = sorted(set(experiment_ids) - {r.experiment_id for r in results})
         if missing:
             known = ", ".join(r.experiment_id for r in store.results(info.run_id)) or "none"
@@ -237,10 +236,8 @@ COMPARE_FORMATS = ("text", "markdown", "json", "html")
 
 
 def _verdicts(verdicts: str) -> str:
-    from yamleval.store.reviewed import VERDICTS
-
-    if verdicts not in VERDICTS:
-        raise UsageError(f"--verdicts {verdicts}: choose from {', '.join(VERDICTS)}")
+    if verdicts not in reviewed.VERDICTS:
+        raise UsageError(f"--verdicts {verdicts}: choose from {', '.join(reviewed.VERDICTS)}")
     return verdicts
 
 
@@ -254,10 +251,13 @@ def compare(given, base_ref: str, candidate_ref: str, alpha: float, margin: floa
     (base_ref, base_variant), (candidate_ref, candidate_variant) = map(comparing.split_variant, (base_ref, candidate_ref))
     with opened(given) as store:
         base, candidate = store.find_run(base_ref), store.find_run(candidate_ref)
-        base_results = store.results(base.run_id, verdicts=_verdicts(verdicts))
-        candidate_results = store.results(candidate.run_id, verdicts=verdicts)
+        base_results = reviewed.results(store, base.run_id, verdicts=_verdicts(verdicts))
+        candidate_results = reviewed.results(store, candidate.run_id, verdicts=verdicts)
     found = comparing.compare_named(base, base_results, base_variant, candidate, candidate_results, candidate_variant,
                                     alpha, margin)
+    if base.run_id == candidate.run_id and base_variant == candidate_variant:  # each item paired with itself
+        raise UsageError(f"'{base_ref}' and '{candidate_ref}' are both run {base.run_id}: a run compared with"
+                         " itself shows nothing; give two runs (`yamleval runs` lists them), or two variants of one")
     if fmt == "html":
         from yamleval.reporting import compare_html
 

@@ -75,6 +75,9 @@ def labelled(result):
     return counted(result, HumanVerdict(label, result.status, source="dataset"))
 
 
+UNMEASURABLE = "agreement cannot be measured: people gave one verdict only"
+
+
 @dataclass(frozen=True)
 class Agreement:
     """How a scorer's verdicts agree with people's on the items both judged. ``matrix``: rows the
@@ -91,3 +94,9 @@ class Agreement:
     @property
     def n(self) -> int:
         return sum(map(sum, self.matrix))
+
+    @property
+    def one_verdict(self) -> bool:
+        """Whether people gave every item both judged the same one verdict: no kappa or agreement
+        then tells a scorer that discerns from one that says the same of everything."""
+        return self.n > 0 and 0 in (sum(self.matrix[0]), sum(self.matrix[1]))

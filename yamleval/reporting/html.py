@@ -16,6 +16,7 @@ from typing import IO, Any, Sequence
 
 from yamleval.analysis import figures
 from yamleval.analysis.aggregate import BINS
+from yamleval.analysis.verdict import run_passed
 from yamleval.reporting import variants
 from yamleval.reporting import breakdowns
 from yamleval.reporting import people
@@ -62,7 +63,7 @@ def _histogram_svg(counts: list[int]) -> dict[str, Any]:
 def _run_status(run: RunInfo, results: Sequence[ExperimentResult]) -> str:
     if run.status in ("interrupted", "stopped", "aborted", "crashed", "running"):
         return run.status
-    passed = run.passed if run.passed is not None else all(r.passed for r in results)
+    passed = run.passed if run.passed is not None else run_passed(results)
     return "passed" if passed else "failed"
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import IO, Any, Sequence
 
+from yamleval.analysis.verdict import run_passed
 from yamleval.reporting.comparison import changes_json
 from yamleval.records.codec import encode, encode_record
 from yamleval.reporting import people
@@ -108,7 +109,7 @@ def variant_dict(result: ExperimentResult, row: variants.VariantRow | None) -> d
 def parent_dict(group: variants.VariantGroup) -> dict[str, Any]:
     """An experiment with variants, without them: it passes when every gated variant passes."""
     members = [row.result for row in group.rows]
-    return {"id": group.experiment_id, "label": group.label, "passed": all(r.passed for r in members if r.gated),
+    return {"id": group.experiment_id, "label": group.label, "passed": run_passed(members),
             "description": members[0].description, "tags": list(members[0].tags), "dataset": members[0].dataset}
 
 

@@ -7,13 +7,15 @@ from typing import Any
 
 from yamleval.analysis import figures
 from yamleval.analysis.agreement import MIN_VERDICTS
-from yamleval.records.reviews import Agreement
+from yamleval.records.reviews import UNMEASURABLE, Agreement
 from yamleval.records.types import Summary
 
 
 def agreement_dict(a: Agreement) -> dict[str, Any]:
     (pp, pf), (fp, ff) = a.matrix
-    return {"n": a.n, "agreement": a.rate, "agreement_ci": a.rate_ci, "kappa": a.kappa, "kappa_ci": a.kappa_ci,
+    kappa, interval = (None, None) if a.one_verdict else (a.kappa, a.kappa_ci)
+    return {"n": a.n, "agreement": a.rate, "agreement_ci": a.rate_ci, "kappa": kappa, "kappa_ci": interval,
+            **({"unmeasurable": UNMEASURABLE} if a.one_verdict else {}),
             "confusion": {"human_pass": {"scorer_pass": pp, "scorer_fail": pf},
                           "human_fail": {"scorer_pass": fp, "scorer_fail": ff}}}
 
@@ -30,12 +32,22 @@ def _interval(value: tuple[float, float] | None, shown) -> str:
     return f" [{shown(value[0])}, {shown(value[1])}]" if value is not None else ""
 
 
+def _kappa(a: Agreement, none: str) -> str:
+    """Kappa and its interval; why it cannot be measured (people gave one verdict only); else ``none``."""
+    if a.one_verdict:
+        return UNMEASURABLE
+    return none if a.kappa is None else figures.number(a.kappa) + _interval(a.kappa_ci, figures.number)
+
+
 def agreement_line(a: Agreement, confidence: float) -> str:
-    """``judge: n 40 · agreement 82.5% [68.1%, 91.3%] · kappa 0.632 [0.385, 0.878] (95%)``."""
-    kappa = "kappa -" if a.kappa is None else f"kappa {figures.number(a.kappa)}{_interval(a.kappa_ci, figures.number)}"
+    """``judge: n 40 · agreement 82.5% [68.1%, 91.3%] · kappa 0.632 [0.385, 0.878] (95%)``; of a table
+    where people gave one verdict only, that it cannot be measured."""
+    if a.one_verdict:
+        said = "passed" if sum(a.matrix[0]) else "failed"
+        return f"{a.scorer}: n {a.n} · {UNMEASURABLE} (every item {said})"
     few = f" · fewer than {MIN_VERDICTS}: too few to gate on" if a.n < MIN_VERDICTS else ""
     return (f"{a.scorer}: n {a.n} · agreement {figures.percent(a.rate)}{_interval(a.rate_ci, figures.percent)}"
-            f" · {kappa} ({confidence * 100:g}% intervals){few}")
+            f" · kappa {_kappa(a, '-')} ({confidence * 100:g}% intervals){few}")
 
 
 def matrix_lines(a: Agreement) -> list[str]:
@@ -73,7 +85,7 @@ def markdown_lines(summary: Summary, escape) -> list[str]:
              " person fail: scorer pass / fail |", "|---|---:|---:|---:|---:|---:|"]
     for a in summary.agreement.values():
         (pp, pf), (fp, ff) = a.matrix
-        kappa = "-" if a.kappa is None else figures.number(a.kappa) + _interval(a.kappa_ci, figures.number)
+        kappa = _kappa(a, "-")
         lines.append(f"| {escape(a.scorer)} | {a.n} | {figures.percent(a.rate)}{_interval(a.rate_ci, figures.percent)}"
                      f" | {kappa} | {pp} / {pf} | {fp} / {ff} |")
     return lines + [""]
@@ -91,6 +103,6 @@ def html_view(summary: Summary) -> list[dict[str, Any]]:
         (pp, pf), (fp, ff) = a.matrix
         out.append({"scorer": a.scorer, "n": f"{a.n:,}", "few": a.n < MIN_VERDICTS,
                     "rate": figures.percent(a.rate) + _interval(a.rate_ci, figures.percent),
-                    "kappa": "—" if a.kappa is None else figures.number(a.kappa) + _interval(a.kappa_ci, figures.number),
+                    "kappa": _kappa(a, "—"),
                     "matrix": [pp, pf, fp, ff]})
     return out

@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from yamleval.analysis import reviewed
 from yamleval.records.errors import UsageError
 from yamleval.reporting import center, html
 from yamleval.serve import access, reading, stream
@@ -189,7 +190,7 @@ def application(location: str, tokens: dict[str, str] | None = None, reviews=Non
 
         def work(store):
             info = _run(store, ref)
-            found = store.results(info.run_id, {experiment_id})
+            found = reviewed.results(store, info.run_id, {experiment_id})
             if not found:
                 raise NotFound(f"run {info.run_id} has no experiment {experiment_id}")
             item = found[0].items.find(item_id)
@@ -216,7 +217,7 @@ def application(location: str, tokens: dict[str, str] | None = None, reviews=Non
 
             (base_ref, base_variant), (candidate_ref, candidate_variant) = map(compare.split_variant, (base, candidate))
             before, after = _run(store, base_ref), _run(store, candidate_ref)
-            base_results, candidate_results = store.results(before.run_id), store.results(after.run_id)
+            base_results, candidate_results = reviewed.results(store, before.run_id), reviewed.results(store, after.run_id)
             found = compare.compare_named(before, base_results, base_variant, after, candidate_results, candidate_variant)
             return compare_html.render(found, base_results, candidate_results)
 

@@ -16,8 +16,9 @@ from yamleval.reporting import json_report
 from yamleval.reporting.html import STATUSES
 from yamleval.reporting.html_data import Texts, dumps, row
 from yamleval.records.reviews import counted
-from yamleval.store import reviewed
-from yamleval.store import tags as run_tags
+from yamleval.analysis import reviewed
+from yamleval.analysis.verdict import run_word
+from yamleval.store import reviews as stored_reviews, tags as run_tags
 from yamleval.store.schema import item_key
 from yamleval.store import views
 from yamleval.store.reader import read_rows
@@ -28,15 +29,13 @@ NEWEST_KEPT = 20  # of the items stored since a live view last looked, the newes
 
 def verdict(info: RunInfo) -> str:
     """A run as the runs page shows it: passed or failed once it completed, else how it stands."""
-    if info.status == "completed":
-        return "passed" if info.passed else "failed"
-    return info.status
+    return run_word(info)
 
 
 def progress_json(store, info: RunInfo) -> dict[str, Any]:
     """How far the run is: items finished by status, of how many planned (None: not known yet,
     an experiment has not started), each experiment's share, and the bar's geometry."""
-    found = views.progress(store, info.run_id)
+    found = reviewed.progress(store, info.run_id, views.progress(store, info.run_id))
     wanted = store.run_detail(info.run_id, "experiment_ids") or []
     counts = {s: sum(p.counts[s] for p in found) for s in STATUSES}
     finished = sum(counts.values())
@@ -84,9 +83,9 @@ def runs_json(store, filters: dict[str, Any], limit: int) -> tuple[list[dict[str
 def results_of(store, info: RunInfo) -> list[ExperimentResult]:
     """The run's experiments; of a running run only those that have finished (the others show as progress)."""
     if info.status != "running":
-        return store.results(info.run_id)
+        return reviewed.results(store, info.run_id)
     done = {p.experiment_id for p in views.progress(store, info.run_id) if p.status != "running"}
-    return store.results(info.run_id, done) if done else []
+    return reviewed.results(store, info.run_id, done) if done else []
 
 
 def summary_json(store, info: RunInfo) -> str:
@@ -120,13 +119,13 @@ def _shape(store, run_id: str, experiment_id: str, reviews: bool) -> tuple[list[
         return None
     summary = summary_from_json(found[0][0])  # stored as the experiment starts
     if reviews and summary.breakdowns:
-        summary = store.results(run_id, {experiment_id})[0].summary
+        summary = reviewed.results(store, run_id, {experiment_id})[0].summary
     return list(summary.scorers), [(b.field, {x.value: n for n, x in enumerate(b.slices)}) for b in summary.breakdowns]
 
 
 def rows_json(store, run_id: str, experiment_id: str, after: int, limit: int) -> str | None:
     """``/api/runs/{id}/rows``: the experiment's next ``limit`` rows past position ``after``, as the page's script reads them."""
-    verdicts = reviewed.verdicts_of(store, run_id).get(experiment_id, {})
+    verdicts = stored_reviews.verdicts_of(store, run_id).get(experiment_id, {})
     shape = _shape(store, run_id, experiment_id, bool(verdicts))
     if shape is None:
         return None
@@ -156,7 +155,7 @@ def items_json(store, run_id: str, experiment_id: str | None, status: str | None
     if status:
         where += " AND i.status = {p}"
         parameters.append(status)
-    verdicts = reviewed.verdicts_of(store, run_id)
+    verdicts = stored_reviews.verdicts_of(store, run_id)
     if status and verdicts:  # people changed some items' status: pick them as they count now
         return _reviewed_items(store, run_id, experiment_id, status, offset, limit)
     total = store.query(_COUNT + where, tuple(parameters))[0][0]
@@ -171,7 +170,7 @@ def items_json(store, run_id: str, experiment_id: str | None, status: str | None
 def _reviewed_items(store, run_id: str, experiment_id: str | None, status: str, offset: int, limit: int) -> str:
     """As ``items_json``, of a reviewed run: its items of ``status`` as they count, read one by one."""
     total, records = 0, []
-    for result in store.results(run_id, {experiment_id} if experiment_id else None):
+    for result in reviewed.results(store, run_id, {experiment_id} if experiment_id else None):
         for item in result.items:
             if item.status != status:
                 continue

@@ -19,7 +19,7 @@ from yamleval.reporting import html
 from yamleval.reporting.html_data import human_row
 from yamleval.serve import is_local, reading
 from yamleval.serve.answers import find_run, json_answer
-from yamleval.store import reviewed
+from yamleval.analysis import reviewed, verdict
 from yamleval.store import reviews as stored_reviews
 
 MAX_BODY = 64 * 1024
@@ -72,9 +72,9 @@ def store_review(store, ref: str, review: reviewing.Asked) -> dict[str, Any]:
     stored_reviews.add(store, info.run_id, found)
     # a completed run's verdict stored as they count now, as every list of runs shows it; of a
     # running run, the experiments that finished
-    results = reviewed.settle(store, info.run_id) if info.status == "completed" else reading.results_of(store, info)
+    results = reviewed.settle(store, info.run_id, None if info.status == "completed" else reading.results_of(store, info))
     number = next((n for n, r in enumerate(results) if r.experiment_id == review.experiment), len(results))
-    result = results[number] if number < len(results) else store.results(info.run_id, {review.experiment})[0]
+    result = results[number] if number < len(results) else reviewed.results(store, info.run_id, {review.experiment})[0]
     item = result.items.find(review.item)
     view = html.experiment_view(number, result)
     return {"review": {"verdict": found[0].verdict, "machine": found[0].machine, "by": found[0].by,
@@ -82,7 +82,7 @@ def store_review(store, ref: str, review: reviewing.Asked) -> dict[str, Any]:
             "item": {"status": item.status, "human": human_row(item.human)},
             "experiment": {"id": result.experiment_id, "status": view["status"], "stats": dict(view["stats"]),
                            "shares": view["shares"], "criteria": view["criteria"], "agreement": view["people"]},
-            "verdict": reading.verdict(reviewed.run_info(info, results))}
+            "verdict": verdict.run_word(verdict.run_counted(info, results))}
 
 
 def reviews_json(store, ref: str) -> str:

@@ -1,15 +1,12 @@
 """An experiment's items as the results database keeps them (``store``), read as they are iterated."""
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any, Iterator, Sequence
 
-from yamleval.analysis import criteria
-from yamleval.analysis.aggregate import recount
 from yamleval.records.codec import item_from_record
 from yamleval.records.errors import UsageError
-from yamleval.records.types import ItemResult, ItemResults, Summary, Variant, Verdicts
+from yamleval.records.types import ItemResult, ItemResults, Variant, Verdicts
 from yamleval.store.database import Database
 from yamleval.store.errors import DatabaseError, cannot
 from yamleval.store.schema import HASHED, item_key
@@ -85,25 +82,6 @@ class StoredItems(ItemResults):
         """The stored item with this id, or None."""
         found = list(self._select(_ITEM, (item_key(item_id),)))  # read to the end: the connection closes
         return item_from_record(json.loads(found[0][0]), found[0][0]) if found else None
-
-
-def counted(summary: Summary | None, items: StoredItems) -> Summary:
-    """The summary of an experiment's stored items with the scorers, criteria and confidence of
-    ``summary`` (for one that never finished: as it started; without one, the scorers its items name)."""
-    return criteria.with_criteria(recount(summary, items), summary.criteria if summary else ())
-
-
-def with_counted(summary: Summary, items: StoredItems) -> Summary:
-    """A summary stored before score histograms or intervals were kept (with judged items, a pass
-    rate has one), with them counted from its items."""
-    if not summary.completed or (all(s.histogram for s in summary.scorers.values())
-                                 and (summary.pass_rate_ci or summary.completed == summary.skipped)):
-        return summary
-    found = counted(summary, items)
-    scorers = {sid: dataclasses.replace(s, histogram=c.histogram, pass_rate_ci=c.pass_rate_ci, mean_ci=c.mean_ci)
-               for (sid, s), c in zip(summary.scorers.items(), found.scorers.values())}
-    return dataclasses.replace(summary, scorers=scorers, pass_rate_ci=found.pass_rate_ci,
-                               mean_score_ci=found.mean_score_ci)
 
 
 def variant_of(row: dict[str, Any]) -> Variant | None:

@@ -3,10 +3,15 @@
 newest review of an item is its human verdict."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
-from yamleval.records.reviews import Review
+from yamleval.records.codec import summary_from_json, summary_to_json
+from yamleval.records.reviews import HumanVerdict, Review
+from yamleval.records.types import Summary
 from yamleval.store.schema import REVIEWS, item_key
+
+KEPT_SINCE = 12  # the schema version whose experiments keep their reviewed summary
 
 _COLUMNS = ("run_id", "experiment_id", "item_id", "verdict", "machine", "reviewer", "note", "at")
 _OF_RUN = ("SELECT experiment_id, item_id, verdict, reviewer, at, machine, note FROM reviews WHERE run_id = {p}"
@@ -55,3 +60,70 @@ def copy_from(store, run_id: str, source_store, source_run: str) -> None:
     if rows:
         store.write(store.database.insert(REVIEWS, _COLUMNS), [(run_id, *row) for row in rows],
                     then="then merge again")
+
+
+def human_verdict(reviews: Sequence[Review]) -> HumanVerdict:
+    """The verdict of an item's reviews (oldest first): its newest."""
+    last = reviews[-1]
+    return HumanVerdict(last.verdict, last.machine, "review", last.by, last.at, last.note, len(reviews))
+
+
+def verdicts_of(store, run_id: str) -> dict[str, dict[str, HumanVerdict]]:
+    """The human verdict of each reviewed item of the run: by experiment, then by item key."""
+    return {experiment_id: {key: human_verdict(found) for key, found in items.items()}
+            for experiment_id, items in of_run(store, run_id).items()}
+
+
+_SETTLED = "UPDATE runs SET passed = {p} WHERE run_id = {p} AND status = 'completed'"
+
+
+def settled(store, run_id: str, passed: bool) -> None:
+    """Store the verdict a completed run has as its reviews count (its items and reviews stay as stored)."""
+    store.write(_SETTLED, [(int(passed), run_id)], then="then review again")
+
+
+def _keeps(store) -> bool:
+    """Whether the database keeps reviewed summaries (a read-only one of an older schema is read unmigrated)."""
+    return store.database.schema_version() >= KEPT_SINCE
+
+
+_KEEP = "UPDATE experiments SET reviewed = {p} WHERE run_id = {p} AND experiment_id = {p}"
+_KEPT = ("SELECT experiment_id, reviewed, completed_at, status FROM experiments WHERE run_id = {p}"
+         " AND reviewed IS NOT NULL")
+
+
+@dataclass(frozen=True)
+class Kept:
+    """An experiment's summary as its reviews counted it (``keep_counted``): how many reviews it
+    counts and the end of the experiment it counted, and that experiment's end now (None: it runs)."""
+
+    reviews: int
+    ended: str | None
+    summary: Summary
+    ended_now: str | None
+
+
+def keep_counted(store, run_id: str, counted: dict[str, Kept]) -> None:
+    """Store each experiment's summary as its reviews count it, with how many reviews it counts and
+    the end it counted (reviews are only ever added, and an experiment that ends again has a new
+    end: together they say whether it is still the summary that counts)."""
+    if counted and _keeps(store):
+        # the figures' own JSON after a line of what they count: read back with one parse
+        store.write(_KEEP, [(f"{kept.reviews}\t{kept.ended or ''}\t{summary_to_json(kept.summary)}", run_id, experiment_id)
+                            for experiment_id, kept in counted.items()], then="then review again")
+
+
+def kept_counted(store, run_id: str) -> dict[str, Kept]:
+    """The summaries ``keep_counted`` stored for the run's experiments, by experiment (none in a
+    database older than them)."""
+    if not _keeps(store):
+        return {}
+    found = {}
+    for experiment_id, text, completed_at, status in store.query(_KEPT, (run_id,)):
+        parts = text.split("\t", 2)
+        if len(parts) != 3 or not parts[0].isdigit():  # not as keep_counted writes it: counted anew
+            continue
+        reviews, ended, summary = parts
+        found[experiment_id] = Kept(int(reviews), ended or None, summary_from_json(summary),
+                                    None if status == "running" else completed_at)
+    return found

@@ -9,7 +9,7 @@ from yamleval.records.codec import storable_text
 from yamleval.store.database import Database, Table
 from yamleval.store.errors import FOREIGN, DatabaseError
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 
 RUNS = Table("runs", "run_id TEXT PRIMARY KEY, status TEXT NOT NULL, started_at TEXT NOT NULL, completed_at TEXT,"
@@ -77,6 +77,9 @@ MIGRATIONS: dict[int, list[Table | str]] = {
     9: ["ALTER TABLE items ADD COLUMN written INTEGER", "CREATE INDEX items_written ON items (run_id, written)",
         "ALTER TABLE experiments ADD COLUMN planned INTEGER"],
     10: [REVIEWS, "CREATE INDEX reviews_item ON reviews (run_id, experiment_id, item_id)"],
+    # an experiment's summary as its reviews count it, and how many reviews it counts
+    # (yamleval.store.reviews.keep_counted), so that no reader counts a reviewed run again
+    11: ["ALTER TABLE experiments ADD COLUMN reviewed TEXT"],
 }
 
 

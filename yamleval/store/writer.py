@@ -16,9 +16,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import tenacity
 
-from yamleval.analysis import criteria
-from yamleval.store import locations, reviewed, schema as store_schema, repeats as stored_repeats, tags as run_tags
-from yamleval.analysis.aggregate import Aggregator
+from yamleval.store import locations, schema as store_schema, repeats as stored_repeats, tags as run_tags
 from yamleval.config.model import Experiment
 from yamleval.records.errors import UsageError, display_path
 from yamleval.records.codec import encode, encode_record, summary_from_json, summary_to_json
@@ -26,7 +24,7 @@ from yamleval.store.database import Database, OnConflict, Table
 from yamleval.store.errors import (RESUME_HINT, Conflict, DatabaseError, ReadOnly, StoreWriteError, cannot, cause,
                                    duplicate_item)
 from yamleval.store.schema import SCHEMA_VERSION  # noqa: F401  (the store's version, for callers)
-from yamleval.store.reader import StoredItems, counted, read_rows, variant_of, with_counted
+from yamleval.store.reader import StoredItems, read_rows, variant_of
 from yamleval.records.types import ExperimentResult, ItemResult, RunInfo, StoredExperiment, Summary
 
 FLUSH_ITEMS = 500
@@ -192,12 +190,10 @@ class Store:
                    " WHERE run_id = {p}", [(os.getpid(), run_id)])
 
     def start_experiment(self, run_id: str, position: int, experiment: Experiment, dataset_hash: str,
-                         started_at: str, shared: bool = False) -> None:
-        """The experiment as it starts (again, when resumed): what it runs, and its summary before
+                         started_at: str, summary: Summary, shared: bool = False) -> None:
+        """The experiment as it starts (again, when resumed): what it runs, and its ``summary`` before
         any item, whose scorers and criteria count its items should the run never finish it.
         ``shared``: by one shard of several, which keeps it as the first shard started it."""
-        summary = criteria.with_criteria(Aggregator({s.id: (s.name, s.threshold) for s in experiment.scorers},
-                                                    experiment.confidence).summary(0.0), experiment.pass_criteria)
         self.insert(
             store_schema.EXPERIMENTS, _EXPERIMENT_COLUMNS,
             [(run_id, experiment.id, position, experiment.label, experiment.description, encode(list(experiment.tags)),
@@ -343,11 +339,11 @@ class Store:
         """The stored summaries of a run's experiments, without reading their items."""
         return [summary_from_json(row["summary"]) for row in self._experiment_rows(run_id) if row["summary"]]
 
-    def results(self, run_id: str, only: set[str] | None = None, verdicts: str = "reviewed") -> list[ExperimentResult]:
-        """The stored experiments of a run (those in ``only``, if given) with their items; one that
-        never finished (its run crashed, or still runs) is counted from its items, marked incomplete.
-        ``verdicts``: ``reviewed``, an item's newest review counting (``store.reviewed``), ``machine``, or
-        ``stored`` (as the run stored it: its dataset's labels, no review)."""
+    def results(self, run_id: str, only: set[str] | None = None) -> list[ExperimentResult]:
+        """The stored experiments of a run (those in ``only``, if given) with their items, as the run
+        stored them (its dataset's labels, no review); one that never finished (its run crashed, or
+        still runs) is marked incomplete, with the summary it started with. ``analysis.reviewed``
+        counts what the store does not: such an experiment's items, and people's reviews."""
         out = []
         for row in self._experiment_rows(run_id):
             if only is not None and row["experiment_id"] not in only:
@@ -356,19 +352,16 @@ class Store:
             unfinished = row["status"] == "running"
             incomplete = unfinished or row["status"] == "incomplete"  # or scored again from such a run
             stored = summary_from_json(row["summary"]) if row["summary"] else None
-            summary = counted(stored, items) if unfinished else with_counted(stored, items)
-            items.count = summary.completed
+            items.count = 0 if unfinished or stored is None else stored.completed
             out.append(ExperimentResult(
-                experiment_id=row["experiment_id"], label=row["label"], passed=bool(row["passed"]), summary=summary,
+                experiment_id=row["experiment_id"], label=row["label"], passed=bool(row["passed"]), summary=stored,
                 items=items, incomplete=incomplete, started_at=row["started_at"], completed_at=row["completed_at"],
                 interrupted=bool(row["interrupted"]), warnings=tuple(json.loads(row["warnings"] or "[]")),
                 aborted=row["aborted"], could_not_evaluate=row["status"] == "unevaluated",
                 stopped_by_budget=row["status"] == "stopped", variant=variant_of(row),
                 description=row["description"], tags=tuple(json.loads(row["tags"] or "[]")), runner=row["runner"],
                 dataset=row["dataset"], scorers=tuple(json.loads(row["scorers"] or "[]"))))
-        if verdicts == "stored":
-            return out
-        return reviewed.applied(self, run_id, out) if verdicts == "reviewed" else reviewed.machine_only(out)
+        return out
 
 
 def _batches(rows, size: int = 1000):

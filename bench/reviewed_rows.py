@@ -1,0 +1,115 @@
+"""R19: a reviewed run served as fast as an unreviewed one (issue 44, point 19).
+
+One stored run of ``--items`` items broken down by a metadata field is served by ``yamleval serve
+--reviews``; the first rows page of its experiment, its summary (``/api/runs/ID``) and its page are
+timed, then one review is posted (its time printed) and the same are timed again. Printed: each
+figure reviewed, unreviewed, and their ratio (target: at most 1.2x), all measured in this one run.
+
+    python bench/reviewed_rows.py --items 100000
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+TARGET = 1.2
+CONFIG = """
+store: results.db
+reports: {formats: [json]}
+experiments:
+  - id: answers
+    dataset: {file: items.jsonl}
+    runner: {uses: echo}
+    scorers: [exact_match]
+    breakdowns: [metadata.topic]
+"""
+
+
+def write_project(folder: str, items: int) -> None:
+    with open(os.path.join(folder, "evals.yaml"), "w", encoding="utf-8") as out:
+        out.write(CONFIG)
+    with open(os.path.join(folder, "items.jsonl"), "w", encoding="utf-8") as out:
+        for n in range(items):
+            expected = f"q{n}" if n % 3 else "other"  # two in three pass
+            out.write(json.dumps({"id": f"i{n}", "input": f"q{n}", "expected": expected,
+                                  "metadata": {"topic": f"t{n % 8}"}}) + "\n")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def timed_get(url: str) -> float:
+    started = time.perf_counter()
+    with urllib.request.urlopen(url, timeout=600) as answer:
+        answer.read()
+    return time.perf_counter() - started
+
+
+def timed_post(url: str, body: dict) -> float:
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    started = time.perf_counter()
+    with urllib.request.urlopen(request, timeout=600) as answer:
+        answer.read()
+    return time.perf_counter() - started
+
+
+def figures(base: str, run_id: str, repeat: int) -> dict[str, float]:
+    """The median seconds of each read a viewer makes, over ``repeat`` readings."""
+    reads = {"first rows": f"{base}/api/runs/{run_id}/rows?experiment=answers&limit=200",
+             "summary": f"{base}/api/runs/{run_id}", "run page": f"{base}/runs/{run_id}"}
+    return {name: statistics.median(timed_get(url) for _ in range(repeat)) for name, url in reads.items()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    options = parser.parse_args()
+    folder = tempfile.mkdtemp(prefix="yamleval-r19-")
+    write_project(folder, options.items)
+    command = [sys.executable, "-m", "yamleval"]
+    subprocess.run([*command, "run", "-q"], cwd=folder, check=False)
+    run_id = subprocess.run([*command, "runs", "--ids"], cwd=folder, capture_output=True, text=True).stdout.split()[0]
+    port = free_port()
+    server = subprocess.Popen([*command, "serve", "--store", "results.db", "--port", str(port), "--reviews",
+                               "--reviewer", "bench"], cwd=folder, stderr=subprocess.PIPE, text=True)
+    try:
+        line = server.stderr.readline()
+        if not line.startswith("serving http://"):
+            print(line + server.stderr.read(), file=sys.stderr)
+            return 1
+        base = f"http://127.0.0.1:{port}"
+        plain = figures(base, run_id, options.repeat)
+        posts = [timed_post(f"{base}/api/runs/{run_id}/reviews", {"experiment": "answers", "item": f"i{n}",
+                                                                  "verdict": "pass"}) for n in (0, 3, 6)]
+        reviewed = figures(base, run_id, options.repeat)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        shutil.rmtree(folder, ignore_errors=True)
+    print(f"R19  {options.items:,} items, breakdown by metadata.topic, medians of {options.repeat}")
+    worst = 0.0
+    for name in plain:
+        ratio = reviewed[name] / plain[name]
+        worst = max(worst, ratio)
+        print(f"  {name:<11} unreviewed {plain[name]:7.3f} s   reviewed {reviewed[name]:7.3f} s   {ratio:5.2f}x")
+    print(f"  review POST  {', '.join(f'{p:.2f}' for p in posts)} s (each counts its experiment once)")
+    print(f"  worst ratio {worst:.2f}x: {'within' if worst <= TARGET else 'over'} the {TARGET}x target")
+    return 0 if worst <= TARGET else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
