@@ -354,9 +354,11 @@ def compare_variants(base_run: RunInfo, base: Sequence[ExperimentResult], candid
         else:
             side = "base" if experiment_id in before else "candidate"
             diffs.append(ExperimentDiff(experiment_id, (), (), (), {}, {}, only_in=side))
-    name = {id(results): "/".join(sorted({r.variant.id for r in results})) for results in (base, candidate)}
+    def named(run: RunInfo, results: Sequence[ExperimentResult]) -> str:  # RUN:VARIANT, as it was asked for
+        return f"{run.run_id}:{'/'.join(sorted({r.variant.id for r in results}))}"
+
     same = base_run.run_id == candidate_run.run_id
-    return Comparison(f"{base_run.run_id}:{name[id(base)]}", f"{candidate_run.run_id}:{name[id(candidate)]}",
+    return Comparison(named(base_run, base), named(candidate_run, candidate),
                       base_run.status, candidate_run.status, tuple(diffs),
                       () if same else config_diff(base_run.config_text, candidate_run.config_text), alpha, margin,
                       same_run=same)

@@ -8,7 +8,7 @@ import json
 from yamleval.analysis import figures
 from yamleval.analysis.compare import (IMPROVED, NO_CHANGE, RANK, REGRESSED, Comparison, ExperimentDiff,
                                        PairedChange, named_changes)
-from yamleval.reporting.text import terminal_block
+from yamleval.reporting.text import terminal_block, terminal_line
 
 CONFIG_DIFF_LINES = 40  # of the diff printed; the JSON has all of it
 
@@ -44,7 +44,7 @@ def to_text(c: Comparison, markdown: bool = False) -> str:
                          + (f" · {change_text(change, c.alpha, markdown)}" if change else ""))
         for f in e.flips:
             mark = "regressed" if f.regression else "improved" if RANK[f.after] > RANK[f.before] else "changed"
-            item = f"`{f.item_id}`" if markdown else f.item_id
+            item = f"`{f.item_id}`" if markdown else terminal_line(f.item_id, 200)
             lines.append(f"{'- ' if markdown else '  '}{item}: {f.before} → {f.after} ({mark})")
         if e.added:
             lines.append(f"{'- ' if markdown else '  '}added: {', '.join(e.added)}")
@@ -122,7 +122,7 @@ def errored_text(e: ExperimentDiff) -> str | None:
     """``2 items errored on either side, left out of the pairs: a, b``; None when none did."""
     if not e.errored:
         return None
-    named = ", ".join(e.errored[:ERRORED_NAMED])
+    named = ", ".join(terminal_line(item_id, 200) for item_id in e.errored[:ERRORED_NAMED])  # ids are data: safe to print
     more = len(e.errored) - ERRORED_NAMED
     return (f"{figures.count(len(e.errored), 'item')} errored on either side, left out of the pairs: {named}"
             + (f" and {more:,} more" if more > 0 else ""))
