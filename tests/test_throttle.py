@@ -116,24 +116,47 @@ def test_a_call_with_nothing_to_space_starts_without_waiting_its_turn():
 def test_refusals_shrink_the_calls_allowed_and_answers_grow_them_back():
     limiter = Limiter(None, adaptive=True)
     assert limiter.limit == math.inf
-    started = [limiter.acquire() for _ in range(8)]
+    started = [limiter.acquire() for _ in range(20)]
     limiter.release(started.pop(), 429, retry_after=0.2)
-    assert limiter.limit == 6  # a quarter fewer than the 8 that were out
-    for _ in range(3):
+    assert limiter.limit == 17  # 15% fewer than the 20 that were out
+    for _ in range(4):
         limiter.release(started.pop(), 429, retry_after=0.2)
-    assert limiter.limit == 4  # within the window, only down to the calls still in flight
+    assert limiter.limit == 15  # within the window, only down to the calls still in flight
     for _ in range(4):
         limiter.release(started.pop(0), 200)
         started.append(limiter.acquire())
-    assert limiter.limit == 4  # nor does it grow within the window
+    assert limiter.limit == 15  # nor does it grow within the window
     time.sleep(0.25)
-    for limit in (4, 5):
-        for _ in range(limit):  # the limit reached each time a call ends: one more per `limit` answers
+    for limit, answers in ((15, 8), (16, 8)):
+        for _ in range(answers):  # the limit reached each time a call ends: two more per `limit` answers
             limiter.release(started.pop(0), 200)
             started.append(limiter.acquire())
         assert limiter.limit == limit + 1
         started.append(limiter.acquire())
-    assert (limiter.calls, limiter.throttled) == (8 + 4 + 4 + 1 + 5 + 1, 4)
+    assert (limiter.calls, limiter.throttled) == (20 + 4 + 8 + 1 + 8 + 1, 5)
+
+
+def _answer(limiter: Limiter, started: list, count: int) -> None:
+    """``count`` of the calls out answered, each followed by another call while the limit allows one."""
+    for _ in range(count):
+        limiter.release(started.pop(0), 200)
+        if len(started) < limiter.limit:
+            started.append(limiter.acquire())
+
+
+def test_a_refusal_before_any_answer_does_not_hold_the_growth_back_for_its_window():
+    """Refused in the first burst, before any call came back: the endpoint's burst is spent, and
+    the calls allowed grow back from the first answers, though the Retry-After is a minute.
+    Refused once answers came, the growth waits for the window."""
+    first_burst, answered_before = Limiter(None, adaptive=True), Limiter(None, adaptive=True)
+    for limiter in (first_burst, answered_before):
+        started = [limiter.acquire() for _ in range(21)]
+        if limiter is answered_before:
+            _answer(limiter, started, 1)
+        limiter.release(started.pop(), 429, retry_after=60)
+        assert limiter.limit == 17
+        _answer(limiter, started, 12)
+    assert (first_burst.limit, answered_before.limit) == (18, 17)
 
 
 def test_a_refusal_at_one_call_at_a_time_pauses_the_endpoint_until_retry_after():

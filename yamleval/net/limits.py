@@ -11,10 +11,14 @@ calls it. Every attempt passes through it:
   second and holds at most a second's worth;
 - adaptive concurrency (unless ``adaptive: false``): nothing is held back until the endpoint
   refuses a call (429 or 503). Then the calls allowed in flight drop to those still in flight
-  and, once per refusal window (its Retry-After, else a second), by a quarter. Past the window
-  they grow back by one per ``limit`` answers while the limit holds calls back, so never past
-  what the experiment's concurrency asks for. While limited, attempts are paced, one every
-  latency/limit seconds: the calls allowed are spread over a round trip, not sent in a burst.
+  and, once per refusal window (its Retry-After, else a second), by 15%. Past the window they
+  grow back by two per ``limit`` answers (two a round trip) while the limit holds calls back, so
+  never past what the experiment's concurrency asks for. (A deeper cut or a slower growth leaves
+  the allowance unused for seconds after each refusal, and after a small burst at the start.)
+  A refusal before any call was answered tells only that the endpoint's burst is spent, not how
+  fast it answers: the calls allowed grow back from the first answers, not after the window.
+  While limited, attempts are paced, one every latency/limit seconds: the calls allowed are
+  spread over a round trip, not sent in a burst.
   A refusal at one call at a time means the allowance is spent: no call starts until its
   Retry-After has passed. (Pausing every call on every Retry-After would idle the endpoint
   for a whole window each time the limit probes one call too far.)
@@ -37,7 +41,8 @@ from typing import Any, Hashable
 from yamleval.records.types import Throttling
 
 THROTTLED = frozenset({429, 503})
-DECREASE = 0.75  # the limit kept on a refusal, at most once per window
+DECREASE = 0.85  # the share of the limit kept on a refusal, at most once per window
+GROWTH = 2  # calls added to the limit per round trip (``limit`` answers) while it holds calls back
 WINDOW = 1.0  # seconds: a refusal window when the reply names no Retry-After
 
 
@@ -89,7 +94,7 @@ class Limiter:
         self._limit = math.inf  # calls allowed in flight
         self._settle(rate_limit or RateLimit(), adaptive)
         self._in_flight = self._answered = 0
-        self._calm_until = self._last_start = self._paused_until = -math.inf
+        self._calm_until = self._grow_from = self._last_start = self._paused_until = -math.inf
         self._latency: float | None = None  # seconds, smoothed over answered attempts
         self._tokens = self._token_rate  # the bucket holds a second's worth
         self._refilled = time.monotonic()
@@ -157,21 +162,23 @@ class Limiter:
             self._changed.notify_all()
 
     def _speed_up(self, now: float, latency: float) -> None:
-        """After an answer: one call more per ``limit`` answers, while the limit holds calls
-        back (the call ended with it reached) and no refusal came within the window."""
+        """After an answer: ``GROWTH`` calls more per ``limit`` answers, while the limit holds calls
+        back (the call ended with it reached) and the last refusal's window has passed (or it came
+        before any answer)."""
         self._latency = latency if self._latency is None else 0.9 * self._latency + 0.1 * latency
-        if self._in_flight + 1 >= self._limit and now >= self._calm_until:
+        if self._in_flight + 1 >= self._limit and now >= self._grow_from:
             self._answered += 1
-            if self._answered >= self._limit:
+            if self._answered * GROWTH >= self._limit:
                 self._answered, self._limit = 0, self._limit + 1
 
     def _slow_down(self, now: float, retry_after: float | None) -> None:
         """After a refusal: no more calls in flight than there are now (the server took those),
-        and a quarter fewer, once per window (the Retry-After, else a second). Refused at one
+        and 15% fewer, once per window (the Retry-After, else a second). Refused at one
         call at a time, the endpoint is out of its allowance: no call starts until its Retry-After."""
         if now >= self._calm_until:
             self._limit = max(1, int(min(self._limit, self._in_flight + 1) * DECREASE))
             self._calm_until = now + (retry_after or WINDOW)
+            self._grow_from = self._calm_until if self._latency is not None else now
         self._limit = max(1, min(self._limit, self._in_flight))
         self._answered = 0
         if self._limit == 1 and retry_after:
