@@ -12,6 +12,7 @@ import time
 import xml.etree.ElementTree as ElementTree
 
 import pytest
+import requests
 
 from conftest import cli_env, run_cli
 from yamleval.store.writer import SCHEMA_VERSION, Store
@@ -637,3 +638,48 @@ def test_what_compare_reads_of_stored_items_is_what_their_whole_records_say(writ
     assert statuses == {"passed", "failed", "error"}, "errors (no scores), failures and passes are all read"
     assert {sid for *_, found in stored for sid in found} == {"exact_match", "close.enough", "skips", "half"}
     assert all(isinstance(passed, (bool, type(None))) for *_, found in stored for _, passed, _ in found.values())
+
+
+SLOW_ONE = """
+    store: results.db
+    experiments:
+      - id: waits
+        concurrency: 2
+        dataset: {file: items.jsonl}
+        runner: {uses: fixture_plugins.behaviours:per_item}
+        scorers: [exact_match]
+"""
+
+
+def _has_run(store_at) -> bool:
+    try:
+        return bool(store_at.query("results.db", "SELECT COUNT(*) FROM runs")[0][0])
+    except Exception:  # not made yet
+        return False
+
+
+def test_items_finished_while_one_runs_on_are_stored_within_a_second(write_config, tmp_path, store_at):
+    from test_serve import serving
+
+    with open(tmp_path / "items.jsonl", "w") as out:  # the first item hangs 30 s; the other eleven answer at once
+        out.writelines(json.dumps({"id": f"i-{n}", "input": "hang" if n == 0 else f"a{n}", "expected": f"a{n}"}) + "\n"
+                       for n in range(12))
+    write_config(store_at.config(SLOW_ONE))
+    child = subprocess.Popen([sys.executable, "-m", "yamleval", "run", "-q"], cwd=tmp_path, env=cli_env(),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not _has_run(store_at):
+            time.sleep(0.05)
+        with serving(store_at.url("results.db"), tmp_path) as base:
+            deadline, seen = time.monotonic() + 20, None
+            while time.monotonic() < deadline and (seen is None or seen["finished"] < 11):
+                time.sleep(0.1)
+                runs = requests.get(f"{base}/api/runs", timeout=10).json()["runs"]
+                seen = runs[0]["progress"] if runs else None
+            assert seen is not None and seen["status"] == "running" and seen["finished"] == 11, seen
+        assert child.poll() is None  # the first item still runs
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=10)
+    assert sorted(_stored_ids(store_at)) == sorted(f"i-{n}" for n in range(1, 12))
