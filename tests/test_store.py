@@ -683,3 +683,72 @@ def test_items_finished_while_one_runs_on_are_stored_within_a_second(write_confi
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=10)
     assert sorted(_stored_ids(store_at)) == sorted(f"i-{n}" for n in range(1, 12))
+
+
+def _as_version_3(store_at) -> None:
+    for statement in ("DROP TABLE run_tags", "DROP TABLE repeats", "DROP TABLE run_shards", "DROP TABLE reviews",
+                      "ALTER TABLE runs DROP COLUMN rescored_from", "ALTER TABLE runs DROP COLUMN retried_from",
+                      "ALTER TABLE experiments DROP COLUMN variant", "DROP INDEX items_written",
+                      "ALTER TABLE items DROP COLUMN written", "ALTER TABLE experiments DROP COLUMN planned",
+                      "UPDATE yamleval_schema SET version = 3" if store_at.postgres else "PRAGMA user_version = 3"):
+        store_at.query("r.db", statement)
+
+
+def test_readers_never_migrate_a_store_of_an_older_schema(write_config, tmp_path, store_at):
+    from test_serve import serving
+
+    write_config(store_at.config(TAGGED))
+    assert run_cli("run", "-q", cwd=tmp_path).returncode == 0
+    _as_version_3(store_at)
+    db = store_at.url("r.db")
+    version = "SELECT version FROM yamleval_schema" if store_at.postgres else "PRAGMA user_version"
+    for command in (("runs",), ("show", "latest"), ("report", "latest", "--format", "json", "--report-dir", "again")):
+        done = run_cli(*command, "--store", db, cwd=tmp_path)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, (command, done.stderr)
+    with serving(db, tmp_path) as base:
+        listed = requests.get(f"{base}/api/runs", timeout=10).json()["runs"]
+        assert requests.get(f"{base}/runs/{listed[0]['run_id']}", timeout=10).status_code == 200
+    assert store_at.query("r.db", version) == [(3,)]  # read as it is
+    assert run_cli("tag", "latest", "main", "--store", db, cwd=tmp_path).returncode == 0
+    assert store_at.query("r.db", version) == [(SCHEMA_VERSION,)]  # a writer brings it up to date
+
+
+def test_a_store_on_a_read_only_mount_is_listed_shown_rendered_and_served(write_config, tmp_path):
+    from test_serve import serving
+
+    folder = tmp_path / "share"
+    folder.mkdir()
+    write_config(TAGGED.replace("store: r.db", "store: share/r.db"))
+    assert run_cli("run", "-q", cwd=tmp_path).returncode == 0
+    db = sqlite3.connect(folder / "r.db")
+    assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    db.close()  # the last connection gone: no -wal or -shm file beside it, as a copied artefact has none
+    assert sorted(p.name for p in folder.iterdir()) == ["r.db"]
+    mounted = tmp_path / "mounted"
+    mounted.mkdir()
+    if os.geteuid() == 0:  # root writes through permission bits: a read-only bind mount, as a `:ro` volume is
+        subprocess.run(["mount", "--bind", str(folder), str(mounted)], check=True)
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(mounted)], check=True)
+    else:
+        mounted.rmdir()
+        folder.rename(mounted)
+        os.chmod(mounted / "r.db", 0o444)
+        os.chmod(mounted, 0o555)
+    try:
+        db = str(mounted / "r.db")
+        for command in (("runs",), ("show", "latest"), ("report", "latest", "--format", "json,html", "--report-dir",
+                                                        str(tmp_path / "rendered"))):
+            done = run_cli(*command, "--store", db, cwd=tmp_path)
+            assert done.returncode == 0 and "Traceback" not in done.stderr, (command, done.stderr)
+        assert (tmp_path / "rendered" / "report.html").exists()
+        with serving(db, tmp_path) as base:
+            listed = requests.get(f"{base}/api/runs", timeout=10).json()["runs"]
+            assert len(listed) == 1 and listed[0]["status"] == "completed"
+            assert requests.get(f"{base}/runs/{listed[0]['run_id']}", timeout=10).status_code == 200
+        refused = run_cli("tag", "latest", "main", "--store", db, cwd=tmp_path)
+        assert refused.returncode in (2, 3) and "Traceback" not in refused.stderr
+    finally:
+        if os.geteuid() == 0:
+            subprocess.run(["umount", str(mounted)], check=True)
+        else:
+            os.chmod(mounted, 0o755)

@@ -8,6 +8,7 @@ whole; ``store.errors`` words failures.
 """
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import asdict
 import os
@@ -55,19 +56,19 @@ _ITEM_ROWS = ("SELECT item_id, position, status, record FROM items WHERE run_id 
 
 
 class Store:
-    """One results database. Not shared between threads at once: writes come from one place at a time.
+    """One results database, used by one thread at a time (its flush clock's writes take the same
+    lock); its statements are written with ``{p}`` for each parameter (``store.database``)."""
 
-    Its statements are written with ``{p}`` for each parameter (``store.database``)."""
-
-    def __init__(self, path: str):
-        """``path``: a SQLite file, or a PostgreSQL URL (``postgresql://user:password@host/db``)."""
+    def __init__(self, path: str, migrate: bool = True):
+        """``path``: a SQLite file or a PostgreSQL URL; ``migrate``: an older schema brought up to date now."""
         self.path = locations.shown(path)  # a URL's password is never shown
         self.database: Database | None = None
+        self.outdated = False  # of an older schema, read as it is until the first write migrates it
         self._lock = threading.RLock()  # the connection's writes: the run's thread and the flush clock's
         try:
             self.database = locations.connect(path)
             self.read_only = self.database.read_only
-            self._migrate()
+            self._migrate(migrate)
         except (DatabaseError, UsageError) as exc:
             if self.database is not None:
                 self.database.close()
@@ -84,25 +85,29 @@ class Store:
         """Whether the database has that table (a read-only one of an older schema may lack some)."""
         return self.database.has_table(name)
 
-    def _migrate(self) -> None:
-        """Bring the schema up to this version: under the write lock, where the version is read
-        again, so that processes opening a new database at once create its tables only once."""
+    def _migrate(self, now: bool) -> None:
+        """Bring the schema up to date under the write lock (a new database's tables made once); unless
+        ``now``, an older one is read as it is until its first write: a store only read is never migrated."""
         version = self.database.schema_version()
         if version > SCHEMA_VERSION:
             raise UsageError(f"{self.path} was written by a newer yamleval (schema {version}); upgrade yamleval")
-        if version == SCHEMA_VERSION or (self.read_only and version > 0):
-            return  # nothing to do, or readable as it is (see store_schema.MIGRATIONS)
-        try:
-            self.transaction(store_schema.upgrade)
-        except ReadOnly:
-            if version == 0:
-                raise
-            self.read_only = True  # a read-only file in a WAL database: readable as it is
+        self.outdated = 0 < version < SCHEMA_VERSION and not self.read_only
+        if version == 0 or (now and self.outdated):
+            self.outdated = False
+            try:
+                self.transaction(store_schema.upgrade)
+            except ReadOnly:
+                if version == 0:
+                    raise
+                self.read_only = True  # a read-only file in a WAL database: readable as it is
 
     def transaction(self, work: Callable[[Database], Any]) -> None:
         """``work(database)`` as one write transaction that holds the write lock from its start;
         still ``Busy`` after the database's wait, tried again (LOCKED_TRIES in all). Raises the
         database's errors (``store.errors.DatabaseError``)."""
+        if self.outdated:  # the first write: the schema is brought up to date first
+            self.outdated = False
+            self.transaction(store_schema.upgrade)
         for attempt in tenacity.Retrying(stop=tenacity.stop_after_attempt(LOCKED_TRIES), reraise=True,
                                          wait=tenacity.wait_random_exponential(multiplier=0.2, max=2.0),
                                          retry=tenacity.retry_if_exception(lambda e: cause(e) == "locked")):
@@ -375,13 +380,8 @@ class Store:
 
 
 def _batches(rows, size: int = 1000):
-    batch = []
-    for row in rows:
-        batch.append(row)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
+    rows = iter(rows)
+    while batch := list(itertools.islice(rows, size)):
         yield batch
 
 
@@ -397,4 +397,4 @@ def open_store(location: str, remedy: str = locations.FIRST_RUN) -> Store:
     """The results database at ``location`` (a path or a ``postgresql://`` URL), to read its stored
     runs and write more: UsageError (exit 2) when no file is there, or what is there is not a
     yamleval results database (or cannot be reached), the message naming it without its password."""
-    return Store(locations.existing(location, remedy))
+    return Store(locations.existing(location, remedy), migrate=False)
