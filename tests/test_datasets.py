@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from conftest import run_cli
 from yamleval.config.loader import load_project
 from yamleval.records.errors import ConfigError
 
@@ -137,7 +138,7 @@ def test_a_fields_entry_naming_no_column_is_an_error_at_its_line_before_any_item
                " a column that none of the first 20 rows has (did you mean `answer`? the columns are: question," \
                " answer)" in done.stderr, done.stderr
         assert "Traceback" not in done.stderr
-    assert "0 passed · 0 failed · 0 errors" in done.stdout  # no item ran
+    assert done.stdout == "" and not list((tmp_path / "reports").glob("*"))  # nothing ran, stored or reported
 
 
 def test_a_column_only_some_of_the_first_rows_have_is_mapped(write_config, tmp_path):
@@ -169,3 +170,31 @@ def test_a_file_dataset_is_counted_before_its_first_item_so_progress_can_show_a_
     assert prepare(experiment).open_dataset().total == 3
     assert prepare(experiment).open_dataset(2).total == 2
     assert len(list(prepare(experiment).open_dataset())) == 3
+
+
+@pytest.mark.parametrize("fields, said", [
+    ("{input: questoin, expected: answer}", "d.jsonl:1:1: error: the item has no 'questoin' field"),
+    ("{input: question, expected: answr}", "evals.yaml:5:66: $.experiments[0].dataset.fields.expected: error:"),
+])
+def test_a_column_typo_stops_the_run_before_it_stores_or_reports_anything(write_config, tmp_path, store_at, fields,
+                                                                          said):
+    (tmp_path / "d.jsonl").write_text("".join(f'{{"question": "q{n}", "answer": "q{n}"}}\n' for n in range(30)))
+    project = """
+        store: r.db
+        experiments:
+          - id: e
+            dataset: {{file: d.jsonl, fields: {fields}}}
+            runner: {{uses: echo}}
+            scorers: [exact_match]
+    """
+    write_config(store_at.config(project.format(fields="{input: question, expected: answer}")))
+    assert run_cli("run", "-q", cwd=tmp_path).returncode == 0
+    kept = (tmp_path / "reports" / "results.json").read_text(encoding="utf-8")
+    write_config(store_at.config(project.format(fields=fields)))
+    validated = run_cli("validate", cwd=tmp_path)
+    done = run_cli("run", cwd=tmp_path)
+    for checked in (validated, done):
+        assert checked.returncode == 2 and "Traceback" not in checked.stderr, checked.stdout + checked.stderr
+        assert checked.stderr.startswith(said), checked.stderr
+    assert (tmp_path / "reports" / "results.json").read_text(encoding="utf-8") == kept
+    assert store_at.query("r.db", "SELECT status FROM runs") == [("completed",)]

@@ -37,7 +37,7 @@ FIRST_LINE = re.compile(r"^(?P<file>[^:\n]+):\d+(:\d+)?: (\$\S*: )?error: ")
 
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(CASE_VARIABLES)}
-    env.pop("PYTHONPATH", None)  # plugin modules come from the case folder only
+    env["PYTHONPATH"] = str(CASES_DIR.parent.parent.parent)  # this checkout's yamleval; plugins from the case folder only
     env.update(dict.fromkeys(EMPTY_VARIABLES, ""))
     env["NO_COLOR"] = "1"
     return env

@@ -294,3 +294,25 @@ def test_a_retry_of_a_reviewed_run_keeps_its_reviews_and_its_verdict_counts_them
     retried = run_cli("run", "--retry-errors", first, "-q", cwd=tmp_path)
     assert retried.returncode == 0, retried.stdout + retried.stderr  # 10 of 12, the reviews copied and counted
     assert "10/12 items passed" in retried.stdout
+
+
+def test_hostile_reviews_are_refused_at_their_row_and_names_are_echoed_clean(write_config, tmp_path, store_at):
+    _reviewed_project(write_config, store_at, "{type: pass_rate, min: 0.5}")
+    assert run_cli("run", "-q", cwd=tmp_path).returncode == 0
+    db = store_at.url("r.db")
+    named = run_cli("review", "latest", "answers", "r01", "--verdict", "fail", "--by", "\x1b[31mana\x1b]0;owned\x07",
+                    "--store", db, cwd=tmp_path)
+    assert named.returncode == 0, named.stderr
+    assert "\x1b" not in named.stdout and "\x07" not in named.stdout and "by ana" in named.stdout
+    row = '{{"experiment": "answers", "item": "r02", "verdict": "fail", "by": "bo", "note": {note}}}\n'
+    for number, note in enumerate(['"\\ud800"', '"a \\u0000 b"']):
+        name = f"hostile{number}.jsonl"
+        (tmp_path / name).write_text(row.format(note='"fine"') + row.format(note=note), encoding="utf-8")
+        done = run_cli("review", "latest", "--import", name, "--store", db, cwd=tmp_path)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.startswith(f"error: {name}:2: the note holds U+"), done.stderr
+    (tmp_path / "wide.csv").write_text("experiment,item,verdict,note,by\nanswers,r03,pass,,bo\n"
+                                       "answers,r04,fail,wrong, city,bo\n", encoding="utf-8")
+    wide = run_cli("review", "latest", "--import", "wide.csv", "--store", db, cwd=tmp_path)
+    assert wide.returncode == 2 and "wide.csv:3: 6 fields where the header names 5" in wide.stderr, wide.stderr
+    assert store_at.query("r.db", "SELECT item_id, reviewer FROM reviews") == [("r01", "\x1b[31mana\x1b]0;owned\x07")]

@@ -436,3 +436,61 @@ def test_a_run_of_unknown_size_fills_no_share_of_its_bar(backend, tmp_path, requ
         if writer.poll() is None:
             writer.kill()
             writer.wait()
+
+
+def test_without_a_token_every_request_naming_another_host_is_refused(hostile_store):
+    folder, results = hostile_store
+    with serving("results.db", folder) as base:
+        port = base.rsplit(":", 1)[1]
+        api = f"{base}/api/runs/{results['run_id']}"
+        for address in (api, f"{base}/", f"{base}/runs/{results['run_id']}", f"{api}/items"):
+            # a page elsewhere whose name was made to point here (DNS rebinding) names its own host
+            rebound = requests.get(address, headers={"Host": f"rebound.example:{port}"}, timeout=10)
+            assert rebound.status_code == 403, address
+            assert results["run_id"] not in rebound.text
+            forwarded = requests.get(address, headers={"X-Forwarded-Host": "rebound.example"}, timeout=10)
+            assert forwarded.status_code == 403, address
+        assert requests.get(api, headers={"Host": f"localhost:{port}"}, timeout=10).status_code == 200
+        assert requests.get(api, timeout=10).status_code == 200
+
+
+def test_a_last_event_id_past_what_the_store_can_be_asked_is_a_400(hostile_store):
+    folder, results = hostile_store
+    with serving("results.db", folder) as base:
+        events = f"{base}/api/runs/{results['run_id']}/events"
+        for given in (str(2 ** 64), "²", "-1", "12abc"):
+            answer = requests.get(events, headers={"Last-Event-ID": given.encode("utf-8")}, timeout=10)
+            assert answer.status_code == 400, (given, answer.text)
+            assert "Last-Event-ID" in answer.json()["error"]
+        ended = requests.get(events, headers={"Last-Event-ID": "3"}, timeout=10)
+        assert ended.status_code == 200 and "event: end" in ended.text
+
+
+DOTS = """
+    store: results.db
+    experiments:
+      - id: odd
+        dataset: {items: [{id: ".", input: x, expected: x}, {id: "..", input: y, expected: y},
+                          {id: "two\\nlines", input: z, expected: z}]}
+        runner: {uses: echo, with: {output: "{{ input }}"}}
+        scorers: [exact_match]
+"""
+
+
+def test_items_whose_ids_are_dots_or_hold_a_newline_open_from_their_rows(tmp_path, browser):  # noqa: F811
+    (tmp_path / "evals.yaml").write_text(textwrap.dedent(DOTS), encoding="utf-8")
+    done = run_cli("run", "evals.yaml", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    run_id = json.loads((tmp_path / "reports" / "results.json").read_text(encoding="utf-8"))["run_id"]
+    with serving("results.db", tmp_path) as base:
+        for number, item_id in enumerate([".", "..", "two\nlines"]):
+            page = browser.new_page()
+            page.goto(f"{base}/runs/{run_id}")
+            page.wait_for_selector("html[data-ready=true]")
+            page.locator("tbody tr.row").nth(number).click()
+            page.locator(".detail a.item-link").click()
+            page.wait_for_selector("tr.detail")
+            assert "Not found" not in page.content()
+            assert page.locator("tbody tr.row").count() == 1
+            assert item_id.split("\n")[0] in page.locator("tr.detail").inner_text()
+            page.close()

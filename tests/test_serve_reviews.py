@@ -137,3 +137,18 @@ def test_without_a_token_only_this_machines_address_may_send_a_review(tmp_path):
         assert taken.status_code == 200 and taken.json()["review"]["by"] == "cy", taken.text
         assert requests.post(post, data=b"[" * 70_000, timeout=10,
                              headers={"Content-Type": "application/json"}).status_code == 413
+
+
+def test_a_review_whose_text_cannot_be_stored_is_a_400_on_both_backends(tmp_path, store_at):
+    items = ", ".join(f"{{id: i{n}, input: q{n}, metadata: {{judge: true}}}}" for n in range(3))
+    (tmp_path / "evals.yaml").write_text(store_at.config(PROJECT.format(items=items)), encoding="utf-8")
+    assert run_cli("run", "-q", cwd=tmp_path).returncode == 0
+    with serving(store_at.url("results.db"), tmp_path, "--reviews") as base:
+        run_id = requests.get(f"{base}/api/runs", timeout=10).json()["runs"][0]["run_id"]
+        post = f"{base}/api/runs/{run_id}/reviews"
+        for field, text in (("note", "\ud800"), ("by", "\ud800"), ("note", "a\x00b"), ("by", "a\x00b")):
+            body = json.dumps({"experiment": "answers", "item": "i1", "verdict": "fail", "by": "ana", field: text})
+            refused = requests.post(post, data=body, timeout=10, headers={"Content-Type": "application/json"})
+            assert refused.status_code == 400, (field, text, refused.text)
+            assert "cannot be stored" in refused.json()["error"]
+        assert requests.get(post, timeout=10).json()["reviews"] == []

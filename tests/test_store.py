@@ -12,6 +12,7 @@ import time
 import xml.etree.ElementTree as ElementTree
 
 import pytest
+import requests
 
 from conftest import cli_env, run_cli
 from yamleval.store.writer import SCHEMA_VERSION, Store
@@ -639,3 +640,117 @@ def test_what_compare_reads_of_stored_items_is_what_their_whole_records_say(writ
     assert statuses == {"passed", "failed", "error"}, "errors (no scores), failures and passes are all read"
     assert {sid for *_, found in stored for sid in found} == {"exact_match", "close.enough", "skips", "half"}
     assert all(isinstance(passed, (bool, type(None))) for *_, found in stored for _, passed, _ in found.values())
+
+
+SLOW_ONE = """
+    store: results.db
+    experiments:
+      - id: waits
+        concurrency: 2
+        dataset: {file: items.jsonl}
+        runner: {uses: fixture_plugins.behaviours:per_item}
+        scorers: [exact_match]
+"""
+
+
+def _has_run(store_at) -> bool:
+    try:
+        return bool(store_at.query("results.db", "SELECT COUNT(*) FROM runs")[0][0])
+    except Exception:  # not made yet
+        return False
+
+
+def test_items_finished_while_one_runs_on_are_stored_within_a_second(write_config, tmp_path, store_at):
+    from test_serve import serving
+
+    with open(tmp_path / "items.jsonl", "w") as out:  # the first item hangs 30 s; the other eleven answer at once
+        out.writelines(json.dumps({"id": f"i-{n}", "input": "hang" if n == 0 else f"a{n}", "expected": f"a{n}"}) + "\n"
+                       for n in range(12))
+    write_config(store_at.config(SLOW_ONE))
+    child = subprocess.Popen([sys.executable, "-m", "yamleval", "run", "-q"], cwd=tmp_path, env=cli_env(),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not _has_run(store_at):
+            time.sleep(0.05)
+        with serving(store_at.url("results.db"), tmp_path) as base:
+            deadline, seen = time.monotonic() + 20, None
+            while time.monotonic() < deadline and (seen is None or seen["finished"] < 11):
+                time.sleep(0.1)
+                runs = requests.get(f"{base}/api/runs", timeout=10).json()["runs"]
+                seen = runs[0]["progress"] if runs else None
+            assert seen is not None and seen["status"] == "running" and seen["finished"] == 11, seen
+        assert child.poll() is None  # the first item still runs
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=10)
+    assert sorted(_stored_ids(store_at)) == sorted(f"i-{n}" for n in range(1, 12))
+
+
+def _as_version_3(store_at) -> None:
+    for statement in ("DROP TABLE run_tags", "DROP TABLE repeats", "DROP TABLE run_shards", "DROP TABLE reviews",
+                      "ALTER TABLE runs DROP COLUMN rescored_from", "ALTER TABLE runs DROP COLUMN retried_from",
+                      "ALTER TABLE experiments DROP COLUMN variant", "DROP INDEX items_written",
+                      "ALTER TABLE items DROP COLUMN written", "ALTER TABLE experiments DROP COLUMN planned",
+                      "UPDATE yamleval_schema SET version = 3" if store_at.postgres else "PRAGMA user_version = 3"):
+        store_at.query("r.db", statement)
+
+
+def test_readers_never_migrate_a_store_of_an_older_schema(write_config, tmp_path, store_at):
+    from test_serve import serving
+
+    write_config(store_at.config(TAGGED))
+    assert run_cli("run", "-q", cwd=tmp_path).returncode == 0
+    _as_version_3(store_at)
+    db = store_at.url("r.db")
+    version = "SELECT version FROM yamleval_schema" if store_at.postgres else "PRAGMA user_version"
+    for command in (("runs",), ("show", "latest"), ("report", "latest", "--format", "json", "--report-dir", "again")):
+        done = run_cli(*command, "--store", db, cwd=tmp_path)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, (command, done.stderr)
+    with serving(db, tmp_path) as base:
+        listed = requests.get(f"{base}/api/runs", timeout=10).json()["runs"]
+        assert requests.get(f"{base}/runs/{listed[0]['run_id']}", timeout=10).status_code == 200
+    assert store_at.query("r.db", version) == [(3,)]  # read as it is
+    assert run_cli("tag", "latest", "main", "--store", db, cwd=tmp_path).returncode == 0
+    assert store_at.query("r.db", version) == [(SCHEMA_VERSION,)]  # a writer brings it up to date
+
+
+def test_a_store_on_a_read_only_mount_is_listed_shown_rendered_and_served(write_config, tmp_path):
+    from test_serve import serving
+
+    folder = tmp_path / "share"
+    folder.mkdir()
+    write_config(TAGGED.replace("store: r.db", "store: share/r.db"))
+    assert run_cli("run", "-q", cwd=tmp_path).returncode == 0
+    db = sqlite3.connect(folder / "r.db")
+    assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    db.close()  # the last connection gone: no -wal or -shm file beside it, as a copied artefact has none
+    assert sorted(p.name for p in folder.iterdir()) == ["r.db"]
+    mounted = tmp_path / "mounted"
+    mounted.mkdir()
+    if os.geteuid() == 0:  # root writes through permission bits: a read-only bind mount, as a `:ro` volume is
+        subprocess.run(["mount", "--bind", str(folder), str(mounted)], check=True)
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(mounted)], check=True)
+    else:
+        mounted.rmdir()
+        folder.rename(mounted)
+        os.chmod(mounted / "r.db", 0o444)
+        os.chmod(mounted, 0o555)
+    try:
+        db = str(mounted / "r.db")
+        for command in (("runs",), ("show", "latest"), ("report", "latest", "--format", "json,html", "--report-dir",
+                                                        str(tmp_path / "rendered"))):
+            done = run_cli(*command, "--store", db, cwd=tmp_path)
+            assert done.returncode == 0 and "Traceback" not in done.stderr, (command, done.stderr)
+        assert (tmp_path / "rendered" / "report.html").exists()
+        with serving(db, tmp_path) as base:
+            listed = requests.get(f"{base}/api/runs", timeout=10).json()["runs"]
+            assert len(listed) == 1 and listed[0]["status"] == "completed"
+            assert requests.get(f"{base}/runs/{listed[0]['run_id']}", timeout=10).status_code == 200
+        refused = run_cli("tag", "latest", "main", "--store", db, cwd=tmp_path)
+        assert refused.returncode in (2, 3) and "Traceback" not in refused.stderr
+    finally:
+        if os.geteuid() == 0:
+            subprocess.run(["umount", str(mounted)], check=True)
+        else:
+            os.chmod(mounted, 0o755)

@@ -228,3 +228,44 @@ def test_a_projects_secrets_are_kept_out_of_its_own_run_only(write_config, tmp_p
             runner: echo
     """)
     assert b.items[0].output == "the word is correcthorse"
+
+
+ODD_SECRET = 'sk live+key/é"x=1&y'  # a space, a "+", a "/", a non-ASCII letter, a quote, "=" and "&"
+
+
+def _url_forms(value: str) -> set[str]:
+    """The ways a client or a server may write ``value`` in a URL."""
+    from urllib.parse import quote, quote_plus
+
+    forms = {value}
+    for safe in ("", "/", "+", "/+", "/+=&", "/:@!$&'()*+,;=~ "):
+        for encoded in (quote(value, safe=safe), quote_plus(value, safe=safe)):
+            forms |= {encoded, encoded.lower(), encoded.replace("%", "%25")}
+    return {form for form in forms if form != "${ODD}"}
+
+
+def test_a_secret_echoed_in_any_url_encoding_is_stored_as_its_variable(server, write_config, tmp_path, store_at):
+    name = "YAMLEVAL_ODD_SECRET"
+    write_config(store_at.config(f"""
+        store: r.db
+        experiments:
+          - id: echoed
+            dataset: {{items: [{{id: q, input: hi, expected: fine}}]}}
+            runner: {{uses: http, with: {{url: "{server}/echo?key=${{{name}}}", method: GET, output: reply.text,
+                                          retries: 1, timeout: 5}}}}
+            scorers: [exact_match]
+          - id: refused
+            dataset: {{items: [{{id: q, input: hi, expected: fine}}]}}
+            runner: {{uses: http, with: {{url: "{server}/500/${{{name}}}?k=${{{name}}}", retries: 1, timeout: 5}}}}
+            scorers: [exact_match]
+    """))
+    done = run_cli("run", cwd=tmp_path, **{name: ODD_SECRET})
+    assert done.returncode == 1, done.stdout + done.stderr
+    written = (tmp_path / "reports" / "results.json").read_text(encoding="utf-8")
+    assert f"you asked /echo?key=${{{name}}}" in written  # the server echoed it, and it is named
+    stored = "\n".join(str(row[0]) for row in store_at.query("r.db", "SELECT record FROM items"))
+    assert "HTTP 500" in stored
+    for form in _url_forms(ODD_SECRET):
+        assert form not in written, form
+        assert form not in stored, form
+        assert form not in done.stdout + done.stderr, form

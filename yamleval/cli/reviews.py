@@ -26,9 +26,12 @@ def review(run_ref, experiment, item, verdict, note, by, import_file, store_file
 
     Every review is kept; an item's newest counts instead of its scorers' verdict in every report,
     comparison and gate of the run from then on (`yamleval report RUN --gate` recounts it)."""
+    from yamleval.reporting.text import terminal_line
+
     done = api.review(run_ref, experiment, item, verdict, note=note, by=by, import_file=import_file, store=store_file)
     for r in done.reviews[:20]:
-        click.echo(f"{r.experiment_id} / {r.item_id}: {r.verdict} by {r.by} (its scorers: {r.machine})")
+        click.echo(f"{terminal_line(r.experiment_id, 120)} / {terminal_line(r.item_id, 120)}: {r.verdict} by"
+                   f" {terminal_line(r.by, 120)} (its scorers: {r.machine})")
     if len(done.reviews) > 20:
         click.echo(f"… and {len(done.reviews) - 20} more")
     click.echo(f"{len(done.reviews)} review{'s' if len(done.reviews) != 1 else ''} stored in run {done.run.run_id}")

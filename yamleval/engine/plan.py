@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import difflib
+import itertools
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
@@ -22,11 +23,14 @@ from yamleval.config.model import DatasetSpec, Experiment, PluginSpec, ScorerSpe
 from yamleval.datasets import Dataset, open_dataset
 from yamleval.records.errors import ConfigError, raise_all
 from yamleval.records.redaction import Secrets, redact_text
+from yamleval.engine import templates
 from yamleval.engine.scoring import Scorer
-from yamleval.records.types import ItemResult
+from yamleval.records.types import Item, ItemResult
 
 if TYPE_CHECKING:
     from yamleval.models.registry import Models
+
+FIRST_ROWS = 20  # of a dataset's rows read before a run: as many as `fields:` is checked against
 
 
 @dataclass(frozen=True)
@@ -70,25 +74,33 @@ def _dataset_plugin(spec: DatasetSpec) -> Callable:
 
 
 def _check_dataset(spec: DatasetSpec, context: str,
-                   read_rows: bool) -> tuple[list[ConfigError], Callable | None, int | None]:
-    """The dataset's errors, its plugin when it has one, and its count of rows when they were read."""
+                   read_rows: bool) -> tuple[list[ConfigError], Callable | None, int | None, list[Item]]:
+    """The dataset's errors, its plugin when it has one, its count of rows when they were read,
+    and its first items. Without ``read_rows`` only the first ``FIRST_ROWS`` are read: a file's
+    column typo is an error before a run starts, not an aborted run."""
     if spec.url is not None:
-        return [], None, None  # validate makes no network request
+        return [], None, None, []  # validate makes no network request
     if spec.plugin is not None or spec.name is not None:
         try:
             function = _dataset_plugin(spec)
         except ConfigError as exc:
-            return [exc], None, None
+            return [exc], None, None, []
         if spec.plugin is not None:
             sig = plugins.signature_of(function, ("limit",))
-            return plugins.check_arguments(spec.plugin, sig, spec.plugin.with_, "datasets", context), function, None
-        return [], function, None
+            return plugins.check_arguments(spec.plugin, sig, spec.plugin.with_, "datasets", context), function, None, []
+        return [], function, None, []
     try:
-        dataset = open_dataset(spec)
-        rows = sum(1 for _ in dataset) if read_rows else None
+        items = iter(open_dataset(spec))
+        first = list(itertools.islice(items, templates.CHECKED_ITEMS))
+        if read_rows:
+            rows = len(first) + sum(1 for _ in items)
+        else:
+            rows = None
+            sum(1 for _ in itertools.islice(items, FIRST_ROWS - len(first)))
+        getattr(items, "close", lambda: None)()  # a file read in part
     except ConfigError as exc:
-        return [exc], None, None
-    return [], None, rows
+        return [exc], None, None, []
+    return [], None, rows, first
 
 
 def _check_items_criteria(experiment: Experiment, rows: int) -> list[ConfigError]:
@@ -206,8 +218,10 @@ def check(experiment: Experiment, read_rows: bool = True) -> list[ConfigError]:
     """Every error ``prepare`` would raise, plus every bad dataset row, without running anything."""
     with importpath.importing(experiment.base_dir):
         _, _, _, errors = _bind_all(experiment, instantiate=False)
-        problems, _, rows = _check_dataset(experiment.dataset, experiment.context(), read_rows)
+        problems, _, rows, first = _check_dataset(experiment.dataset, experiment.context(), read_rows)
         errors.extend(problems)
+        if not errors:  # a template is worth rendering once the plugins and the dataset are right
+            errors.extend(templates.template_errors(experiment, first))
         if rows is not None:
             errors.extend(_check_items_criteria(experiment, rows))
     return errors
@@ -220,8 +234,10 @@ def prepare(experiment: Experiment, dataset: bool = True) -> Prepared:
     with importpath.importing(experiment.base_dir):
         runner, scorers, models, errors = _bind_all(experiment, instantiate=True)
         if dataset:
-            problems, found, _ = _check_dataset(experiment.dataset, experiment.context(), read_rows=False)
+            problems, found, _, first = _check_dataset(experiment.dataset, experiment.context(), read_rows=False)
             errors.extend(problems)
+            if not errors:
+                errors.extend(templates.template_errors(experiment, first))
     raise_all(errors)
     return Prepared(experiment, runner, tuple(scorers), models if experiment.models else None, dataset_plugin=found)
 

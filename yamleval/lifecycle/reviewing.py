@@ -68,6 +68,7 @@ def checked(store, info: RunInfo, asked: Sequence[Asked]) -> tuple[Review, ...]:
     experiments = [e.experiment_id for e in store.experiments(info.run_id)]
     at, out = now(), []
     for one in asked:
+        _storable(one)
         if one.experiment not in experiments:
             raise UsageError(f"{one.where}: run {info.run_id} has no experiment '{one.experiment}'"
                              f" (it has: {', '.join(experiments) or 'none'})")
@@ -89,6 +90,19 @@ def checked(store, info: RunInfo, asked: Sequence[Asked]) -> tuple[Review, ...]:
                              " it has no verdict to review (retry it with `yamleval run --retry-errors`)")
         out.append(Review(one.experiment, one.item, verdict, str(one.by).strip(), at, machine, one.note or None))
     return tuple(out)
+
+
+def _storable(one: Asked) -> None:
+    """UsageError, saying where, for text no database can keep: a lone surrogate (valid JSON,
+    not UTF-8) or a NUL (PostgreSQL refuses it)."""
+    for name, text in (("reviewer", one.by), ("note", one.note)):  # ids are looked up, never stored as given
+        if not isinstance(text, str):
+            continue
+        bad = next((c for c in text if c == "\0" or "\ud800" <= c <= "\udfff"), None)
+        if bad is not None:
+            what = "a NUL character" if bad == "\0" else "a lone surrogate, no character of UTF-8"
+            raise UsageError(f"{one.where}: the {name} holds U+{ord(bad):04X} ({what}), which cannot be stored;"
+                             " remove it")
 
 
 def read_file(path: str, by: str | None) -> list[Asked]:
@@ -133,7 +147,11 @@ def _csv(path: str, text: str) -> Iterator[tuple[str, dict]]:
         raise UsageError(f"{display_path(path)}:1: the header must name the columns {', '.join(FIELDS)}"
                          + (f" (not {', '.join(unknown)})" if unknown else ""))
     for row in reader:
-        yield f"{display_path(path)}:{reader.line_num}", row
+        where = f"{display_path(path)}:{reader.line_num}"
+        if None in row:  # DictReader keeps what is past the header's columns under None
+            raise UsageError(f"{where}: {len(reader.fieldnames) + len(row[None])} fields where the header names"
+                             f" {len(reader.fieldnames)}; quote a note that holds a comma (\"like, this\")")
+        yield where, row
 
 
 def _jsonl(path: str, text: str) -> Iterable[tuple[str, dict]]:

@@ -4,8 +4,8 @@ A ``${VAR}`` value reaches runners, models and tools; a server may echo it in an
 body, a program may print it, a model may repeat it. Results are cleaned as each item
 finishes, before the database, the reports or the terminal see them: every value the
 project's load expanded from the environment (``Secrets``, gathered by
-``yamleval.config.interpolate``), also JSON-escaped or percent-encoded as it would stand
-in a reply or a URL, becomes the ``${VAR}`` it came from.
+``yamleval.config.interpolate``), in any form it would stand in a reply or a URL (JSON-escaped,
+percent-encoded whole or in part, form-encoded), becomes the ``${VAR}`` it came from.
 """
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ import json
 import re
 from dataclasses import InitVar, dataclass, field
 from typing import Any, Callable, Mapping
-from urllib.parse import quote, quote_plus
 
 from yamleval.records.types import ExperimentResult, ItemResult
 
@@ -30,19 +29,25 @@ class Secrets:
 
     names: InitVar[Mapping[str, str] | None] = None  # value -> "${NAME}"
     every: InitVar[bool] = False  # also the values shorter than MIN_LENGTH
-    # every form of every value -> its "${NAME}", and one pattern over them (never shown in a repr)
+    # each value kept -> its "${NAME}", longest first, and one pattern of every form of them (never shown in a repr)
     replacements: Mapping[str, str] = field(init=False, repr=False, default_factory=dict)
+    named: tuple[str, ...] = field(init=False, repr=False, default=())  # the "${NAME}" of each group of ``pattern``
     pattern: re.Pattern | None = field(init=False, repr=False, default=None)
     values: Mapping[str, str] = field(init=False, repr=False, default_factory=dict)  # ``names``, whatever their length
 
     def __post_init__(self, names: Mapping[str, str] | None, every: bool) -> None:
         values = {value: name for value, name in (names or {}).items() if value}
         kept = values if every else {value: name for value, name in values.items() if len(value) >= MIN_LENGTH}
-        replacements = {form: name for value, name in kept.items() for form in _forms(value)}
-        forms = sorted(replacements, key=len, reverse=True)  # the longest form wins where two overlap
-        object.__setattr__(self, "replacements", replacements)
-        object.__setattr__(self, "pattern", re.compile("|".join(map(re.escape, forms))) if forms else None)
+        longest = sorted(kept, key=len, reverse=True)  # the longest value wins where two overlap
+        object.__setattr__(self, "replacements", {value: kept[value] for value in longest})
+        object.__setattr__(self, "named", tuple(kept[value] for value in longest))
+        object.__setattr__(self, "pattern", re.compile("|".join(f"(?P<s{n}>{_written(value)})" for n, value
+                                                                 in enumerate(longest))) if longest else None)
         object.__setattr__(self, "values", values)
+
+    def name_of(self, found: re.Match) -> str:
+        """The ``${VAR}`` of the secret ``found`` (a match of ``pattern``) is a form of."""
+        return self.named[int(found.lastgroup[1:])]
 
     def every_value(self) -> "Secrets":
         """These secrets with the short values too: for a request shown as it would be sent
@@ -51,28 +56,40 @@ class Secrets:
         return Secrets(self.values, every=True)
 
 
-def _forms(value: str) -> set[str]:
-    """The ways ``value`` is written in text, JSON and URLs."""
-    return {value, json.dumps(value)[1:-1], quote(value, safe=""), quote_plus(value, safe="")}
+def _written(value: str) -> str:
+    """A pattern of every way ``value`` is written in text, JSON and URLs: each character as it
+    is, JSON-escaped, or percent-encoded (either case, or encoded twice), a space also as ``+``
+    and a ``+`` also as the space a form decodes it to; a client encodes some characters and
+    keeps others, so each is matched on its own."""
+    return "".join(_character(c) for c in value)
+
+
+def _character(c: str) -> str:
+    forms = {re.escape(c), re.escape(json.dumps(c)[1:-1]), re.escape(json.dumps(c, ensure_ascii=False)[1:-1])}
+    forms.add("".join("%(?:25)?" + "".join(f"[{h}{h.lower()}]" if h.isalpha() else h for h in f"{b:02X}")
+                      for b in c.encode("utf-8", "surrogatepass")))
+    if c in " +":
+        forms.add(r"[ +]")
+    return "(?:" + "|".join(sorted(forms, key=len, reverse=True)) + ")"
 
 
 def redact_text(text: str, secrets: Secrets) -> str:
     """``text`` with each of ``secrets`` replaced by its ``${VAR}``."""
     if secrets.pattern is None or not isinstance(text, str):
         return text
-    return secrets.pattern.sub(lambda m: secrets.replacements[m.group()], text)
+    return secrets.pattern.sub(secrets.name_of, text)
 
 
-def _walk(value: Any, pattern: re.Pattern, replacements: dict[str, str]) -> Any:
+def _walk(value: Any, pattern: re.Pattern, replace: Callable[[re.Match], str]) -> Any:
     if isinstance(value, str):
-        return pattern.sub(lambda m: replacements[m.group()], value) if pattern.search(value) else value
+        return pattern.sub(replace, value) if pattern.search(value) else value
     if isinstance(value, dict):
-        items = [(_walk(k, pattern, replacements), _walk(v, pattern, replacements)) for k, v in value.items()]
+        items = [(_walk(k, pattern, replace), _walk(v, pattern, replace)) for k, v in value.items()]
         if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items())):
             return value
         return dict(items)
     if isinstance(value, (list, tuple)):
-        walked = [_walk(v, pattern, replacements) for v in value]
+        walked = [_walk(v, pattern, replace) for v in value]
         if all(a is b for a, b in zip(walked, value)):
             return value
         return type(value)(walked) if isinstance(value, list) else tuple(walked)
@@ -80,7 +97,7 @@ def _walk(value: Any, pattern: re.Pattern, replacements: dict[str, str]) -> Any:
         changes = {}
         for f in dataclasses.fields(value):
             old = getattr(value, f.name)
-            new = _walk(old, pattern, replacements)
+            new = _walk(old, pattern, replace)
             if new is not old:
                 changes[f.name] = new
         return dataclasses.replace(value, **changes) if changes else value
@@ -89,7 +106,7 @@ def _walk(value: Any, pattern: re.Pattern, replacements: dict[str, str]) -> Any:
 
 def redact_value(value: Any, secrets: Secrets) -> Any:
     """A JSON-like value with each of ``secrets`` replaced by its ``${VAR}``, in keys and values."""
-    return value if secrets.pattern is None else _walk(value, secrets.pattern, secrets.replacements)
+    return value if secrets.pattern is None else _walk(value, secrets.pattern, secrets.name_of)
 
 
 _LITERAL, _ESCAPED = re.compile(r"\$(\$*)\{"), re.compile(r"\$(\$+)\{")
@@ -109,7 +126,7 @@ def restored(value: Any, secrets: Secrets) -> Any:
     names = {name: raw for raw, name in secrets.values.items() if raw in secrets.replacements}
     if names:
         pattern = re.compile("(?<!\\$)(?:" + "|".join(map(re.escape, sorted(names, key=len, reverse=True))) + ")")
-        value = _walk(value, pattern, names)
+        value = _walk(value, pattern, lambda m: names[m.group()])
     return _walk_sub(value, _ESCAPED, lambda m: f"{m.group(1)[1:]}${{")
 
 
@@ -133,7 +150,7 @@ def redact_item(result: ItemResult, secrets: Secrets) -> ItemResult:
     pattern = secrets.pattern
     if pattern is None or not _holds(result, pattern.search):
         return result
-    return _walk(result, pattern, secrets.replacements)
+    return _walk(result, pattern, secrets.name_of)
 
 
 def _holds(result: ItemResult, search: Callable[[str], Any]) -> bool:

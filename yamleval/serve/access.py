@@ -10,6 +10,8 @@ import hmac
 import urllib.parse
 from http.cookies import SimpleCookie
 
+from yamleval.serve import is_local
+
 COOKIE = "yamleval_session"
 SIGN_IN = "/sign-in"
 OPEN_PATHS = (SIGN_IN, "/favicon.ico")
@@ -24,6 +26,11 @@ def _header(scope, name: bytes) -> str:
         if key == name:
             return value.decode("latin-1")
     return ""
+
+
+def host_of(scope) -> str:
+    """The host a request names (a proxy's ``X-Forwarded-Host`` first), as ``name:port``."""
+    return _header(scope, b"x-forwarded-host") or _header(scope, b"host")
 
 
 def holder(scope, tokens: dict[str, str]) -> str | None:
@@ -82,4 +89,21 @@ class TokenRequired:
                     "headers": [(b"content-type", kind), (b"content-length", str(len(body)).encode()),
                                 (b"www-authenticate", b'Bearer realm="yamleval"'), (b"cache-control", b"no-store"),
                                 (b"content-security-policy", b"default-src 'none'; frame-ancestors 'none'")]})
+        await send({"type": "http.response.body", "body": body})
+
+
+class LocalOnly:
+    """A server without a token is this machine's alone: a request that names another host (a
+    page elsewhere whose name was made to point here, DNS rebinding) is refused, reads as writes."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or is_local(urllib.parse.urlsplit("//" + host_of(scope)).hostname or ""):
+            return await self.app(scope, receive, send)
+        body = b'{"error": "this server answers requests to this machine\'s own address only (127.0.0.1, localhost)"}'
+        await send({"type": "http.response.start", "status": 403,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                                (b"cache-control", b"no-store")]})
         await send({"type": "http.response.body", "body": body})

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 import threading
 import urllib.parse
 from typing import Any, Callable
@@ -186,7 +187,9 @@ def application(location: str, tokens: dict[str, str] | None = None, reviews=Non
         parts = raw_parts(request)  # /runs/RUN/items/EXPERIMENT/ITEM, each part quoted: ids may hold "/"
         if len(parts) < 6:
             raise HTTPException(404, "an item's address is /runs/RUN/items/EXPERIMENT/ITEM")
-        ref, experiment_id, item_id = parts[2], parts[4], "/".join(parts[5:])
+        # an id that is "." or ".." comes as ?item=: a browser drops such a part of a path, quoted or not
+        ref, experiment_id = parts[2], parts[4]
+        item_id = request.query_params.get("item", "/".join(parts[5:]))
 
         def work(store):
             info = _run(store, ref)
@@ -306,8 +309,10 @@ def application(location: str, tokens: dict[str, str] | None = None, reviews=Non
     async def api_events(request: Request):
         ref = request.path_params["run"]
         since = _number(request, "since", 0)
-        again = request.headers.get("last-event-id", "")  # a browser's reconnection: on from there
-        if again.isdigit():
+        again = request.headers.get("last-event-id", "").strip()  # a browser's reconnection: on from there
+        if again:
+            if not (again.isascii() and again.isdigit() and int(again) <= MAX_NUMBER):
+                raise HTTPException(400, f"Last-Event-ID: {again[:40]!r}: give a number from 0 to {MAX_NUMBER}")
             since = max(since, int(again))
         info = await read(_run, ref)
         return StreamingResponse(stream.events(polls, info.run_id, since), media_type="text/event-stream",
@@ -335,7 +340,7 @@ def application(location: str, tokens: dict[str, str] | None = None, reviews=Non
                         " the server's log says more")
 
     routes = [
-        Route("/", runs_page), Route("/runs/{run}/items/{rest:path}", item_page), Route("/runs/{run:path}", run_page),
+        Route("/", runs_page), _AnyId("/runs/{run}/items/{rest:path}", item_page), Route("/runs/{run:path}", run_page),
         Route("/compare", compare_page), Route("/compare/{rest:path}", compare_page),
         Route("/history", history_page), Route("/experiments/{experiment:path}", experiment_page),
         Route(access.SIGN_IN, sign_in, methods=["GET", "POST"]),
@@ -354,5 +359,14 @@ def application(location: str, tokens: dict[str, str] | None = None, reviews=Non
     app.state.center = center_store
     if tokens is not None:
         app.add_middleware(access.TokenRequired, tokens=tokens)
+    else:
+        app.add_middleware(access.LocalOnly)
     return app
 
+
+class _AnyId(Route):
+    """A route whose ``path`` part takes any id, one with a newline too."""
+
+    def __init__(self, path: str, endpoint: Callable):
+        super().__init__(path, endpoint)
+        self.path_regex = re.compile(self.path_regex.pattern, re.DOTALL)

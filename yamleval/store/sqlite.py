@@ -33,6 +33,12 @@ def _errors() -> Iterator[None]:
         raise _error(exc) from None
 
 
+def _unwritable(path: str, exc: sqlite3.OperationalError) -> bool:
+    """Whether ``exc`` says the database cannot be written: a read-only file, or a folder (a
+    read-only mount) where the WAL's shared-memory file cannot be made ("unable to open")."""
+    return cause(exc) == "read-only" or not os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
+
+
 class SQLiteDatabase:
     """A SQLite file as the results database (``Database``)."""
 
@@ -52,7 +58,7 @@ class SQLiteDatabase:
                 self._db.execute("PRAGMA synchronous=NORMAL")
             except sqlite3.OperationalError as exc:
                 self._db.close()
-                if cause(exc) != "read-only" or (os.path.exists(log := path + "-wal") and os.path.getsize(log) > 0):
+                if not _unwritable(path, exc) or (os.path.exists(log := path + "-wal") and os.path.getsize(log) > 0):
                     raise
                 self.read_only = True
                 self._reading += "&immutable=1"

@@ -23,6 +23,8 @@ _WITH_EXPERIMENT = "run_id IN (SELECT run_id FROM experiments WHERE experiment_i
 _COUNTS = "SELECT experiment_id, status, COUNT(*) FROM items WHERE run_id = {p} GROUP BY experiment_id, status"
 _EXPERIMENTS = ("SELECT experiment_id, status, planned, label, variant FROM experiments WHERE run_id = {p}"
                 " ORDER BY position")
+_EXPERIMENTS_UNPLANNED = ("SELECT experiment_id, status, NULL, label, NULL FROM experiments WHERE run_id = {p}"
+                          " ORDER BY position")  # a store of a schema before 9, read unmigrated
 _AFTER = ("SELECT position, record FROM items WHERE run_id = {p} AND experiment_id = {p} AND position > {p}"
           " ORDER BY position LIMIT {p}")
 _AFTER_WITH_STATUS = ("SELECT position, record FROM items WHERE run_id = {p} AND experiment_id = {p}"
@@ -39,6 +41,8 @@ def runs_page(store, *, tag: str | None = None, experiment: str | None = None, s
               offset: int = 0, limit: int = 50) -> tuple[list[RunInfo], int]:
     """The runs matching the filters, newest first, ``limit`` from ``offset``; and how many match."""
     where, parameters = [], []
+    if tag and not store.has_table("run_tags"):  # a store of an older schema, read unmigrated: nothing tagged
+        return [], 0
     if tag:
         where.append(_WITH_TAG)
         parameters.append(tag)
@@ -79,7 +83,9 @@ def progress(store, run_id: str) -> list[ExperimentProgress]:
     for experiment_id, status, count in store.query(_COUNTS, (run_id,)):
         counts.setdefault(experiment_id, {})[status] = count
     found = []
-    for experiment_id, status, planned, label, _ in store.query(_EXPERIMENTS, (run_id,)):
+    unplanned = (store.database.read_only or store.outdated) and not _numbered(store)
+    for experiment_id, status, planned, label, _ in store.query(_EXPERIMENTS_UNPLANNED if unplanned else _EXPERIMENTS,
+                                                                (run_id,)):
         counted = {s: counts.get(experiment_id, {}).get(s, 0) for s in ("passed", "failed", "error", "skipped")}
         found.append(ExperimentProgress(experiment_id, status, planned, counted, label))
     return found
@@ -123,13 +129,13 @@ def newest_written(store, run_id: str, written: int, limit: int) -> list[Written
 
 def last_written(store, run_id: str) -> int:
     """The number of the run's item stored last (0: none numbered)."""
-    if store.database.read_only and not _numbered(store):
+    if (store.database.read_only or store.outdated) and not _numbered(store):
         return 0
     return store.query(_LAST_WRITTEN, (run_id,))[0][0] or 0
 
 
 def _numbered(store) -> bool:
-    """Whether the database numbers its items (a read-only one of an older schema, read unmigrated, does not)."""
+    """Whether the database numbers its items (one of an older schema, read unmigrated, does not)."""
     try:
         store.query("SELECT written FROM items LIMIT 0")
     except Exception:

@@ -8,9 +8,11 @@ whole; ``store.errors`` words failures.
 """
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import asdict
 import os
+import threading
 import time
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
@@ -21,6 +23,7 @@ from yamleval.config.model import Experiment
 from yamleval.records.errors import UsageError, display_path
 from yamleval.records.codec import encode, encode_record, summary_from_json, summary_to_json
 from yamleval.store.database import Database, OnConflict, Table
+from yamleval.store.flushing import FlushClock, numbered
 from yamleval.store.errors import (RESUME_HINT, Conflict, DatabaseError, ReadOnly, StoreWriteError, cannot, cause,
                                    duplicate_item)
 from yamleval.store.schema import SCHEMA_VERSION  # noqa: F401  (the store's version, for callers)
@@ -38,7 +41,6 @@ _EXPERIMENT_COLUMNS = ("run_id", "experiment_id", "position", "label", "descript
                        "scorers", "dataset_hash", "status", "started_at", "summary", "variant")
 _ITEM_COLUMNS = ("run_id", "experiment_id", "item_id", "position", "status", "record")
 _WRITTEN_COLUMNS = (*_ITEM_COLUMNS, "written")
-_LAST_WRITTEN = "SELECT MAX(written) FROM items WHERE run_id = {p}"
 _PLANNED = "UPDATE experiments SET planned = {p} WHERE run_id = {p} AND experiment_id = {p}"
 _RUN_DETAILS = {key: f"SELECT {key} FROM runs WHERE run_id = {{p}}" for key in ("plugin_versions", "experiment_ids",
                                                                                 "fingerprint")}
@@ -51,34 +53,20 @@ _ITEM_ROWS = ("SELECT item_id, position, status, record FROM items WHERE run_id 
               " ORDER BY position")
 
 
-def _numbered(db: Database, rows: list[tuple]) -> list[tuple]:
-    """Queued item rows, each with its ``written`` number: the next of its run's, in the order stored
-    (under the lock that orders them, so that a viewer asking for those after the last it read misses none)."""
-    db.begin_items()
-    last: dict[str, int] = {}
-    numbered = []
-    for row in rows:
-        run_id = row[0]
-        if run_id not in last:
-            last[run_id] = db.rows(_LAST_WRITTEN, (run_id,))[0][0] or 0
-        last[run_id] += 1
-        numbered.append((*row, last[run_id]))
-    return numbered
-
-
 class Store:
-    """One results database. Not shared between threads at once: writes come from one place at a time.
+    """One results database, used by one thread at a time (its flush clock's writes take the same
+    lock); its statements are written with ``{p}`` for each parameter (``store.database``)."""
 
-    Its statements are written with ``{p}`` for each parameter (``store.database``)."""
-
-    def __init__(self, path: str):
-        """``path``: a SQLite file, or a PostgreSQL URL (``postgresql://user:password@host/db``)."""
+    def __init__(self, path: str, migrate: bool = True):
+        """``path``: a SQLite file or a PostgreSQL URL; ``migrate``: an older schema brought up to date now."""
         self.path = locations.shown(path)  # a URL's password is never shown
         self.database: Database | None = None
+        self.outdated = False  # of an older schema, read as it is until the first write migrates it
+        self._lock = threading.RLock()  # the connection's writes: the run's thread and the flush clock's
         try:
             self.database = locations.connect(path)
             self.read_only = self.database.read_only
-            self._migrate()
+            self._migrate(migrate)
         except (DatabaseError, UsageError) as exc:
             if self.database is not None:
                 self.database.close()
@@ -88,34 +76,40 @@ class Store:
         self._pending: list[tuple] = []
         self._repeats: list[tuple] = []  # rows of stored_repeats, written with the items
         self._flushed = time.monotonic()
+        self._clock = FlushClock(self._write_queued, lambda: bool(self._pending or self._repeats),
+                                 lambda: self._flushed, FLUSH_SECONDS, self._lock)
 
     def has_table(self, name: str) -> bool:
         """Whether the database has that table (a read-only one of an older schema may lack some)."""
         return self.database.has_table(name)
 
-    def _migrate(self) -> None:
-        """Bring the schema up to this version: under the write lock, where the version is read
-        again, so that processes opening a new database at once create its tables only once."""
+    def _migrate(self, now: bool) -> None:
+        """Bring the schema up to date under the write lock (a new database's tables made once); unless
+        ``now``, an older one is read as it is until its first write: a store only read is never migrated."""
         version = self.database.schema_version()
         if version > SCHEMA_VERSION:
             raise UsageError(f"{self.path} was written by a newer yamleval (schema {version}); upgrade yamleval")
-        if version == SCHEMA_VERSION or (self.read_only and version > 0):
-            return  # nothing to do, or readable as it is (see store_schema.MIGRATIONS)
-        try:
-            self.transaction(store_schema.upgrade)
-        except ReadOnly:
-            if version == 0:
-                raise
-            self.read_only = True  # a read-only file in a WAL database: readable as it is
+        self.outdated = 0 < version < SCHEMA_VERSION and not self.read_only
+        if version == 0 or (now and self.outdated):
+            self.outdated = False
+            try:
+                self.transaction(store_schema.upgrade)
+            except ReadOnly:
+                if version == 0:
+                    raise
+                self.read_only = True  # a read-only file in a WAL database: readable as it is
 
     def transaction(self, work: Callable[[Database], Any]) -> None:
         """``work(database)`` as one write transaction that holds the write lock from its start;
         still ``Busy`` after the database's wait, tried again (LOCKED_TRIES in all). Raises the
         database's errors (``store.errors.DatabaseError``)."""
+        if self.outdated:  # the first write: the schema is brought up to date first
+            self.outdated = False
+            self.transaction(store_schema.upgrade)
         for attempt in tenacity.Retrying(stop=tenacity.stop_after_attempt(LOCKED_TRIES), reraise=True,
                                          wait=tenacity.wait_random_exponential(multiplier=0.2, max=2.0),
                                          retry=tenacity.retry_if_exception(lambda e: cause(e) == "locked")):
-            with attempt, self.database.transaction():
+            with attempt, self._lock, self.database.transaction():
                 work(self.database)
 
     def write(self, statement: str, rows: Iterable[tuple], then: str = RESUME_HINT) -> None:
@@ -150,11 +144,13 @@ class Store:
             raise UsageError(cannot("read", self.path, exc, "")) from None
 
     def close(self) -> None:
+        self._clock.close()
         self.flush()
         self.database.close()
 
     def abandon(self) -> None:
         """Let the database go without writing what is queued (the run has failed)."""
+        self._clock.close()
         self._pending, self._repeats = [], []
         self.database.close()
 
@@ -213,20 +209,32 @@ class Store:
         Raises StoreWriteError when a batch cannot be written, so a run whose results cannot
         be kept stops early rather than running (and paying for) every item in vain.
         """
-        self._pending.append((run_id, experiment_id, store_schema.item_key(result.item.id), result.item.index,
-                              result.status, encode_record(result)))
-        if len(self._pending) >= FLUSH_ITEMS or time.monotonic() - self._flushed >= FLUSH_SECONDS:
-            self.flush()
+        row = (run_id, experiment_id, store_schema.item_key(result.item.id), result.item.index, result.status,
+               encode_record(result))
+        with self._lock:
+            self._pending.append(row)
+            if len(self._pending) >= FLUSH_ITEMS or time.monotonic() - self._flushed >= FLUSH_SECONDS:
+                self.flush()
+            else:
+                self._clock.wake()
 
     def add_repeat(self, run_id: str, experiment_id: str, number: int, result: ItemResult) -> None:
         """Queue repeat ``number`` of an item whose other repeats are not all in (``stored_repeats``);
         written with the items, so a resumed run need not run it again."""
-        self._repeats.append(stored_repeats.queued(run_id, experiment_id, number, result))
-        if time.monotonic() - self._flushed >= FLUSH_SECONDS:
-            self.flush()
+        with self._lock:
+            self._repeats.append(stored_repeats.queued(run_id, experiment_id, number, result))
+            if time.monotonic() - self._flushed >= FLUSH_SECONDS:
+                self.flush()
+            else:
+                self._clock.wake()
 
     def flush(self) -> None:
-        """Write the queued items (and repeats)."""
+        """Write the queued items (and repeats); raise what a flush on the clock's thread met."""
+        with self._lock:
+            self._clock.raise_failure()
+            self._write_queued()
+
+    def _write_queued(self) -> None:
         self._flushed = time.monotonic()
         if not self._pending and not self._repeats:
             return
@@ -234,7 +242,7 @@ class Store:
         repeats, self._repeats = self._repeats, []
         try:
             self.transaction(lambda db: (db.executemany(db.insert(store_schema.ITEMS, _WRITTEN_COLUMNS),
-                                                        _numbered(db, rows)),
+                                                        numbered(db, rows)),
                                          repeats and stored_repeats.write(db, repeats, rows)))
         except Conflict as exc:  # a repeated id: keep the batch's other items, report it
             duplicate = duplicate_item(self.query, rows)
@@ -365,13 +373,8 @@ class Store:
 
 
 def _batches(rows, size: int = 1000):
-    batch = []
-    for row in rows:
-        batch.append(row)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
+    rows = iter(rows)
+    while batch := list(itertools.islice(rows, size)):
         yield batch
 
 
@@ -387,4 +390,4 @@ def open_store(location: str, remedy: str = locations.FIRST_RUN) -> Store:
     """The results database at ``location`` (a path or a ``postgresql://`` URL), to read its stored
     runs and write more: UsageError (exit 2) when no file is there, or what is there is not a
     yamleval results database (or cannot be reached), the message naming it without its password."""
-    return Store(locations.existing(location, remedy))
+    return Store(locations.existing(location, remedy), migrate=False)

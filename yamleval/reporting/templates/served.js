@@ -17,7 +17,9 @@
   }
 
   function itemHref(experiment, item) {
-    return SERVED.items + encodeURIComponent(experiment) + "/" + encodeURIComponent(item);
+    var base = SERVED.items + encodeURIComponent(experiment) + "/";
+    // a browser drops a path's "." or ".." part, quoted or not: such an id goes as ?item=
+    return item === "." || item === ".." ? base + "?item=" + encodeURIComponent(item) : base + encodeURIComponent(item);
   }
 
   window.YAMLEVAL_SERVED = {
