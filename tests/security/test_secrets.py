@@ -118,17 +118,26 @@ def _config(base: str, refused: str) -> str:
         {"id": f"dataset-{name}", "dataset": {"url": f"{where}/{name}/items?key={key}", "headers": {"Authorization": key}},
          "runner": "echo", "scorers": ["exact_match"]}
         for name, where in (("401", base), ("500", base), ("gone", refused))]
+    # an endpoint nothing answers stops the run (could not evaluate): those experiments come last
+    experiments.sort(key=lambda e: e["id"] in REFUSED)
     return json.dumps({"version": 1, "defaults": {"retries": 1, "timeout": 10}, "reports": {"dir": "reports"},
                        "models": models, "experiments": experiments})
+
+
+REFUSED = ("openai-mrefused", "http-ok", "dataset-gone")  # the experiments whose endpoint refuses every connection
 
 
 @pytest.fixture(scope="module")
 def run(server, tmp_path_factory):
     folder = tmp_path_factory.mktemp("secrets")
     (folder / "evals.yaml").write_text(_config(server, f"http://127.0.0.1:{_refused_port()}"), encoding="utf-8")
+    environment = {SECRET_NAME: SECRET, "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(folder / "step-summary.md")}
     done = run_cli("run", "evals.yaml", "--store", "results.db", "--concurrency", "4", cwd=folder, timeout=120,
-                   **{SECRET_NAME: SECRET, "GITHUB_ACTIONS": "true",
-                      "GITHUB_STEP_SUMMARY": str(folder / "step-summary.md")})
+                   **environment)
+    for experiment in REFUSED[1:]:  # the run stopped at the first: each of the others in a run of its own
+        alone = run_cli("run", "evals.yaml", "-e", experiment, "--store", "results.db", "--report-dir", "reports-refused",
+                        cwd=folder, timeout=120, **environment)
+        assert alone.returncode in (2, 3) and "Traceback" not in alone.stderr, alone.stderr[-2000:]
     done.folder = folder
     return done
 
@@ -139,7 +148,7 @@ def _files(folder: Path) -> list[Path]:
 
 def test_the_secret_really_went_out_and_came_back(run):
     """The run used the secret, and the server echoed it: otherwise the test proves nothing."""
-    assert run.returncode == 2, run.stderr[-2000:]  # the remote datasets stop their experiments
+    assert run.returncode == 3, run.stderr[-2000:]  # the remote datasets stop theirs, a refused model the run
     results = json.loads((run.folder / "reports" / "results.json").read_text(encoding="utf-8"))
     text = json.dumps(results)
     assert "rejected POST" in text and "your key is" in text  # echoed bodies reached the results
