@@ -598,7 +598,6 @@ def test_a_database_of_an_older_schema_opens_and_takes_tags(write_config, tmp_pa
                       "ALTER TABLE experiments DROP COLUMN variant", "DROP INDEX items_written",
                       "ALTER TABLE items DROP COLUMN written", "ALTER TABLE experiments DROP COLUMN planned",
                       "ALTER TABLE experiments DROP COLUMN reviewed",
-                      "ALTER TABLE experiments DROP COLUMN reviewed",
                       "UPDATE yamleval_schema SET version = 3" if store_at.postgres else "PRAGMA user_version = 3"):
         store_at.query("r.db", statement)
     db = store_at.url("r.db")
