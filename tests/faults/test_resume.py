@@ -230,8 +230,9 @@ def test_a_run_killed_mid_repeats_resumes_with_its_repeats_and_runs_only_the_mis
 
 
 def test_a_resumed_run_counts_the_items_and_the_time_of_both_parts(tmp_path):
-    folder = _project(tmp_path)
-    stopped = _stop_after(folder, signal.SIGINT, "-e", "first", items=170)  # the resumed part is the shorter
+    # items of 0.1 s, two at a time: the 60 left when it is stopped take 3 s, longer than any write's delay
+    folder = _project(tmp_path, config=CONFIG.replace("seconds: 0.01", "seconds: 0.1"))
+    stopped = _stop_after(folder, signal.SIGINT, "-e", "first", items=140)  # the resumed part is the shorter
     assert stopped.returncode == 130, stopped.stderr
     [before] = json.loads((folder / "out" / "results.json").read_text())["experiments"]
     resumed = run_cli("run", "--resume", cwd=folder, timeout=120)
