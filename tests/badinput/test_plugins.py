@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import textwrap
 import time
 
@@ -277,7 +278,11 @@ def test_a_hostile_run_from_the_command_line_records_every_item(project, tmp_pat
     assert statuses == {**{name: "error" for name in cases}, "print": "passed", "s-meta": "passed", "ok": "passed"}
     assert experiment["summary"]["total"] == len(cases) + 1
     assert experiment["summary"]["tokens"]["cost"] in (None, 0, 0.0)
-    done = run_cli("compare", "latest", "latest", "--store", "r.db", "--format", "json", cwd=tmp_path)
+    first = run_cli("runs", "--ids", "--store", "r.db", cwd=tmp_path).stdout.split()[0]
+    again = run_cli("run", "--store", "r.db", "--report-dir", "again", path, cwd=tmp_path, timeout=60,  # a second
+                    PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))  # run: not itself
+    assert again.returncode == 1 and "Traceback" not in again.stderr, again.stderr[-2000:]
+    done = run_cli("compare", first, "latest", "--store", "r.db", "--format", "json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     _strict_json(done.stdout)  # machine-readable output loads no plugin: nothing of theirs in it
 

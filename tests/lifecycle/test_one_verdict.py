@@ -128,8 +128,8 @@ def test_one_reviewed_run_one_count_in_runs_show_and_the_eval_center(write_confi
     assert "pass rate 33.3%" in shown and "4 passed · 8 failed" in shown, shown
     # the figures people's verdicts give are stored as the review lands: no reader counts them again
     [(kept,)] = store_at.query("r.db", "SELECT reviewed FROM experiments WHERE run_id = ?", (run_id,))
-    reviews, _, figures = kept.split("\t", 2)
-    assert (reviews, json.loads(figures)["passed"]) == ("4", 4)
+    reviews, _, counts, figures = kept.split("\t", 3)
+    assert (reviews, counts, json.loads(figures)["passed"]) == ("4", "4,8,0,0", 4)
     with serving(db, tmp_path) as base:
         summary = requests.get(f"{base}/api/runs/{run_id}", timeout=30).json()
         assert summary["experiments"][0]["summary"]["passed"] == 4

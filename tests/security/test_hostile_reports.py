@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import sqlite3
+import shutil
 import sys
 from pathlib import Path
 
@@ -304,16 +304,20 @@ def test_terminal_output_has_no_control_characters_from_payloads(run):
     assert "invoice[U+202E]gpj.exe" in run.stdout  # the override is named, not obeyed
 
 
-@pytest.mark.parametrize("command", [["show", "latest"], ["show", "latest", "--config"], ["compare", "FIRST", "latest"],
+@pytest.mark.parametrize("command", [["show", "latest"], ["show", "latest", "--config"], ["compare", "latest", "latest"],
                                      ["runs"]])
 def test_commands_reading_the_stored_run_print_no_control_characters(run, command):
-    if "FIRST" in command:  # a run is compared with another: the project run once more
-        run_cli("run", "evals.yaml", "--store", "results.db", cwd=run.folder, timeout=120,
-                PYTHONPATH=os.pathsep.join([str(run.folder), str(TESTS), str(TESTS / "data")]))
-        with sqlite3.connect(run.folder / "results.db") as db:
-            first = db.execute("SELECT run_id FROM runs ORDER BY started_at, run_id LIMIT 1").fetchone()[0]
-        command = [first if part == "FIRST" else part for part in command]
-    done = run_cli(*command, "--store", "results.db", cwd=run.folder, timeout=60)
+    store = "results.db"
+    if command[0] == "compare":  # with a second run of the same project in a copy of the store: not with itself
+        store = "compared.db"
+        shutil.copyfile(run.folder / "results.db", run.folder / store)
+        again = run_cli("run", "evals.yaml", "--store", store, "--report-dir", "compared", cwd=run.folder, timeout=120,
+                        PYTHONPATH=os.pathsep.join([str(run.folder), str(TESTS), str(TESTS / "data"),
+                                                    os.environ.get("PYTHONPATH", "")]))
+        listed = run_cli("runs", "--ids", "--store", store, cwd=run.folder).stdout.split()
+        assert len(listed) == 2, again.stdout[-2000:] + again.stderr[-2000:]
+        command = ["compare", listed[-1], "latest"]
+    done = run_cli(*command, "--store", store, cwd=run.folder, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
     for stream in (done.stdout, done.stderr):
         found = _TERMINAL_UNSAFE.search(stream)

@@ -34,7 +34,7 @@ def test_ids_and_outputs_holding_nul_and_ids_past_any_key_are_stored_and_read_ba
         done = run_cli("run", "-q", cwd=tmp_path)
         assert done.returncode == 1 and "error" not in done.stderr, done.stderr  # "plain" fails
     store = Store(store_at.absolute())
-    [run, _] = store.runs()
+    [run, first] = store.runs()
     [result] = store.results(run.run_id)
     items = {r.item.id: r for r in result.items}
     assert list(items) == [NUL_ID, LONG_ID, "plain"]
@@ -44,7 +44,7 @@ def test_ids_and_outputs_holding_nul_and_ids_past_any_key_are_stored_and_read_ba
     store.close()
     assert sorted(key for key, in store_at.query("r.db", "SELECT DISTINCT item_id FROM items")) == sorted(
         item_key(i) for i in (NUL_ID, LONG_ID, "plain"))
-    compared = run_cli("compare", "latest", run.run_id, cwd=tmp_path)
+    compared = run_cli("compare", first.run_id, "latest", cwd=tmp_path)  # the two runs, each item paired by its id
     assert compared.returncode == 0 and "0 regressions" in compared.stdout, compared.stderr
     exported = run_cli("export", "--format", "jsonl", cwd=tmp_path)
     assert [json.loads(line)["id"] for line in exported.stdout.splitlines()] == [NUL_ID, LONG_ID, "plain"]

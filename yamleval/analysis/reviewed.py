@@ -120,7 +120,7 @@ def applied(store, run_id: str, results: list[ExperimentResult]) -> list[Experim
         items = with_reviews(result.items, verdicts)
         found = kept.get(result.experiment_id)
         if _current(found, given) and found.ended == _ended(result):
-            out.append(verdict.judged(dataclasses.replace(result, items=items, summary=found.summary)))
+            out.append(verdict.judged(dataclasses.replace(result, items=items, summary=found.summary())))
         else:
             out.append(_recounted(result, items))
     return out
@@ -142,8 +142,7 @@ def keep(store, run_id: str, results: list[ExperimentResult]) -> None:
     next reader of the run counts nothing again: rows pages, lists of runs, progress bars."""
     reviews = stored_reviews.of_run(store, run_id)
     stored_reviews.keep_counted(store, run_id, {
-        r.experiment_id: stored_reviews.Kept(sum(map(len, reviews[r.experiment_id].values())), _ended(r), r.summary,
-                                             _ended(r))
+        r.experiment_id: stored_reviews.kept(sum(map(len, reviews[r.experiment_id].values())), _ended(r), r.summary)
         for r in results if r.experiment_id in reviews and _ended(r) is not None})
 
 
@@ -186,6 +185,17 @@ def listed_summaries(store, run_id: str) -> list[Summary]:
     return [counted_by_id.get(r.experiment_id, r.summary) for r in found]
 
 
+def summary_of(store, run_id: str, experiment_id: str) -> Summary | None:
+    """The experiment's summary as its reviews count it: as ``keep`` stored it when that counts every
+    review and its end, else counted (None: the run has no such experiment)."""
+    given = stored_reviews.of_run(store, run_id).get(experiment_id)
+    found = stored_reviews.kept_counted(store, run_id, experiment_id).get(experiment_id) if given else None
+    if given and _current(found, given):
+        return found.summary()
+    counted_now = results(store, run_id, {experiment_id})
+    return counted_now[0].summary if counted_now else None
+
+
 def progress(store, run_id: str, found: list[ExperimentProgress]) -> list[ExperimentProgress]:
     """``found`` (each experiment's items by stored status) with each reviewed experiment's items
     counted as people's verdicts count them, as ``keep`` stored its figures; unchanged without reviews."""
@@ -199,7 +209,5 @@ def progress(store, run_id: str, found: list[ExperimentProgress]) -> list[Experi
         if given is None or not _current(counted_now, given):
             out.append(shown)
             continue
-        summary = counted_now.summary
-        counts = {"passed": summary.passed, "failed": summary.failed, "error": summary.errored, "skipped": summary.skipped}
-        out.append(dataclasses.replace(shown, counts=counts))
+        out.append(dataclasses.replace(shown, counts=dict(zip(("passed", "failed", "error", "skipped"), counted_now.counts))))
     return out

@@ -119,7 +119,7 @@ def _shape(store, run_id: str, experiment_id: str, reviews: bool) -> tuple[list[
         return None
     summary = summary_from_json(found[0][0])  # stored as the experiment starts
     if reviews and summary.breakdowns:
-        summary = reviewed.results(store, run_id, {experiment_id})[0].summary
+        summary = reviewed.summary_of(store, run_id, experiment_id) or summary
     return list(summary.scorers), [(b.field, {x.value: n for n, x in enumerate(b.slices)}) for b in summary.breakdowns]
 
 

@@ -90,17 +90,29 @@ def _keeps(store) -> bool:
 _KEEP = "UPDATE experiments SET reviewed = {p} WHERE run_id = {p} AND experiment_id = {p}"
 _KEPT = ("SELECT experiment_id, reviewed, completed_at, status FROM experiments WHERE run_id = {p}"
          " AND reviewed IS NOT NULL")
+_ONE = " AND experiment_id = {p}"
 
 
 @dataclass(frozen=True)
 class Kept:
     """An experiment's summary as its reviews counted it (``keep_counted``): how many reviews it
-    counts and the end of the experiment it counted, and that experiment's end now (None: it runs)."""
+    counts, the end of the experiment it counted and that experiment's end now (None: it runs), its
+    items by status, and the summary's JSON, decoded by ``summary()`` only where it is wanted."""
 
     reviews: int
     ended: str | None
-    summary: Summary
-    ended_now: str | None
+    counts: tuple[int, int, int, int]  # passed, failed, errored, skipped
+    text: str
+    ended_now: str | None = None
+
+    def summary(self) -> Summary:
+        return summary_from_json(self.text)
+
+
+def kept(reviews: int, ended: str | None, summary: Summary) -> Kept:
+    """What ``keep_counted`` stores of ``summary``, counting ``reviews`` at the experiment's end ``ended``."""
+    return Kept(reviews, ended, (summary.passed, summary.failed, summary.errored, summary.skipped),
+                summary_to_json(summary), ended)
 
 
 def keep_counted(store, run_id: str, counted: dict[str, Kept]) -> None:
@@ -108,22 +120,23 @@ def keep_counted(store, run_id: str, counted: dict[str, Kept]) -> None:
     the end it counted (reviews are only ever added, and an experiment that ends again has a new
     end: together they say whether it is still the summary that counts)."""
     if counted and _keeps(store):
-        # the figures' own JSON after a line of what they count: read back with one parse
-        store.write(_KEEP, [(f"{kept.reviews}\t{kept.ended or ''}\t{summary_to_json(kept.summary)}", run_id, experiment_id)
-                            for experiment_id, kept in counted.items()], then="then review again")
+        # what the figures count and their counts, then the figures' JSON: a progress bar reads no JSON
+        store.write(_KEEP, [("\t".join((str(k.reviews), k.ended or "", ",".join(map(str, k.counts)), k.text)), run_id,
+                             experiment_id) for experiment_id, k in counted.items()], then="then review again")
 
 
-def kept_counted(store, run_id: str) -> dict[str, Kept]:
-    """The summaries ``keep_counted`` stored for the run's experiments, by experiment (none in a
-    database older than them)."""
+def kept_counted(store, run_id: str, experiment_id: str | None = None) -> dict[str, Kept]:
+    """The summaries ``keep_counted`` stored for the run's experiments (``experiment_id``'s alone, if
+    given), by experiment (none in a database older than them)."""
     if not _keeps(store):
         return {}
     found = {}
-    for experiment_id, text, completed_at, status in store.query(_KEPT, (run_id,)):
-        parts = text.split("\t", 2)
-        if len(parts) != 3 or not parts[0].isdigit():  # not as keep_counted writes it: counted anew
+    statement, parameters = (_KEPT, (run_id,)) if experiment_id is None else (_KEPT + _ONE, (run_id, experiment_id))
+    for experiment_id, value, completed_at, status in store.query(statement, parameters):
+        parts = value.split("\t", 3)
+        counts = parts[2].split(",") if len(parts) == 4 else []
+        if len(counts) != 4 or not all(n.isdigit() for n in (parts[0], *counts)):  # not as written: counted anew
             continue
-        reviews, ended, summary = parts
-        found[experiment_id] = Kept(int(reviews), ended or None, summary_from_json(summary),
+        found[experiment_id] = Kept(int(parts[0]), parts[1] or None, tuple(map(int, counts)), parts[3],
                                     None if status == "running" else completed_at)
     return found
