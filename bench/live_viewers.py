@@ -72,6 +72,7 @@ def free_port() -> int:
 
 
 def write_files(folder: str, items: int, seconds: float, concurrency: int) -> None:
+    """The runner, the datasets (1 item to warm up, ``items`` to watch) and their configs."""
     with open(os.path.join(folder, "live_plugins.py"), "w", encoding="utf-8") as out:
         out.write(PLUGIN)
     for name, count in (("warm.jsonl", 1), ("items.jsonl", items)):
@@ -191,6 +192,7 @@ def watched_run(folder: str, viewers: int) -> dict:
 
 
 def lags(streams: list[list], sampler: Sampler) -> dict:
+    """How far behind the store the viewers' events came, and their longest silences."""
     behind, silent, end_behind = [], [], []
     for events in streams:
         if not events or events[-1][1] != "end":
@@ -233,6 +235,7 @@ def main(argv=None) -> int:
 
 
 def report(args, alone: list[float], watched: list[dict]) -> int:
+    """Print the figures (and write them to ``--json``); the exit code: 0 when both targets pass."""
     wall_alone, wall_watched = statistics.median(alone), statistics.median(r["wall"] for r in watched)
     ratio = wall_watched / wall_alone
     behind = max(r["behind_max"] for r in watched)
