@@ -10,7 +10,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
-from yamleval.records.codec import encode_record, item_from_record, summary_from_json
+from yamleval.records.codec import encode_record, summary_from_json
 from yamleval.records.types import ExperimentResult, RunInfo
 from yamleval.reporting import json_report
 from yamleval.reporting.html import STATUSES
@@ -21,7 +21,6 @@ from yamleval.analysis.verdict import run_word
 from yamleval.store import reviews as stored_reviews, tags as run_tags
 from yamleval.store.schema import item_key
 from yamleval.store import views
-from yamleval.store.reader import read_rows
 
 PAGE_LIMIT = 5000  # rows or items one request may ask for
 NEWEST_KEPT = 20  # of the items stored since a live view last looked, the newest it is sent
@@ -108,16 +107,13 @@ def summary_json(store, info: RunInfo) -> str:
     return dumps(document)
 
 
-_SHAPE = "SELECT summary FROM experiments WHERE run_id = {p} AND experiment_id = {p}"
-
-
 def _shape(store, run_id: str, experiment_id: str, reviews: bool) -> tuple[list[str], list] | None:
     """An experiment's scorers and breakdown values, as its page's rows are laid out (``reviews``: as
     people reviewed it, which orders its slices anew); None: no such experiment."""
-    found = store.query(_SHAPE, (run_id, experiment_id))
-    if not found:
+    found = views.started_summary(store, run_id, experiment_id)
+    if found is None:
         return None
-    summary = summary_from_json(found[0][0])  # stored as the experiment starts
+    summary = summary_from_json(found)  # stored as the experiment starts
     if reviews and summary.breakdowns:
         summary = reviewed.summary_of(store, run_id, experiment_id) or summary
     return list(summary.scorers), [(b.field, {x.value: n for n, x in enumerate(b.slices)}) for b in summary.breakdowns]
@@ -137,33 +133,18 @@ def rows_json(store, run_id: str, experiment_id: str, after: int, limit: int) ->
     return dumps({"rows": rows, "after": last, "more": len(found) == limit})
 
 
-_ITEMS = ("SELECT i.experiment_id, i.record FROM items i JOIN experiments e ON e.run_id = i.run_id AND e.experiment_id = i.experiment_id"
-          " WHERE i.run_id = {p}")
-_COUNT = "SELECT COUNT(*) FROM items i WHERE i.run_id = {p}"
-
-
 def items_json(store, run_id: str, experiment_id: str | None, status: str | None, offset: int,
                limit: int) -> str | None:
     """``/api/runs/{id}/items``: item records as results.json holds them, in run and dataset order;
     None when the run has no experiment ``experiment_id``."""
-    if experiment_id and not store.query(_SHAPE, (run_id, experiment_id)):
+    if experiment_id and views.started_summary(store, run_id, experiment_id) is None:
         return None
-    where, parameters = "", [run_id]
-    if experiment_id:
-        where += " AND i.experiment_id = {p}"
-        parameters.append(experiment_id)
-    if status:
-        where += " AND i.status = {p}"
-        parameters.append(status)
     verdicts = stored_reviews.verdicts_of(store, run_id)
     if status and verdicts:  # people changed some items' status: pick them as they count now
         return _reviewed_items(store, run_id, experiment_id, status, offset, limit)
-    total = store.query(_COUNT + where, tuple(parameters))[0][0]
-    statement = _ITEMS + where + " ORDER BY e.position, i.position LIMIT {p} OFFSET {p}"
-    records = []
-    for experiment, text in read_rows(store.database, statement, (*parameters, limit, offset)):
-        item = item_from_record(json.loads(text), text)
-        records.append(encode_record(counted(item, verdicts.get(experiment, {}).get(item_key(item.item.id)))))
+    total, found = views.items_page(store, run_id, experiment_id, status, offset, limit)
+    records = [encode_record(counted(item, verdicts.get(experiment, {}).get(item_key(item.item.id))))
+               for experiment, item in found]
     return _page(total, offset, limit, records)
 
 

@@ -154,3 +154,32 @@ def statuses(store, run_id: str, experiment_id: str) -> Sequence[tuple[str, str]
     """The experiment's items in the run, (item key, status), read as iterated."""
     return read_rows(store.database, "SELECT item_id, status FROM items WHERE run_id = {p} AND experiment_id = {p}"
                      " ORDER BY position", (run_id, experiment_id))
+
+
+_STARTED = "SELECT summary FROM experiments WHERE run_id = {p} AND experiment_id = {p}"
+_ITEMS = ("SELECT i.experiment_id, i.record FROM items i JOIN experiments e"
+          " ON e.run_id = i.run_id AND e.experiment_id = i.experiment_id WHERE i.run_id = {p}")
+_COUNT = "SELECT COUNT(*) FROM items i WHERE i.run_id = {p}"
+
+
+def started_summary(store, run_id: str, experiment_id: str) -> str | None:
+    """An experiment's summary as stored (JSON, from its start on); None: the run has no such experiment."""
+    found = store.query(_STARTED, (run_id, experiment_id))
+    return found[0][0] if found else None
+
+
+def items_page(store, run_id: str, experiment_id: str | None, status: str | None, offset: int,
+               limit: int) -> tuple[int, list[tuple[str, ItemResult]]]:
+    """How many of the run's items there are (of ``experiment_id`` and ``status``, if given), and
+    ``limit`` of them from ``offset`` on, in run and dataset order: (experiment id, item)."""
+    where, parameters = "", [run_id]
+    if experiment_id:
+        where += " AND i.experiment_id = {p}"
+        parameters.append(experiment_id)
+    if status:
+        where += " AND i.status = {p}"
+        parameters.append(status)
+    total = store.query(_COUNT + where, tuple(parameters))[0][0]
+    statement = _ITEMS + where + " ORDER BY e.position, i.position LIMIT {p} OFFSET {p}"
+    return total, [(experiment, item_from_record(json.loads(text), text))
+                   for experiment, text in read_rows(store.database, statement, (*parameters, limit, offset))]
