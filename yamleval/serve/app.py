@@ -78,7 +78,7 @@ class Center:
 
 def _close(store) -> None:
     try:
-        store.database.close()
+        store.abandon()  # a reader's: nothing of it is queued to write
     except Exception:  # a connection that broke already
         pass
 
