@@ -23,6 +23,7 @@ class Caching:
     def __init__(self, prepared, settings: cache.Settings):
         from yamleval.config import fingerprint
         from yamleval.config import provenance
+        from yamleval.plugins import versions
 
         experiment = prepared.experiment
         self.settings, self.secrets = settings, prepared.secrets
@@ -36,7 +37,7 @@ class Caching:
             self.runner = {"call": "runner", "uses": uses, "with": dict(experiment.runner.with_),
                            "source": fingerprint.plugin_sources([experiment]).get(uses),
                            "files": fingerprint.files_digest(named) if named else None,  # scripts it runs
-                           "version": provenance.plugin_versions([experiment], __version__).get(uses),
+                           "version": versions.plugin_versions([experiment], __version__).get(uses),
                            "vars": experiment.vars}
 
     def use(self, repeat: int) -> cache.Use:

@@ -130,44 +130,6 @@ def plugin_refs(experiments: Iterable[Experiment]) -> list[str]:
     return sorted(refs)
 
 
-def plugin_versions(experiments: Iterable[Experiment], yamleval_version: str) -> dict[str, str]:
-    """The distribution and version behind each plugin module; ``local`` for the project's own files."""
-    versions: dict[str, str] = {}
-    distributions = None
-    for ref in plugin_refs(experiments):
-        if ":" not in ref:
-            versions[ref] = f"yamleval {yamleval_version}" if _is_builtin(ref) else "entry point"
-            continue
-        top = ref.partition(":")[0].split(".")[0]
-        module = sys.modules.get(top)
-        where = getattr(module, "__file__", None) or ""
-        if where and not where.startswith(sys.prefix) and "site-packages" not in where:
-            versions[ref] = "local"
-            continue
-        if distributions is None:
-            from importlib.metadata import packages_distributions
-
-            distributions = packages_distributions()
-        names = distributions.get(top) or []
-        versions[ref] = ", ".join(f"{n} {_version(n)}" for n in names) or "unknown"
-    return versions
-
-
-def _is_builtin(name: str) -> bool:
-    from yamleval.plugins import registry as plugins
-
-    return any(name in plugins.builtins(kind) for kind in ("runners", "scorers", "datasets"))
-
-
-def _version(name: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "?"
-
-
 def host() -> str:
     """This machine's name, as ``socket.gethostname()`` gives it (without importing socket)."""
     if hasattr(os, "uname"):

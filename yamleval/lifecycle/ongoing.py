@@ -188,6 +188,7 @@ def new_run(db, work: Work, git, run_id: str | None = None, shard=None, origin: 
     with the same ``run_id`` finds it made."""
     from yamleval.config import fingerprint
     from yamleval.config import provenance
+    from yamleval.plugins import versions
 
     project, experiments = work.project, list(work.experiments)
     run_id = run_id or new_run_id()
@@ -198,7 +199,7 @@ def new_run(db, work: Work, git, run_id: str | None = None, shard=None, origin: 
         python_version=provenance.python_version(), host=provenance.host(), config_files=tuple(project.files),
         config_hash=provenance.config_hash(texts), git_commit=commit, git_dirty=dirty, config_text=texts,
         rescored_from=origin.rescored_from, retried_from=origin.retried_from,
-    ), provenance.plugin_versions(experiments, __version__), [e.id for e in experiments],
+    ), versions.plugin_versions(experiments, __version__), [e.id for e in experiments],
         fingerprint.fingerprint(project.environment, experiments, repeats=work.repeats,
                                 shards=None if shard is None else shard.count,
                                 datasets=None if datasets is None else dict(datasets)),

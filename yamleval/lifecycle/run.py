@@ -149,6 +149,7 @@ def _continued(asked: Asked, out: Outputs, info: RunInfo, experiments: Sequence,
     """Stored run ``info`` going on (resumed, or joined by a shard) with ``experiments``: what
     changed since it started checked (``force`` goes on anyway, its finished items scored again)."""
     from yamleval.config import fingerprint, provenance
+    from yamleval.plugins import versions
     from yamleval.lifecycle import shards as shard_runs
 
     db, run_id, shard, force = out.store, info.run_id, asked.shard, asked.options.force
@@ -169,7 +170,7 @@ def _continued(asked: Asked, out: Outputs, info: RunInfo, experiments: Sequence,
     cluster = clusters(work.experiments)
     with _letting_go(cluster):
         if changed or config_hash != info.config_hash:  # it goes on under today's config (budgets, maybe)
-            db.record_config(run_id, config_hash, texts, provenance.plugin_versions(work.experiments, __version__),
+            db.record_config(run_id, config_hash, texts, versions.plugin_versions(work.experiments, __version__),
                              fingerprint.fingerprint(asked.project.environment, list(work.experiments),
                                                      repeats=work.repeats, datasets=dict(work.dataset_hashes),
                                                      shards=None if shard is None else shard.count))
