@@ -8,7 +8,7 @@ plugins themselves, so that editors complete and check them as yamleval does:
                                with their defaults (and their values, for a Literal); those
                                without a default are required
 
-Run it after adding a built-in or changing one's arguments; tests/test_packaging.py fails
+Run it after adding a built-in or changing one's arguments; tests/project/test_packaging.py fails
 until the committed schema is what it writes:
 
     python schema/generate.py

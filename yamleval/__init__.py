@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from yamleval.records.version import __version__
 
 _EXPORTS = {
     "ConfigError": "yamleval.records.errors",

@@ -30,7 +30,7 @@ from yamleval.records.outcome import RunOutcome, RunWatcher
 from yamleval.records.types import ExperimentResult
 
 if TYPE_CHECKING:  # pragma: no cover
-    from yamleval.cache import answers
+    from yamleval.calls import answers
     from yamleval.engine import experiment as engine
     from yamleval.engine import plan
     from yamleval.lifecycle import reviewing
@@ -273,7 +273,7 @@ def run_experiment(experiment: Experiment | plan.Prepared, *, concurrency: int |
     in ``result.warnings``. ``repeats``: how many times each item runs, whatever the experiment says."""
     from yamleval.engine import experiment as engine
     from yamleval.engine import plan
-    from yamleval.executors import choice
+    from yamleval.engine.executors import choice
 
     prepared = experiment if isinstance(experiment, plan.Prepared) else plan.prepare(experiment)
     if repeats is not None:
@@ -303,7 +303,7 @@ def prune_cache(path: Union[str, os.PathLike, None] = None, *, ttl: str | None =
                 max_size: str | None = None) -> Pruned:
     """Delete the cache's answers older than ``ttl`` (``7d``, ``12h``; default 7d), then the least
     recently used past ``max_size`` (``2GB``, ``500MB``; default 2GB), as ``yamleval cache prune``."""
-    from yamleval.cache import answers
+    from yamleval.calls import answers
     from yamleval.config.model import size_bytes
     from yamleval.config.budget import seconds
 
@@ -328,7 +328,7 @@ def clear_cache(path: Union[str, os.PathLike, None] = None) -> Pruned:
 @contextlib.contextmanager
 def _cache(path, *limits: float):
     """The cache file at ``path`` (which must exist), closed after use; ``limits``: its ttl and max size."""
-    from yamleval.cache.answers import DEFAULT_PATH, Cache
+    from yamleval.calls.answers import DEFAULT_PATH, Cache
 
     path = os.fspath(path) if path else (stored_runs.configured_path(stored_runs.DEFAULT_CONFIG, "defaults", "cache",
                                                                      "path") or DEFAULT_PATH)

@@ -3,7 +3,7 @@
 A plugin that cannot be imported is a config error naming the module and its exception
 (exit 2, no traceback). Everything a runner or scorer does per item stays on that item:
 the run goes on, every other item is recorded, and ``results.json`` is valid JSON.
-tests/test_engine.py covers the basic raise, hang, junk object, NaN and sys.exit cases;
+tests/engine/test_experiment.py covers the basic raise, hang, junk object, NaN and sys.exit cases;
 these are the rest.
 """
 from __future__ import annotations

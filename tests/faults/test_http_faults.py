@@ -21,8 +21,8 @@ import pytest
 
 from conftest import run_cli
 from servers.faulty import FaultyServer, answer_for
-from yamleval.models.client import ChatClient, ModelConfig, ModelError
-from yamleval.runners.http import http
+from yamleval.builtins.models.client import ChatClient, ModelConfig, ModelError
+from yamleval.builtins.runners.http import http
 from yamleval.records.types import Item
 
 pytestmark = pytest.mark.faults

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import cli_env, run_cli
-from yamleval.analysis import figures
+from yamleval.records import figures
 
 pytestmark = pytest.mark.crash
 

@@ -13,7 +13,7 @@ import time
 import requests
 
 from conftest import cli_env, run_cli
-from test_serve import serving
+from serve.test_app import serving
 
 PROJECT = """
 store: r.db

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import run_cli
 from reporting.test_html_browser import browser, open_report  # noqa: F401  (a fixture: Chromium)
-from test_cli import _two_stored_runs
+from cli.test_cli import _two_stored_runs
 
 
 

@@ -19,7 +19,7 @@ import pytest
 import yamleval
 from servers.fixtures import openai_server  # noqa: F401  (a fixture)
 from servers.openai_server import text_reply
-from yamleval.analysis import figures
+from yamleval.records import figures
 from yamleval.reporting import write_reports
 from yamleval.records.types import ItemList, RunInfo
 

@@ -30,6 +30,6 @@ def test_a_score_just_below_its_threshold_never_reads_as_the_threshold():
                                         (0.00372, "$0.00372"), (0.12345678, "$0.123457"), (0.9999999, "$1.00"),
                                         (12.5, "$12.50"), (1234.567, "$1,234.57")])
 def test_a_cost_reads_the_same_in_every_report_and_never_with_an_exponent(cost, text):
-    from yamleval.analysis.figures import dollars
+    from yamleval.records.figures import dollars
 
     assert dollars(cost) == text

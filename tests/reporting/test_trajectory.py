@@ -5,10 +5,10 @@ import re
 
 import pytest
 
-from test_trace import AGENT, EVENTS, OPENAI
+from records.test_trace import AGENT, EVENTS, OPENAI
 from yamleval.reporting.trajectory import ShownCall, read_trajectory
-from yamleval.scorers.tools import tool_call_accuracy
-from yamleval.scorers.trajectory import trajectory
+from yamleval.builtins.scorers.tools import tool_call_accuracy
+from yamleval.builtins.scorers.trajectory import trajectory
 
 TOOLS_ONLY = [{"type": "tool", "name": "lookup", "arguments": {"q": "x"}, "result": "found"},
               {"type": "tool", "name": "fetch", "error": "timed out"}]

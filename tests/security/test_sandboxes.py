@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from yamleval.tools import ToolError, build_tools
+from yamleval.builtins.tools import ToolError, build_tools
 
 pytestmark = pytest.mark.security
 

@@ -13,7 +13,7 @@ from contextlib import closing
 import requests
 
 from conftest import cli_env, run_cli
-from test_serve import _running, serving
+from serve.test_app import _running, serving
 from yamleval.serve import reading
 from yamleval.store import open_store
 

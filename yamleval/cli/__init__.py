@@ -14,7 +14,7 @@ import sys
 
 import click
 
-from yamleval import __version__
+from yamleval.records.version import __version__
 from yamleval.cli.heap import one_heap
 from yamleval.records.errors import ExitCode, YamlevalError
 

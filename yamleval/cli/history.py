@@ -6,7 +6,7 @@ import sys
 import click
 
 from yamleval import api
-from yamleval.analysis import figures
+from yamleval.records import figures
 from yamleval.cli import cli
 from yamleval.cli.common import JUNIT_FAMILY_OPTION, format_names, github_outputs
 from yamleval.records.errors import ExitCode, display_path

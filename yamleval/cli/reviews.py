@@ -6,7 +6,7 @@ import json
 import click
 
 from yamleval import api
-from yamleval.analysis import figures
+from yamleval.records import figures
 from yamleval.cli import cli
 from yamleval.cli.history import STORE_OPTION
 

@@ -176,7 +176,7 @@ class Experiment:
     confidence: float = DEFAULTS["confidence"]  # of the intervals around its pass rates and means
     repeats: int = DEFAULTS["repeats"]  # runs of each item
     reduce: str = DEFAULTS["reduce"]  # how an item's repeats become its verdict (``repeats``)
-    cache: CacheSettings = CacheSettings()  # what of its answers the cache keeps (``yamleval.cache.answers``)
+    cache: CacheSettings = CacheSettings()  # what of its answers the cache keeps (``yamleval.calls.answers``)
     budget: Budget | None = None  # what it may spend (``yamleval.engine.budget``)
     breakdowns: tuple[str, ...] | None = None  # item fields its figures are broken down by; None: the default
     executor: ExecutorSettings = ExecutorSettings()  # where its items run

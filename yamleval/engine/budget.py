@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Protocol, Sequence
 
-from yamleval.analysis import figures
+from yamleval.records import figures
 from yamleval.config.budget import Budget
 from yamleval.records.types import CacheUse, ItemResult, Usage
 

@@ -26,8 +26,8 @@ from yamleval.records.redaction import redact_experiment, redact_item
 from yamleval.records.reviews import labelled
 from yamleval.engine.scoring import error_result
 from yamleval.engine.shards import Shard
-from yamleval.net import health, limits
-from yamleval.net.network import Network, RunNetwork
+from yamleval.calls import health, limits
+from yamleval.calls.network import Network, RunNetwork
 from yamleval.records.errors import ExitCode, UsageError, YamlevalError, describe_exception
 from yamleval.records.types import ExperimentResult, Item, ItemList, ItemResult, now
 
@@ -128,7 +128,7 @@ def run_experiment(prepared: Prepared, placement: Placement, source: ItemSource 
     """Run one experiment and return its result, items in dataset order.
 
     ``placement.place(experiment, concurrency)`` says where its items run and which network they
-    call out through (``yamleval.executors.choice``); ``source`` where they come from; ``hooks``
+    call out through (``yamleval.engine.executors.choice``); ``source`` where they come from; ``hooks``
     hear of them; ``bounds`` say how many run at once and when to stop (``budgets`` reached: by the
     tokens and cost of every item, ``previous`` included, and the time since it started).
     Dataset errors met mid-run end the run early; they are in ``aborted``. So does an endpoint

@@ -10,8 +10,8 @@ import dataclasses
 import time
 from typing import Any, Callable
 
-from yamleval.cache.answers import Use
-from yamleval.cache.policy import Caching
+from yamleval.calls.answers import Use
+from yamleval.calls.caching import Caching
 from yamleval.engine import plan
 from yamleval.engine.plan import Prepared
 from yamleval.engine.scoring import as_usage, error_result, item_status, score_output

@@ -2,7 +2,7 @@
 a run's choice of one per experiment (``Placement``), which says with it which network the
 items call out through and where another process finds the config's folder (``Placed``).
 
-The engine never imports an executor: the run hands it a ``Placement`` (``yamleval.executors.choice``).
+The engine never imports an executor: the run hands it a ``Placement`` (``yamleval.engine.executors.choice``).
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Protocol
 
-from yamleval.net.network import RunNetwork
+from yamleval.calls.network import RunNetwork
 
 
 class ItemExecutor(Protocol):

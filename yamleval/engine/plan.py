@@ -20,7 +20,7 @@ from yamleval.plugins import calls
 from yamleval.plugins import importpath
 from yamleval.plugins import registry as plugins
 from yamleval.config.model import DatasetSpec, Experiment, PluginSpec, ScorerSpec
-from yamleval.datasets import Dataset, open_dataset
+from yamleval.builtins.datasets import Dataset, open_dataset
 from yamleval.records.errors import ConfigError, raise_all
 from yamleval.records.redaction import Secrets, redact_text
 from yamleval.engine import templates
@@ -28,7 +28,7 @@ from yamleval.engine.scoring import Scorer
 from yamleval.records.types import Item, ItemResult
 
 if TYPE_CHECKING:
-    from yamleval.models.registry import Models
+    from yamleval.builtins.models.registry import Models
 
 FIRST_ROWS = 20  # of a dataset's rows read before a run: as many as `fields:` is checked against
 
@@ -114,7 +114,7 @@ def _check_items_criteria(experiment: Experiment, rows: int) -> list[ConfigError
 
 
 def _models(experiment: Experiment) -> Models:
-    from yamleval.models.registry import Models
+    from yamleval.builtins.models.registry import Models
 
     return Models(experiment.models, experiment.retries, experiment.timeout, experiment.base_dir)
 

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
-from yamleval import __version__
+from yamleval.records.version import __version__
 from yamleval.lifecycle.outputs import Outputs, write_reports_then_finish
 from yamleval.analysis import reviewed
 from yamleval.analysis.verdict import run_passed, run_status
@@ -77,7 +77,7 @@ class Run:
 
     def __init__(self, out: Outputs, run_id: str, work: Work, controls: Controls, source: ExperimentSource,
                  shard=None, cluster=None, planned: int | None = None):
-        from yamleval.executors import choice
+        from yamleval.engine.executors import choice
 
         self.out, self.db, self.run_id, self.work = out, out.store, run_id, work
         self.controls, self.source, self.shard, self.cluster = controls, source, shard, cluster

@@ -15,14 +15,14 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from yamleval.analysis import figures
+from yamleval.records import figures
 from yamleval.engine import plan
-from yamleval.net import transport
+from yamleval.calls import transport
 from yamleval.plugins.calls import BoundCall, ItemContext
 from yamleval.config.model import Experiment
 from yamleval.records.errors import describe_exception
-from yamleval.models.client import ChatClient
-from yamleval.models.registry import Models
+from yamleval.builtins.models.client import ChatClient
+from yamleval.builtins.models.registry import Models
 from yamleval.records.redaction import Secrets, redact_text, redact_value
 from yamleval.records.types import Item, ItemResult
 

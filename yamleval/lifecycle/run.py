@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass
 from typing import Sequence
 
-from yamleval import __version__
+from yamleval.records.version import __version__
 from yamleval.lifecycle.from_datasets import FromDatasets
 from yamleval.lifecycle.ongoing import Controls, Origin, Run, Work, finish_run, git_state, new_run  # noqa: F401
 from yamleval.lifecycle.outputs import Outputs, open_outputs
@@ -286,7 +286,7 @@ def _changed(db, started_as: RunInfo, work: Work, texts: dict[str, str]) -> list
 def placed(settings, executor: str | None, ray_address: str | None):
     """An experiment's ``executor:`` as ``--executor`` and ``--ray-address`` change it."""
     if ray_address is not None or executor == "ray":
-        from yamleval.executors import ray as ray_executor
+        from yamleval.engine.executors import ray as ray_executor
 
         if not ray_executor.installed():
             raise UsageError(f"--executor ray needs Ray, which is not installed: {ray_executor.INSTALL}")
@@ -301,7 +301,7 @@ def clusters(experiments: Sequence):
     """The run's connection to Ray when an experiment runs there (``ray_executor.start``), else None."""
     if not any(e.executor.uses == "ray" for e in experiments):
         return None
-    from yamleval.executors import ray as ray_executor
+    from yamleval.engine.executors import ray as ray_executor
 
     return ray_executor.start(experiments)
 

@@ -28,7 +28,7 @@ class ItemContext:
     ``time.monotonic()`` at which the experiment's ``timeout`` gives up on the item (None
     without one), for a runner that must stop what it started by then; ``config_dir`` is the
     folder of the file the experiment is written in, which relative paths start from; ``network``
-    is the run's rate limits and endpoint records (``yamleval.net.Network``), for a call out."""
+    is the run's rate limits and endpoint records (``yamleval.calls.Network``), for a call out."""
 
     item: Item
     expected: Any

@@ -179,7 +179,7 @@ class Throttling:
 
 @dataclass(frozen=True, slots=True)
 class CacheUse:
-    """What the answer cache (``yamleval.cache.answers``) did for an item or an experiment: answers read
+    """What the answer cache (``yamleval.calls.answers``) did for an item or an experiment: answers read
     from it, answers it did not have (then kept), the tokens and cost the hits saved, and entries
     found damaged (ignored: the call was made)."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from yamleval.analysis import figures
+from yamleval.records import figures
 from yamleval.analysis.aggregate import slowest
 from yamleval.records.types import Breakdown, Slice
 

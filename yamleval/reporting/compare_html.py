@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from yamleval.analysis import compare
-from yamleval.analysis import figures
+from yamleval.records import figures
 from yamleval.reporting import comparison
 from yamleval.reporting.html import asset, csp_hash, template
 from yamleval.reporting.html_data import field_text

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from yamleval.analysis import figures
+from yamleval.records import figures
 from yamleval.analysis.compare import (IMPROVED, NO_CHANGE, RANK, REGRESSED, Comparison, ExperimentDiff,
                                        PairedChange, named_changes)
 from yamleval.reporting.text import terminal_block, terminal_line

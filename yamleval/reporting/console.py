@@ -7,7 +7,7 @@ import sys
 import time
 from typing import TextIO
 
-from yamleval.analysis import figures
+from yamleval.records import figures
 from yamleval.reporting import people
 from yamleval.reporting.text import (INCOMPLETE, bound, criterion_mark, criterion_outcome, criterion_subject,
                                      item_message, stopped_because, terminal_line, throttling_text, cache_text)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Callable, Iterable, Iterator, Mapping
 
-from yamleval.analysis import figures
+from yamleval.records import figures
 from yamleval.analysis.verdict import tolerates_errors
 from yamleval.records.errors import display_path
 from yamleval.reporting.text import as_text, criterion_message, criterion_name, item_message, one_line

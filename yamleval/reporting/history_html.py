@@ -12,7 +12,7 @@ import os
 import urllib.parse
 from typing import Callable, Sequence
 
-from yamleval.analysis import figures
+from yamleval.records import figures
 from yamleval.analysis.history import ExperimentHistory, Point
 from yamleval.reporting.html import asset, csp_hash, template
 from yamleval.reporting.text import clean_text

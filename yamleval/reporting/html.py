@@ -14,7 +14,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import IO, Any, Sequence
 
-from yamleval.analysis import figures
+from yamleval.records import figures
 from yamleval.analysis.aggregate import BINS
 from yamleval.analysis.verdict import run_passed
 from yamleval.reporting import variants

@@ -12,7 +12,7 @@ import itertools
 import re
 from typing import IO, Iterable, Sequence
 
-from yamleval.analysis import figures
+from yamleval.records import figures
 from yamleval.reporting import people
 from yamleval.reporting import variants
 from yamleval.reporting import breakdowns

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from yamleval.analysis import figures
+from yamleval.records import figures
 from yamleval.analysis.agreement import MIN_VERDICTS
 from yamleval.records.reviews import UNMEASURABLE, Agreement
 from yamleval.records.types import Summary

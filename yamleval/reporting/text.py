@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any
 
-from yamleval.analysis import figures
+from yamleval.records import figures
 from yamleval.analysis.criteria import latency_figure
 from yamleval.reporting.trajectory import read_trajectory
 from yamleval.records.types import CacheUse, CriterionResult, ExperimentResult, ItemResult, Throttling

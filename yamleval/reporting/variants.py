@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from yamleval.analysis import figures
+from yamleval.records import figures
 from yamleval.analysis import stats
 from yamleval.analysis.compare import ALPHA, NO_CHANGE, ExperimentDiff, diff_experiments, mean_over
 from yamleval.reporting.comparison import change_details, change_text, errored_text, verdict_words

@@ -1,1 +1,0 @@
-"""Answers kept by what shaped them, and when a run may use them."""
