@@ -152,3 +152,40 @@ def test_a_review_whose_text_cannot_be_stored_is_a_400_on_both_backends(tmp_path
             assert refused.status_code == 400, (field, text, refused.text)
             assert "cannot be stored" in refused.json()["error"]
         assert requests.get(post, timeout=10).json()["reviews"] == []
+
+
+DISAGREEING = """
+store: results.db
+experiments:
+  - id: answers
+    dataset: {{items: [{items}]}}
+    runner: {{uses: echo}}
+    scorers:
+      - {{id: judge, uses: "fixture_plugins.verdicts:judged"}}
+      - exact_match
+"""
+
+
+def test_the_items_worth_a_review_are_read_once_the_page_is_open(tmp_path, browser):  # noqa: F811
+    # the judge passes i1, i2, i4, i5; exact_match the even ones: they disagree on i1, i5 (pass) and i0 (fail)
+    items = ", ".join(f"{{id: i{n}, input: q{n}, expected: {'q' if n % 2 == 0 else 'x'}{n},"
+                      f" metadata: {{judge: {str(n % 3 != 0).lower()}}}}}" for n in range(6))
+    (tmp_path / "evals.yaml").write_text(DISAGREEING.format(items=items), encoding="utf-8")
+    run_cli("run", "-q", cwd=tmp_path)
+    run_id = run_cli("runs", "--ids", cwd=tmp_path).stdout.split()[0]
+    with serving("results.db", tmp_path, "--reviews") as base:
+        opened = requests.get(f"{base}/runs/{run_id}", timeout=10).text
+        assert f"/api/runs/{run_id}/queue" in opened and "judge and exact_match disagree" not in opened
+        listed = requests.get(f"{base}/api/runs/{run_id}/queue", timeout=10).json()
+        assert sorted(entry["id"] for entry in listed) == ["i0", "i1", "i5"]
+        assert all(entry["reasons"] == ["judge and exact_match disagree"] for entry in listed)
+        page = browser.new_page()
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{base}/runs/{run_id}")
+        page.wait_for_selector("#queue li")
+        assert page.locator("#queue li").count() == 3 and errors == []
+        page.close()
+    with serving("results.db", tmp_path) as base:  # without --reviews: no queue, and its address says why
+        refused = requests.get(f"{base}/api/runs/{run_id}/queue", timeout=10)
+        assert refused.status_code == 403 and "--reviews" in refused.json()["error"]

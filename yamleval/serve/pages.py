@@ -46,8 +46,8 @@ class Pages(Served):
             served["review"] = reviewing.served(info.run_id, self.reviews, request)
             if live:
                 served["progress"] = reading.progress_json(store, info)
-            elif self.reviews is not None:
-                served["queue"] = reviewing.queue_json(store, info)
+            elif self.reviews is not None:  # read once the page is open: a run of any size opens at once
+                served["queue"] = f"/api/runs/{_quoted(info.run_id)}/queue"
             return page(html.served_page(info, results, served))
 
         return await self.read(work)

@@ -155,4 +155,12 @@ def routes(read: Callable, reviews: Reviewing | None, guarded: bool) -> list[Rou
         except Refused as exc:
             return json_answer(json.dumps({"error": exc.message}), exc.status)
 
-    return [Route("/api/runs/{run}/reviews", post, methods=["POST"]), Route("/api/runs/{run}/reviews", listed)]
+    async def queued(request: Request):
+        if reviews is None:
+            return json_answer(json.dumps({"error": "this Eval Center takes no reviews: start it with"
+                                                    " `yamleval serve --reviews` to list the items worth one"}), 403)
+        ref = request.path_params["run"]
+        return json_answer(json.dumps(await read(lambda store: queue_json(store, find_run(store, ref)))))
+
+    return [Route("/api/runs/{run}/reviews", post, methods=["POST"]), Route("/api/runs/{run}/reviews", listed),
+            Route("/api/runs/{run}/queue", queued)]

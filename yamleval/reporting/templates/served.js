@@ -203,12 +203,15 @@
   }
 
   // ---- the items most worth a review: where a judge and another scorer disagree, and the like -----
-  if (SERVED.queue && SERVED.queue.length) {
+  // read once the page is open (it looks at up to 50,000 items): the page does not wait for it
+  if (SERVED.queue) read(SERVED.queue).then(showQueue, function () {});
+  function showQueue(entries) {
+    if (!entries.length) return;
     var queue = make("section", "card queue");
     queue.id = "queue";
     queue.appendChild(make("h2", "section-title", "Worth a review"));
     var list = make("ol");
-    SERVED.queue.forEach(function (entry) {
+    entries.forEach(function (entry) {
       var li = make("li"), link = make("a", null, entry.id);
       link.href = itemHref(entry.experiment, entry.id);
       li.appendChild(make("span", "pill pill-" + ({ passed: "pass", failed: "fail" }[entry.status] || entry.status), entry.status));
