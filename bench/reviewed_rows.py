@@ -3,15 +3,18 @@
 Two runs alike of ``--items`` items, broken down by a metadata field, are stored in one store and
 served by ``yamleval serve --reviews``; three reviews of one of them are posted (each POST's time
 printed), then the first rows page of its experiment, its summary (``/api/runs/ID``) and its page
-are read of both runs in turn.
-Printed: each figure of the reviewed run, of the unreviewed one, and their ratio (target: at most
-1.2x), all measured in this one run.
+are read of both runs in turn; then the unreviewed run's reads again from a server without
+``--reviews``.
+Printed: each figure of the reviewed run, of the unreviewed one, and their ratio; each figure of
+the unreviewed run served with ``--reviews`` against without it (the review queue's cost); target:
+every ratio at most 1.2x, all measured in this one run.
 
     python bench/reviewed_rows.py --items 100000
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -80,6 +83,22 @@ def figures(base: str, run_ids: list[str], repeat: int) -> list[dict[str, float]
     return [{name: statistics.median(found) for name, found in each.items()} for each in times]
 
 
+@contextlib.contextmanager
+def serving(command: list[str], folder: str, *options: str):
+    """``yamleval serve`` of the folder's store on a free port, stopped after use: its address."""
+    port = free_port()
+    server = subprocess.Popen([*command, "serve", "--store", "results.db", "--port", str(port), *options], cwd=folder,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        line = server.stderr.readline()
+        if not line.startswith("serving http://"):
+            raise SystemExit(line + server.stderr.read())
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=100_000)
@@ -92,22 +111,16 @@ def main() -> int:
         subprocess.run([*command, "run", "-q"], cwd=folder, check=False)
     plain_id, reviewed_id = subprocess.run([*command, "runs", "--ids"], cwd=folder, capture_output=True,
                                            text=True).stdout.split()[:2]
-    port = free_port()
-    server = subprocess.Popen([*command, "serve", "--store", "results.db", "--port", str(port), "--reviews",
-                               "--reviewer", "bench"], cwd=folder, stderr=subprocess.PIPE, text=True)
     try:
-        line = server.stderr.readline()
-        if not line.startswith("serving http://"):
-            print(line + server.stderr.read(), file=sys.stderr)
-            return 1
-        base = f"http://127.0.0.1:{port}"
-        figures(base, [plain_id, reviewed_id], 1)  # warm up: every page read once
-        posts = [timed_post(f"{base}/api/runs/{reviewed_id}/reviews", {"experiment": "answers", "item": f"i{n}",
-                                                                       "verdict": "pass"}) for n in (0, 3, 6)]
-        plain, reviewed = figures(base, [plain_id, reviewed_id], options.repeat)
+        with serving(command, folder, "--reviews", "--reviewer", "bench") as base:
+            figures(base, [plain_id, reviewed_id], 1)  # warm up: every page read once
+            posts = [timed_post(f"{base}/api/runs/{reviewed_id}/reviews", {"experiment": "answers", "item": f"i{n}",
+                                                                           "verdict": "pass"}) for n in (0, 3, 6)]
+            plain, reviewed = figures(base, [plain_id, reviewed_id], options.repeat)
+        with serving(command, folder) as base:  # the same reads of the unreviewed run, without --reviews
+            figures(base, [plain_id], 1)
+            [without] = figures(base, [plain_id], options.repeat)
     finally:
-        server.terminate()
-        server.wait(timeout=30)
         shutil.rmtree(folder, ignore_errors=True)
     print(f"R19  {options.items:,} items, breakdown by metadata.topic, medians of {options.repeat}")
     worst = 0.0
@@ -116,6 +129,10 @@ def main() -> int:
         worst = max(worst, ratio)
         print(f"  {name:<11} unreviewed {plain[name]:7.3f} s   reviewed {reviewed[name]:7.3f} s   {ratio:5.2f}x")
     print(f"  review POST  {', '.join(f'{p:.2f}' for p in posts)} s (each counts its experiment once)")
+    for name in plain:
+        ratio = plain[name] / without[name]
+        worst = max(worst, ratio)
+        print(f"  {name:<11} without --reviews {without[name]:7.3f} s   with {plain[name]:7.3f} s   {ratio:5.2f}x")
     print(f"  worst ratio {worst:.2f}x: {'within' if worst <= TARGET else 'over'} the {TARGET}x target")
     return 0 if worst <= TARGET else 1
 
