@@ -20,16 +20,15 @@ import threading
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Callable, Iterable, Mapping, Sequence, Union
 
-from yamleval.config.loader import Project, load_project as _load_project
+from yamleval.config.loader import DEFAULT_CONFIG, DEFAULT_REPORTS, Project, load_project as _load_project
 from yamleval.config.model import Experiment
-from yamleval.lifecycle import stored_runs
-from yamleval.lifecycle.stored_runs import Compared, Exported, History, ListedRun, Shown, Tagged  # noqa: F401
 from yamleval.records.errors import UsageError
 from yamleval.records.options import RescoreOptions, RunOptions
 from yamleval.records.outcome import RunOutcome, RunWatcher
 from yamleval.records.types import ExperimentResult
 
 if TYPE_CHECKING:  # pragma: no cover
+    from yamleval.lifecycle.stored_runs import Compared, Exported, History, ListedRun, Shown, Tagged
     from yamleval.calls import answers
     from yamleval.engine import experiment as engine
     from yamleval.engine import plan
@@ -39,10 +38,28 @@ Paths = Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]]
 StoreLocation = Union[str, os.PathLike, None]
 
 
+def _stored_runs():
+    """The verbs over stored runs (``lifecycle.stored_runs``), imported when one is asked for:
+    ``validate`` and ``--help`` never need them."""
+    from yamleval.lifecycle import stored_runs
+
+    return stored_runs
+
+
+_STORED_TYPES = ("Compared", "Exported", "History", "ListedRun", "Shown", "Tagged")
+
+
+def __getattr__(name: str):
+    """The answers of the verbs over stored runs (``api.Shown`` and the like), read when first asked for."""
+    if name in _STORED_TYPES:
+        return getattr(_stored_runs(), name)
+    raise AttributeError(f"module 'yamleval.api' has no attribute {name!r}")
+
+
 def _paths(paths) -> list[str]:
     if isinstance(paths, (str, os.PathLike)):
         return [os.fspath(paths)]
-    return [os.fspath(p) for p in paths] or [stored_runs.DEFAULT_CONFIG]
+    return [os.fspath(p) for p in paths] or [DEFAULT_CONFIG]
 
 
 def _project(config: Union[Paths, Project], sets: Sequence[str] = ()) -> Project:
@@ -84,7 +101,7 @@ def run(config: Union[Paths, Project], options: RunOptions | None = None, *, sto
     return run_project(project, options, stop=stop, abandon=abandon, watcher=watcher)
 
 
-def rescore(run: str, config: Union[Paths, Project] = stored_runs.DEFAULT_CONFIG,
+def rescore(run: str, config: Union[Paths, Project] = DEFAULT_CONFIG,
             options: RescoreOptions | None = None, *, stop: threading.Event | None = None,
             watcher: RunWatcher | None = None, **given) -> RunOutcome:
     """Score the stored outputs of ``run`` (an id, a tag, a unique prefix of an id, or ``latest``) again
@@ -98,14 +115,14 @@ def rescore(run: str, config: Union[Paths, Project] = stored_runs.DEFAULT_CONFIG
     return rescore_run(_project(config), run, options, stop=stop, watcher=watcher, **given)
 
 
-def report(run: str = "latest", *, store: StoreLocation = None, formats: Sequence[str] = stored_runs.DEFAULT_REPORTS,
+def report(run: str = "latest", *, store: StoreLocation = None, formats: Sequence[str] = DEFAULT_REPORTS,
            report_dir: str = "reports", junit_family: str | None = None, gate: bool = False,
            max_html_mb: float | None = None, verdicts: str = "reviewed") -> RunOutcome:
     """Render the reports of a stored ``run`` again into ``report_dir``: its outcome, whose
     ``exit_code`` is the run's verdict. ``gate``: first check that verdict is final (the run
     finished, every shard of it in), UsageError else (``yamleval report --gate``). ``verdicts``:
     ``reviewed`` (a person's verdict counts where there is one) or ``machine`` (the scorers')."""
-    return stored_runs.report(store, run, formats, report_dir, junit_family, gate, max_html_mb, verdicts)
+    return _stored_runs().report(store, run, formats, report_dir, junit_family, gate, max_html_mb, verdicts)
 
 
 def merge(out: Union[str, os.PathLike], shards: Sequence[Union[str, os.PathLike]]) -> RunOutcome:
@@ -123,7 +140,7 @@ def compare(base: str, candidate: str = "latest", *, store: StoreLocation = None
     ``markdown``, ``json`` or ``html``); ``comparison.gate_failure()`` says why a gate fails.
     ``verdicts``: as ``report`` takes it, for both runs. ``RUN:VARIANT`` on both sides compares two
     variants (of one run or of two) as two runs are compared."""
-    return stored_runs.compare(store, base, candidate, alpha, margin, format, verdicts)
+    return _stored_runs().compare(store, base, candidate, alpha, margin, format, verdicts)
 
 
 def export(run: str = "latest", *, store: StoreLocation = None, format: str = "csv", experiments: Sequence[str] = (),
@@ -135,7 +152,7 @@ def export(run: str = "latest", *, store: StoreLocation = None, format: str = "c
 
     if format not in ("csv", "jsonl"):
         raise UsageError(f"unknown format {format}; choose from csv, jsonl")
-    return stored_runs.export(store, run, format, experiments, statuses, sys.stdout if output is None else output)
+    return _stored_runs().export(store, run, format, experiments, statuses, sys.stdout if output is None else output)
 
 
 def history(*, store: StoreLocation = None, last: int = 10, tag: str | None = None,
@@ -143,26 +160,26 @@ def history(*, store: StoreLocation = None, last: int = 10, tag: str | None = No
     """How each experiment moved over the newest ``last`` runs (tagged ``tag``, if given): pass
     rate, mean score and verdict per run, and the items whose verdict changes most
     (``yamleval history``); ``html``: also write that as a page there."""
-    return stored_runs.history(store, last, tag, html)
+    return _stored_runs().history(store, last, tag, html)
 
 
 def tag(run: str, names: Sequence[str], *, store: StoreLocation = None) -> Tagged:
     """Tag a stored ``run`` with each of ``names`` (``yamleval tag``), for a no_regression
     criterion's baseline: the run with all its tags."""
-    return stored_runs.tag(store, run, names)
+    return _stored_runs().tag(store, run, names)
 
 
 def runs(*, store: StoreLocation = None, limit: int = 20) -> tuple[ListedRun, ...]:
     """The newest ``limit`` stored runs, newest first, each with its experiments, pass rate, mean
     score and tags (``yamleval runs``)."""
-    return stored_runs.runs(store, limit)
+    return _stored_runs().runs(store, limit)
 
 
 def show(run: str = "latest", *, store: StoreLocation = None, by: str | None = None, config: bool = False) -> Shown:
     """A stored ``run`` with its experiments' results (``yamleval show``); ``by``: each one's
     breakdown by an item field (``metadata.KEY`` or ``tags``); ``config``: the run only (its
     stored configuration is ``run.config_text``), no results read."""
-    return stored_runs.show(store, run, by, config)
+    return _stored_runs().show(store, run, by, config)
 
 
 def review(run: str, experiment: str | None = None, item: str | None = None, verdict: str | None = None, *,
@@ -201,7 +218,7 @@ def serve(*, store: StoreLocation = None, host: str = "127.0.0.1", port: int = 8
     themselves); else the server writes nothing."""
     from yamleval.serve import serve as serving
 
-    serving(stored_runs.store_path(store), host, port, token_env, ready, reviews, reviewer)
+    serving(_stored_runs().store_path(store), host, port, token_env, ready, reviews, reviewer)
 
 
 @dataclass(frozen=True)
@@ -212,7 +229,7 @@ class Validated:
     experiments: Mapping[str, tuple[Experiment, ...]]
 
 
-def validate(config: Paths = stored_runs.DEFAULT_CONFIG, *, sets: Sequence[str] = ()) -> Validated:
+def validate(config: Paths = DEFAULT_CONFIG, *, sets: Sequence[str] = ()) -> Validated:
     """Check a project without running anything (``yamleval validate``): schema, ids, plugins,
     arguments, datasets. ConfigError (every problem, each once) when it is not valid."""
     from yamleval.config.variants import parents, told_once
@@ -235,7 +252,7 @@ class Preview:
     text: str
 
 
-def preview(config: Paths = stored_runs.DEFAULT_CONFIG, *, experiments: Sequence[str] = (), limit: int = 3) -> Preview:
+def preview(config: Paths = DEFAULT_CONFIG, *, experiments: Sequence[str] = (), limit: int = 3) -> Preview:
     """What a run would send, and an estimate of its calls, tokens and cost, without calling
     anything (``yamleval preview``): the requests of the first ``limit`` items of each experiment."""
     from yamleval.lifecycle import preview as previewing
@@ -330,7 +347,7 @@ def _cache(path, *limits: float):
     """The cache file at ``path`` (which must exist), closed after use; ``limits``: its ttl and max size."""
     from yamleval.calls.answers import DEFAULT_PATH, Cache
 
-    path = os.fspath(path) if path else (stored_runs.configured_path(stored_runs.DEFAULT_CONFIG, "defaults", "cache",
+    path = os.fspath(path) if path else (_stored_runs().configured_path(DEFAULT_CONFIG, "defaults", "cache",
                                                                      "path") or DEFAULT_PATH)
     if not os.path.exists(path):
         raise UsageError(f"no cache at {path} yet: a run keeps answers there once a cached call is made")

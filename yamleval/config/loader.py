@@ -18,6 +18,9 @@ from yamleval.config.yaml_source import SourceMap
 from yamleval.records.errors import ConfigError, Location, display_path, raise_all
 from yamleval.records.redaction import Secrets
 
+DEFAULT_CONFIG = "evals.yaml"  # the project file a command reads when none is given
+DEFAULT_REPORTS = ("html", "junit", "json", "markdown")  # the formats `yamleval report` writes by default
+
 PROJECT_KEYS = {"models", "defaults", "store", "reports", "include", "experiments", "budget"}
 REPORT_FORMATS = ("html", "junit", "json", "markdown")
 

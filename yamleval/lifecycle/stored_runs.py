@@ -9,6 +9,7 @@ import os
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Iterator, Sequence
 
+from yamleval.config.loader import DEFAULT_CONFIG, DEFAULT_REPORTS  # noqa: F401  (read here by the api)
 from yamleval.analysis import reviewed, verdict
 from yamleval.analysis.run_summary import RunSummary, summarize
 from yamleval.lifecycle.outputs import DEFAULT_STORE
@@ -20,8 +21,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from yamleval.analysis.compare import Comparison
     from yamleval.analysis.history import ExperimentHistory
 
-DEFAULT_CONFIG = "evals.yaml"
-DEFAULT_REPORTS = ("html", "junit", "json", "markdown")
 
 
 @dataclass(frozen=True)
