@@ -11,10 +11,11 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from yamleval.builtins.datasets.remote import RemoteDatasetError, remote_rows
+from yamleval.builtins.datasets.remote import Asking, Paging, RemoteDatasetError, remote_rows
 
 ROWS = [{"id": f"r{i}", "input": f"question {i}", "expected": str(i)} for i in range(7)]
-FAST = {"backoff": (0.001, 0.002)}
+FAST_BACKOFF = (0.001, 0.002)  # a retry waits a millisecond or two
+FAST = Asking(backoff=FAST_BACKOFF)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -104,8 +105,8 @@ def service():
 
 def test_offset_paging_reads_every_row_in_order_with_headers(service):
     service.token = "s3cret"
-    rows = list(remote_rows(service.url("/offset?lang=en"), {"Authorization": "Bearer s3cret"}, 3,
-                            "data.rows", None, None, **FAST))
+    rows = list(remote_rows(service.url("/offset?lang=en"), {"Authorization": "Bearer s3cret"},
+                            Paging(3, "data.rows"), FAST))
     assert rows == ROWS
     assert [(r["query"]["limit"], r["query"]["offset"]) for r in service.requests] == [
         ("3", "0"), ("3", "3"), ("3", "6")]  # the last page is short: no fourth request
@@ -113,7 +114,7 @@ def test_offset_paging_reads_every_row_in_order_with_headers(service):
 
 
 def test_rows_are_fetched_lazily_page_by_page(service):
-    rows = remote_rows(service.url("/offset"), None, 2, "data.rows", None, None, **FAST)
+    rows = remote_rows(service.url("/offset"), None, Paging(2, "data.rows"), FAST)
     assert service.requests == []
     assert [next(rows) for _ in range(3)] == ROWS[:3]
     assert len(service.requests) == 2
@@ -121,24 +122,24 @@ def test_rows_are_fetched_lazily_page_by_page(service):
 
 
 def test_limit_stops_early_and_asks_only_for_what_it_needs(service):
-    rows = list(remote_rows(service.url("/offset"), None, 2, "data.rows", None, 5, **FAST))
+    rows = list(remote_rows(service.url("/offset"), None, Paging(2, "data.rows", None, 5), FAST))
     assert rows == ROWS[:5]
     assert [(r["query"]["limit"], r["query"]["offset"]) for r in service.requests] == [
         ("2", "0"), ("2", "2"), ("1", "4")]
-    assert list(remote_rows(service.url("/offset"), None, 2, "data.rows", None, 0)) == []
+    assert list(remote_rows(service.url("/offset"), None, Paging(2, "data.rows", None, 0))) == []
 
 
 def test_total_ends_paging_when_pages_are_always_full(service):
-    rows = list(remote_rows(service.url("/exact"), None, 3, "rows", None, None, total_path="total", **FAST))
+    rows = list(remote_rows(service.url("/exact"), None, Paging(3, "rows", None, None, total_path="total"), FAST))
     assert len(rows) == 6 and len(service.requests) == 2
 
 
 def test_a_page_that_is_a_list_needs_no_items_path(service):
-    assert list(remote_rows(service.url("/list"), None, 4, None, None, None, **FAST)) == ROWS
+    assert list(remote_rows(service.url("/list"), None, Paging(4), FAST)) == ROWS
 
 
 def test_next_links_are_followed_relative_to_the_page(service):
-    rows = list(remote_rows(service.url("/cursor"), None, 200, "items", "links.next", None, **FAST))
+    rows = list(remote_rows(service.url("/cursor"), None, Paging(200, "items", "links.next"), FAST))
     assert rows == ROWS
     assert [r["query"].get("cursor") for r in service.requests] == [None, "3", "6"]
     assert "limit" not in service.requests[0]["query"]
@@ -146,14 +147,14 @@ def test_next_links_are_followed_relative_to_the_page(service):
 
 def test_a_next_link_back_to_a_read_page_is_an_error(service):
     with pytest.raises(RemoteDatasetError, match="leads back"):
-        list(remote_rows(service.url("/loop"), None, 200, "items", "next", None, **FAST))
+        list(remote_rows(service.url("/loop"), None, Paging(200, "items", "next"), FAST))
 
 
 def test_429_and_5xx_are_retried_honouring_retry_after(service):
     service.failures.extend([(503, {}, {"error": "busy"}), (429, {"Retry-After": "0"}, {"error": "slow down"})])
     waits = []
-    rows = list(remote_rows(service.url("/offset"), None, 10, "data.rows", None, None,
-                            sleep=waits.append, **FAST))
+    rows = list(remote_rows(service.url("/offset"), None,
+                            Paging(10, "data.rows"), Asking(sleep=waits.append, backoff=FAST_BACKOFF)))
     assert rows == ROWS
     assert len(service.requests) == 3
     assert waits[1] == 0.0  # Retry-After: 0, not the backoff
@@ -162,7 +163,8 @@ def test_429_and_5xx_are_retried_honouring_retry_after(service):
 def test_retries_run_out_with_the_status_and_the_attempts(service):
     service.failures.extend([(502, {}, {"error": "bad gateway"})] * 3)
     with pytest.raises(RemoteDatasetError) as caught:
-        list(remote_rows(service.url("/offset?key=abc"), None, 10, "data.rows", None, None, retries=2, **FAST))
+        list(remote_rows(service.url("/offset?key=abc"), None,
+                         Paging(10, "data.rows"), Asking(retries=2, backoff=FAST_BACKOFF)))
     message = str(caught.value)
     assert "HTTP 502" in message and "3 attempts" in message and "page 1" in message
     assert "key=abc" not in message  # query strings may hold credentials
@@ -171,14 +173,14 @@ def test_retries_run_out_with_the_status_and_the_attempts(service):
 def test_a_client_error_is_not_retried_and_headers_never_show(service):
     service.token = "s3cret"
     with pytest.raises(RemoteDatasetError) as caught:
-        list(remote_rows(service.url("/offset"), {"Authorization": "Bearer wrong-token"}, 10, "data.rows",
-                         None, None, **FAST))
+        list(remote_rows(service.url("/offset"), {"Authorization": "Bearer wrong-token"},
+                         Paging(10, "data.rows"), FAST))
     assert "HTTP 401" in str(caught.value) and "wrong-token" not in str(caught.value)
     assert len(service.requests) == 1
 
 
 def test_a_redirect_to_another_host_goes_without_the_headers(service):
-    rows = list(remote_rows(service.url("/away"), {"X-Api-Key": "s3cret"}, 10, "data.rows", None, None, **FAST))
+    rows = list(remote_rows(service.url("/away"), {"X-Api-Key": "s3cret"}, Paging(10, "data.rows"), FAST))
     assert rows == ROWS
     away, landed = service.requests
     assert away["headers"]["X-Api-Key"] == "s3cret"
@@ -192,8 +194,8 @@ def test_connection_errors_are_retried_then_reported():
         port = sock.getsockname()[1]
     waits = []
     with pytest.raises(RemoteDatasetError, match="connection failed.*after 3 attempts"):
-        list(remote_rows(f"http://127.0.0.1:{port}/x", None, 10, None, None, None, retries=2,
-                         sleep=waits.append, **FAST))
+        list(remote_rows(f"http://127.0.0.1:{port}/x", None,
+                         Paging(10), Asking(retries=2, sleep=waits.append, backoff=FAST_BACKOFF)))
     assert len(waits) == 2
 
 
@@ -206,11 +208,11 @@ def test_a_trickled_page_times_out_and_a_huge_one_is_refused(monkeypatch):
     with TrickleServer() as server:
         started = time.monotonic()
         with pytest.raises(RemoteDatasetError, match=r"no reply within 0.5s"):
-            list(remote_rows(f"{server.url}/rows", None, 10, None, None, None, timeout=0.5, retries=0))
+            list(remote_rows(f"{server.url}/rows", None, Paging(10), Asking(timeout=0.5, retries=0)))
         assert time.monotonic() - started < 1.5
         monkeypatch.setattr(yamleval.builtins.datasets.remote, "MAX_PAGE_BYTES", 10)
         with pytest.raises(RemoteDatasetError, match=r"the page is larger than 10 bytes; ask for smaller pages"):
-            list(remote_rows(f"{server.url}/rows", None, 10, None, None, None, timeout=5, retries=0))
+            list(remote_rows(f"{server.url}/rows", None, Paging(10), Asking(timeout=5, retries=0)))
 
 
 @pytest.mark.parametrize("path, items, message", [
@@ -221,14 +223,14 @@ def test_a_trickled_page_times_out_and_a_huge_one_is_refused(monkeypatch):
 ])
 def test_pages_of_the_wrong_shape_are_errors(service, path, items, message):
     with pytest.raises(RemoteDatasetError, match=message):
-        list(remote_rows(service.url(path), None, 10, items, None, None, **FAST))
+        list(remote_rows(service.url(path), None, Paging(10, items), FAST))
 
 
-@pytest.mark.parametrize("args, message", [
-    (("ftp://x/y", None, 10), "http:// or https://"),
-    (("http://127.0.0.1/x", None, 0), "page_size"),
-    (("http://127.0.0.1/x", None, 10, None, None, -1), "limit"),
+@pytest.mark.parametrize("url, paging, message", [
+    ("ftp://x/y", Paging(10), "http:// or https://"),
+    ("http://127.0.0.1/x", Paging(0), "page_size"),
+    ("http://127.0.0.1/x", Paging(10, limit=-1), "limit"),
 ])
-def test_bad_arguments_fail_before_any_request(args, message):
+def test_bad_arguments_fail_before_any_request(url, paging, message):
     with pytest.raises(ValueError, match=message):
-        remote_rows(*args)  # at the call, before any row is asked for
+        remote_rows(url, None, paging)  # at the call, before any row is asked for

@@ -204,13 +204,13 @@ def _missing_file_hint(spec: DatasetSpec, path: str) -> str:
 
 def _remote_rows(spec: DatasetSpec, cap: int | None) -> Iterator[Row]:
     """Rows of a paged JSON API, page by page as they are needed; errors point at ``url:``."""
-    from yamleval.builtins.datasets.remote import RemoteDatasetError, remote_rows
+    from yamleval.builtins.datasets.remote import Paging, RemoteDatasetError, remote_rows
 
     where = spec.source.locate(spec.path + ("url",))
     shown = spec.describe()
     try:
-        pages = remote_rows(spec.url, dict(spec.headers), spec.page_size, spec.items_path, spec.next_path, cap,
-                            total_path=spec.total_path)
+        pages = remote_rows(spec.url, dict(spec.headers),
+                            Paging(spec.page_size, spec.items_path, spec.next_path, cap, spec.total_path))
         for index, row in enumerate(pages):
             yield Row(plain(row), where, None, what=f"item {index + 1} from {shown}")
     except (RemoteDatasetError, ValueError) as exc:

@@ -25,38 +25,47 @@ class RemoteDatasetError(ValueError):
     """The service's pages could not be read as a dataset; the message says which page and why."""
 
 
-def remote_rows(spec_url: str, headers: Mapping[str, Any] | None = None, page_size: int = 200,
-                items_path: str | None = None, next_path: str | None = None, limit: int | None = None,
-                total_path: str | None = None, *, timeout: float = 30.0, retries: int = 3,
-                backoff: tuple[float, float] = (0.5, 8.0),
-                sleep: Callable[[float], None] = time.sleep) -> Iterator[dict[str, Any]]:
+@dataclass(frozen=True)
+class Paging:
+    """How the service pages its rows: ``page_size`` rows a page (``limit``/``offset`` asked for in
+    the URL's query), or the next page's URL at ``next_path``; the rows of a page at ``items_path``
+    (None: the page is the list), the row count at ``total_path``, and ``limit`` rows at most."""
+
+    page_size: int = 200
+    items_path: str | None = None
+    next_path: str | None = None
+    limit: int | None = None
+    total_path: str | None = None
+
+
+@dataclass(frozen=True)
+class Asking:
+    """How each page is asked for: within ``timeout`` seconds, tried again ``retries`` times after
+    a failure that may pass, waiting between ``backoff`` seconds (growing) and its upper bound."""
+
+    timeout: float = 30.0
+    retries: int = 3
+    backoff: tuple[float, float] = (0.5, 8.0)
+    sleep: Callable[[float], None] = time.sleep
+
+
+def remote_rows(spec_url: str, headers: Mapping[str, Any] | None = None, paging: Paging = Paging(),
+                asking: Asking = Asking()) -> Iterator[dict[str, Any]]:
     """Yield the rows (dicts) of a paginated JSON service, one page at a time, lazily.
 
-    ``items_path`` is the dotted path to the list of rows in each page (default: the page
-    is the list). Without ``next_path`` pages are asked for with ``limit=<page_size>`` and
-    ``offset=<rows so far>`` added to the URL's query; paging stops at a short or empty
-    page, or once ``total_path`` (a dotted path to the row count) is reached. With
-    ``next_path`` the URL is fetched as given and the next page is the URL (absolute or
-    relative) at that path, until it is missing, null or empty. ``limit`` stops after that
-    many rows without asking for more pages than needed.
+    Without ``paging.next_path`` pages are asked for with ``limit=<page_size>`` and
+    ``offset=<rows so far>`` added to the URL's query; paging stops at a short or empty page, or
+    once the row count at ``total_path`` is reached. With ``next_path`` the URL is fetched as
+    given and the next page is the URL (absolute or relative) at that path, until it is missing,
+    null or empty. ``limit`` stops after that many rows without asking for more pages than needed.
+    ``headers`` go with every request (they may hold credentials: no error shows them).
 
     Bad arguments raise ValueError when called; while rows are read, RemoteDatasetError (a
     ValueError) reports a failed request, a reply that is not JSON or pages of the wrong shape.
     """
-    _check(spec_url, page_size, limit, retries)  # here, not at the first row: bad arguments fail at once
-    paging = _Paging(page_size, items_path, next_path, limit, total_path)
-    return _rows_of(spec_url, paging, _Asking(headers, float(timeout), int(retries), backoff, sleep))
-
-
-@dataclass(frozen=True)
-class _Paging:
-    """How the service pages its rows (as ``remote_rows`` takes them)."""
-
-    page_size: int
-    items_path: str | None
-    next_path: str | None
-    limit: int | None
-    total_path: str | None
+    _check(spec_url, paging.page_size, paging.limit, asking.retries)  # here: bad arguments fail at once
+    return _rows_of(spec_url, paging, _Asking(headers, float(asking.timeout), int(asking.retries), asking.backoff,
+                                              asking.sleep))
 
 
 @dataclass(frozen=True)
@@ -70,7 +79,7 @@ class _Asking:
     sleep: Callable[[float], None]
 
 
-def _rows_of(spec_url: str, paging: _Paging, asking: _Asking) -> Iterator[dict[str, Any]]:
+def _rows_of(spec_url: str, paging: Paging, asking: _Asking) -> Iterator[dict[str, Any]]:
     from yamleval.calls import transport  # requests is slow to import: only remote datasets pay for it
 
     page_size, items_path, next_path, limit, total_path = (paging.page_size, paging.items_path, paging.next_path,
