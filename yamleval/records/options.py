@@ -52,14 +52,7 @@ class RunOptions:
     retry_errors: str | None = None
 
     def __post_init__(self) -> None:
-        # lists given by a caller are kept as tuples: the record never changes under the run
-        for name in _LISTS:
-            value = getattr(self, name)
-            object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value or ()))
-        if self.formats is not None:
-            object.__setattr__(self, "formats", tuple(self.formats))
-        if self.store is not None:
-            object.__setattr__(self, "store", os.fspath(self.store))
+        _settle(self, _LISTS)
 
     def replaced(self, **changes) -> "RunOptions":
         """These options with ``changes`` (keyword names as the fields'); TypeError for an unknown one."""
@@ -102,10 +95,16 @@ class RescoreOptions:
     tags: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        for name in ("experiments", "tags"):
-            value = getattr(self, name)
-            object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value or ()))
-        if self.formats is not None:
-            object.__setattr__(self, "formats", tuple(self.formats))
-        if self.store is not None:
-            object.__setattr__(self, "store", os.fspath(self.store))
+        _settle(self, ("experiments", "tags"))
+
+
+def _settle(options, lists) -> None:
+    """Lists a caller gave kept as tuples (a text as one item), the formats as a tuple, the store as
+    a path's text: the record never changes under the run."""
+    for name in lists:
+        value = getattr(options, name)
+        object.__setattr__(options, name, (value,) if isinstance(value, str) else tuple(value or ()))
+    if options.formats is not None:
+        object.__setattr__(options, "formats", tuple(options.formats))
+    if options.store is not None:
+        object.__setattr__(options, "store", os.fspath(options.store))
