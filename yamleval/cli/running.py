@@ -154,7 +154,7 @@ def _finish(outcome, quiet: bool, resume: str | None = None) -> None:
     for result in outcome.aborted:
         click.echo(terminal_block(result.aborted), err=True)  # it may quote the dataset's own text
     if resume and any(r.could_not_evaluate for r in outcome.aborted):
-        click.echo(f"once the endpoint works again, finish the run with {resume}: it runs again the items"
+        click.echo(f"once what stopped it is mended, finish the run with {resume}: it runs again the items"
                    " that could not be evaluated", err=True)
     if outcome.stopped_by_budget:
         click.echo(f"the run is incomplete: raise the budget, then resume it with {resume}" if resume else

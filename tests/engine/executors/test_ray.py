@@ -314,8 +314,9 @@ def test_when_the_runs_actor_dies_the_run_stops_keeping_what_finished_without_a_
     message = ("could not evaluate: the run's state on the Ray cluster (its rate limits and the starts of its tasks)"
                " was lost: ")
     assert message in done.stderr
-    assert done.stderr.rstrip().endswith("The run stopped early: the items that finished are stored and reported;"
-                                         " run it again to evaluate the rest")
+    assert ("The run stopped early: the items that finished are stored and reported; run it again to evaluate the"
+            " rest\n") in done.stderr
+    assert done.stderr.rstrip().endswith("it runs again the items that could not be evaluated")  # --resume, named
     [experiment] = results(folder)["experiments"]  # the run stopped there
     assert experiment["aborted"].startswith(message)
     stored = [(i["id"], i["status"]) for i in experiment["items"]]
