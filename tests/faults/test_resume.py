@@ -180,9 +180,11 @@ experiments:
   - id: first
     concurrency: 2
     dataset: {file: items.jsonl}
-    runner: {uses: fixture_plugins.behaviours:counting, with: {log: calls.log, seconds: 0.05}}
+    runner: {uses: fixture_plugins.behaviours:counting, with: {log: calls.log, seconds: 0.15}}
     scorers: [exact_match]
 """
+# 150 repeats of 0.15 s, two at a time: about 11 s, so that many of the store's writes (about one a
+# second while items run) hold unfinished items' repeats before the kill
 
 
 def _repeats_stored(db: Path) -> list[tuple[str, int]]:
